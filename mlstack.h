@@ -26080,6 +26080,11 @@ enum {
     0x200000000ull /* router scores are sigmoids, chosen with each layer's expert_bias
                                                  (use_expert_bias), renormalized with + 1e-6, times
                                                  routed_scaling_factor; layers below num_dense_layers dense (LFM2-MoE) */
+/* router scores are sigmoids; experts chosen by score + e_score_correction_bias within the
+   topk_group best of n_group groups (a group scores the sum of its two best), the chosen scores
+   renormalized (norm_topk_prob, + 1e-20), times routed_scaling_factor; ungated experts beside an
+   ungated shared expert; the MoE layers are the "moe" blocks (Nemotron-H) */
+#define MLSTACK__F_GROUP_ROUTER 0x10000000000ull
 #define MLSTACK__MAX_EXPERTS 512
 #define MLSTACK__MAX_DN_DIM 1024 /* delta-net head dims and conv width the config may give */
 
@@ -26283,8 +26288,9 @@ static const mlstack__family mlstack__families[] = {
          {MLSTACK__LAYER_MAMBA2, "mamba", "mamba", NULL},
          {"mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv", "mamba_expand",
           "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps", MLSTACK__SSM_HYBRID, 1}},
-    {"NemotronHForCausalLM", NULL, MLSTACK__F_PLAIN_MLP,
-         {"norm", NULL, NULL, NULL}, MLSTACK__UNFUSED, {"mlp_hidden_act", 1, 0, 0, NULL, 0, NULL}, MLSTACK__DENSE,
+    {"NemotronHForCausalLM", NULL, MLSTACK__F_PLAIN_MLP | MLSTACK__F_GROUP_ROUTER | MLSTACK__F_TOPK_NORM_ON,
+         {"norm", NULL, NULL, NULL}, MLSTACK__UNFUSED, {"mlp_hidden_act", 1, 0, 0, NULL, 0, NULL},
+         {"mixer", "up_proj", NULL, "down_proj", "n_routed_experts", "moe_intermediate_size"},
          {"backbone", "embeddings", "norm_f", NULL, "mixer", NULL, NULL, NULL, "mixer", NULL, NULL, NULL},
          {MLSTACK__LAYER_MAMBA2, NULL, "mixer", NULL},
          {"mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", NULL, "use_conv_bias",
@@ -26346,6 +26352,8 @@ typedef struct mlstack__config {
     float swiglu_alpha, swiglu_limit; /* MLSTACK__ACT_SWIGLU_OAI: sigmoid gain and clamp */
     int moe_sigmoid, moe_bias; /* F_SIGMOID_ROUTER: sigmoid scores; chosen with expert_bias */
     float moe_scale; /* routing weights times this (routed_scaling_factor; 1: none) */
+    float moe_norm_eps; /* added to the sum of sigmoid routing weights before renormalizing */
+    int moe_groups, moe_topk_groups; /* F_GROUP_ROUTER: experts in n_group groups, the best topk_group kept */
     unsigned char layer_moe[MLSTACK__MAX_TYPED_LAYERS]; /* with n_experts: layer l is MoE */
     /* hybrids: recurrent layers beside attention (n_recurrent 0: every layer attends) */
     unsigned char layer_kind[MLSTACK__MAX_TYPED_LAYERS]; /* MLSTACK__LAYER_* (with n_recurrent) */
@@ -26555,8 +26563,9 @@ static mlstack_result mlstack__cfg_num(const mlstack__json *obj, const char *key
 }
 
 /* Nemotron-H's blocks, one a layer: layers_block_type (or layer_types) as a list of
-   "linear_attention" / "mamba", "full_attention" / "attention", "mlp" (and "moe", refused), or
-   hybrid_override_pattern as a string of M, *, - (and E); their count is the layer count. */
+   "linear_attention" / "mamba", "full_attention" / "attention", "mlp", "moe", or
+   hybrid_override_pattern as a string of M, *, -, E; their count is the layer count. A "moe"
+   block is an MLP block whose FFN is the experts (layer_moe). */
 static mlstack_result mlstack__cfg_blocks(mlstack__config *c, const mlstack__json *root, const char *file,
                                           mlstack_error *err) {
     const mlstack__json *v = mlstack__json_get(root, "layers_block_type"), *e;
@@ -26571,21 +26580,22 @@ static mlstack_result mlstack__cfg_blocks(mlstack__config *c, const mlstack__jso
                              "%s: %s needs its blocks: layers_block_type (a list) or hybrid_override_pattern", file,
                              c->architecture);
     for (e = pat ? NULL : v->child; pat ? pat[n] != 0 : e != NULL; e = e ? e->next : NULL, n++) {
-        static const char *const names[5] = {"linear_attention", "mamba", "full_attention", "attention", "mlp"};
+        static const char *const names[6] = {"linear_attention", "mamba", "full_attention", "attention", "mlp", "moe"};
         if (n >= MLSTACK__MAX_TYPED_LAYERS)
             return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: more than %d blocks", file, MLSTACK__MAX_TYPED_LAYERS);
-        if (pat) k = pat[n] == 'M' ? 0 : pat[n] == '*' ? 2 : pat[n] == '-' ? 4 : 5;
+        if (pat) k = pat[n] == 'M' ? 0 : pat[n] == '*' ? 2 : pat[n] == '-' ? 4 : pat[n] == 'E' ? 5 : 6;
         else
-            for (k = 0; k < 5 && !mlstack__json_is_str(e, names[k]); k++) {}
-        if (k == 5)
+            for (k = 0; k < 6 && !mlstack__json_is_str(e, names[k]); k++) {}
+        if (k == 6)
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                                  "%s: block %d of %s is not supported (supported: Mamba2 \"M\", attention \"*\", MLP "
-                                 "\"-\"; not MoE \"E\")",
+                                 "\"-\", MoE \"E\")",
                                  file, n, c->architecture);
         c->layer_kind[n] = (unsigned char)(k < 2   ? MLSTACK__LAYER_MAMBA2
                                            : k < 4 ? MLSTACK__LAYER_ATTN
                                                    : MLSTACK__LAYER_MLP);
-        c->n_recurrent += k < 2 || k == 4;
+        c->layer_moe[n] = (unsigned char)(k == 5);
+        c->n_recurrent += k < 2 || k >= 4;
     }
     if (!n) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no blocks", file);
     c->n_layers = n;
@@ -26924,6 +26934,35 @@ static mlstack_result mlstack__cfg_deltanet(mlstack__config *c, const mlstack__j
     return MLSTACK_OK;
 }
 
+/* Grouped sigmoid routing (F_GROUP_ROUTER, Nemotron-H): n_group groups of experts, the best
+   topk_group kept, routed_scaling_factor, the ungated shared expert's width; a latent projection
+   around the experts (moe_latent_size) is refused. */
+static mlstack_result mlstack__cfg_group_router(mlstack__config *c, const mlstack__json *root, const char *file,
+                                                mlstack_error *err) {
+    mlstack_result r;
+    int gsize;
+    c->moe_sigmoid = c->moe_bias = 1;
+    c->moe_norm_eps = 1e-20f;
+    if ((r = mlstack__cfg_num(root, "routed_scaling_factor", 1, 1e-6, 1e6, &c->moe_scale, file, err)) ||
+        (r = mlstack__cfg_int(root, "n_group", 1, &c->moe_groups, file, err)) ||
+        (r = mlstack__cfg_int(root, "topk_group", 1, &c->moe_topk_groups, file, err)) ||
+        (r = mlstack__cfg_int(root, "moe_shared_expert_intermediate_size", 0, &c->shared_ff, file, err)))
+        return r;
+    gsize = c->n_experts / c->moe_groups;
+    if (c->n_experts % c->moe_groups || gsize < 2 || c->moe_topk_groups > c->moe_groups ||
+        c->n_experts_used > c->moe_topk_groups * gsize)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: %d experts in n_group %d groups, topk_group %d, %d per token (groups of at least 2 "
+                             "experts, no more groups kept than there are, enough experts in them for the top k)",
+                             file, c->n_experts, c->moe_groups, c->moe_topk_groups, c->n_experts_used);
+    if (!mlstack__json_is_null(mlstack__json_get(root, "moe_latent_size")))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: moe_latent_size (latent expert projections) is not "
+                             "supported",
+                             file);
+    return MLSTACK_OK;
+}
+
 /* Mixture of experts: the expert count and width, top k, renormalization, the shared expert and
    which layers are MoE (decoder_sparse_step, mlp_only_layers). */
 static mlstack_result mlstack__cfg_moe(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -26957,8 +26996,11 @@ static mlstack_result mlstack__cfg_moe(mlstack__config *c, const mlstack__json *
         return r;
     if ((f->flags & MLSTACK__F_SPARSE_STEP) && (r = mlstack__cfg_int(root, "decoder_sparse_step", 1, &step, file, err)))
         return r;
-    for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = (unsigned char)((i + 1) % step == 0);
+    for (i = 0; i < c->n_layers && !(f->flags & MLSTACK__F_GROUP_ROUTER); i++) /* else: the "moe" blocks */
+        c->layer_moe[i] = (unsigned char)((i + 1) % step == 0);
     c->moe_scale = 1;
+    c->moe_norm_eps = 1e-6f;
+    if ((f->flags & MLSTACK__F_GROUP_ROUTER) && (r = mlstack__cfg_group_router(c, root, file, err))) return r;
     if (f->flags & MLSTACK__F_SIGMOID_ROUTER) {
         int dense = 0;
         c->moe_sigmoid = 1;
@@ -27094,6 +27136,7 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     mlstack_result r;
     float qpas;
     int64_t w;
+    int i;
     c->tied = mlstack__json_bool(mlstack__json_get(root, "tie_word_embeddings"), (f->flags & MLSTACK__F_TIED) != 0);
     {
         int ab = mlstack__json_bool(mlstack__json_get(root, "attention_bias"), (f->flags & MLSTACK__F_NEOX_BIAS) != 0);
@@ -27158,7 +27201,8 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
         else if ((r = mlstack__cfg_num(root, "final_logit_softcapping", 0, 1e-6, 1e9, &c->final_softcap, file, err)))
             return r;
     }
-    if (f->moe.block &&
+    for (w = 0, i = 0; i < c->n_layers && i < MLSTACK__MAX_TYPED_LAYERS; i++) w += c->layer_moe[i];
+    if (f->moe.block && !((f->flags & MLSTACK__F_GROUP_ROUTER) && w == 0) && /* Nemotron-H without "moe" blocks */
         !((f->flags & MLSTACK__F_EXPERTS_3D) && mlstack__json_int(mlstack__json_get(root, f->moe.n_experts_key), &w) &&
           w == 0) &&
         (r = mlstack__cfg_moe(c, root, file, err)) != MLSTACK_OK)
@@ -27951,20 +27995,29 @@ static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L
     }
     snprintf(nm, sizeof nm, "%s.gate", f->moe.block);
     if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, c->n_embd, 0, &L->router, err))) return r;
-    snprintf(nm, sizeof nm, "%s.expert_bias", f->moe.block);
+    snprintf(nm, sizeof nm, "%s.%s", f->moe.block,
+             f->flags & MLSTACK__F_GROUP_ROUTER ? "gate.e_score_correction_bias" : "expert_bias");
     if (c->moe_bias && (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_experts, &L->expert_bias, err))) return r;
     for (e = 0; e < c->n_experts; e++) {
         snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.gate);
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e], err)))
             return r;
-        snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.up);
-        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e + 1], err)))
+        snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.up ? f->moe.up : "");
+        if (f->moe.up && /* NULL: ungated experts, act(x W1) W2 with W1 as the gate */
+            (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e + 1], err)))
             return r;
         snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.down);
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->moe_ff, 0, &L->experts[3 * e + 2], err)))
             return r;
     }
-    if (c->shared_ff) {
+    if (c->shared_ff && (f->flags & MLSTACK__F_GROUP_ROUTER)) { /* one ungated shared expert, no gate */
+        snprintf(nm, sizeof nm, "%s.shared_experts.up_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, c->mlp_bias, &L->sh_gate, err)))
+            return r;
+        snprintf(nm, sizeof nm, "%s.shared_experts.down_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->shared_ff, c->mlp_bias, &L->sh_down, err)))
+            return r;
+    } else if (c->shared_ff) {
         snprintf(nm, sizeof nm, "%s.shared_expert.gate_proj", f->moe.block);
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_gate, err))) return r;
         snprintf(nm, sizeof nm, "%s.shared_expert.up_proj", f->moe.block);
@@ -28526,7 +28579,8 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
     for (i = 0; i < 13; i++)
         if (all[i]->data) ws[n++] = all[i];
     if (L->sh_router.data) ws[n++] = &L->sh_router;
-    for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++) ws[n++] = &L->experts[i];
+    for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++)
+        if (L->experts[i].data) ws[n++] = &L->experts[i]; /* ungated experts have no up */
     return n;
 }
 
@@ -29593,6 +29647,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     c->rope[0].theta = c->rope_theta;
     c->rope[0].factor = c->rope_factor;
     c->embed_scale = c->residual_scale = c->logits_div = c->moe_scale = 1.0f;
+    c->moe_norm_eps = 1e-6f; /* LFM2-MoE's renormalization */
     c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
     if (mlstack__gguf_rope_rows(c) && c->attn_bias)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
@@ -32464,6 +32519,30 @@ static float *mlstack__slice(const mlstack__rank *rk, float *whole, float *own) 
     return rk->n_ranks == 1 ? whole : own;
 }
 
+/* Grouped routing (F_GROUP_ROUTER): ok[e] = 1 for the experts of the topk_group groups whose two
+   best choice scores (sc[e] + eb[e]) sum highest (ties: the lower group), else 0. */
+static void mlstack__moe_groups(const mlstack__config *c, const float *sc, const float *eb, unsigned char *ok) {
+    int G = c->moe_groups, n = c->n_experts / G, g, e, k;
+    float gs[MLSTACK__MAX_EXPERTS];
+    for (g = 0; g < G; g++) { /* the group's best two */
+        float a = -INFINITY, b = -INFINITY;
+        for (e = g * n; e < (g + 1) * n; e++) {
+            float v = sc[e] + eb[e];
+            if (v > a) b = a, a = v;
+            else if (v > b)
+                b = v;
+        }
+        gs[g] = a + b;
+    }
+    memset(ok, 0, (size_t)c->n_experts);
+    for (k = 0; k < c->moe_topk_groups; k++) {
+        int best = -1;
+        for (g = 0; g < G; g++)
+            if (!ok[g * n] && (best < 0 || gs[g] > gs[best])) best = g;
+        memset(ok + (size_t)best * n, 1, (size_t)n);
+    }
+}
+
 /* A mixture-of-experts FFN on rows xn (B, D) into out (B, D) (one rank), as transformers
    routes: router logits xn Wr, softmax in f32, the top k (ties: the lower expert first),
    renormalized where configured; each expert computes only the rows routed to it (gathered,
@@ -32480,16 +32559,20 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
         float *lg = s->router + (size_t)b * E, mx = lg[0], sum = 0, *w = s->moe_w + (size_t)b * K;
         const float *eb = L->expert_bias;
         int *idx = s->moe_idx + (size_t)b * K;
+        unsigned char ok[MLSTACK__MAX_EXPERTS];
         for (e = 1; e < E; e++) mx = lg[e] > mx ? lg[e] : mx;
         for (e = 0; e < E && !top_first; e++) {
             lg[e] = c->moe_sigmoid ? 1.0f / (1.0f + mlstack__exp_canon(-lg[e])) : mlstack__exp_canon(lg[e] - mx);
             sum += lg[e];
         }
         for (e = 0; e < E && !top_first && !c->moe_sigmoid; e++) lg[e] = lg[e] / sum;
+        if (c->moe_groups > 1) mlstack__moe_groups(c, lg, eb, ok);
+        else
+            memset(ok, 1, (size_t)E);
         for (k = 0; k < K; k++) { /* selection of the k largest scores (+ expert_bias), stable */
             int best = -1;
             for (e = 0; e < E; e++) {
-                int taken = 0;
+                int taken = !ok[e];
                 for (j = 0; j < k; j++) taken |= idx[j] == e;
                 if (!taken && (best < 0 || (eb ? lg[e] + eb[e] > lg[best] + eb[best] : lg[e] > lg[best]))) best = e;
             }
@@ -32503,7 +32586,7 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
         if (c->norm_topk) {
             float t = 0;
             for (k = 0; k < K; k++) t += w[k];
-            if (c->moe_sigmoid) t += 1e-6f; /* LFM2-MoE */
+            if (c->moe_sigmoid) t += c->moe_norm_eps; /* LFM2-MoE, Nemotron-H */
             for (k = 0; k < K; k++) w[k] = w[k] / t;
         }
         for (k = 0; k < K && c->moe_scale != 1.0f; k++) w[k] = w[k] * c->moe_scale;
@@ -32519,9 +32602,14 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
                     n++;
                 }
         if (!n) continue;
-        mlstack__project(rk, s->moe_x, n, 2, &L->experts[3 * e], s->moe_g, &L->experts[3 * e + 1], s->moe_u, NULL,
-                         NULL);
-        mlstack__swiglu_rows(rk, s->moe_g, s->moe_u, n, c->moe_ff, layer);
+        if (L->experts[3 * e + 1].data) {
+            mlstack__project(rk, s->moe_x, n, 2, &L->experts[3 * e], s->moe_g, &L->experts[3 * e + 1], s->moe_u, NULL,
+                             NULL);
+            mlstack__swiglu_rows(rk, s->moe_g, s->moe_u, n, c->moe_ff, layer);
+        } else { /* ungated: act(x W1) (Nemotron-H's ReLU^2) */
+            mlstack__project(rk, s->moe_x, n, 1, &L->experts[3 * e], s->moe_g, NULL, NULL, NULL, NULL);
+            mlstack__swiglu_rows(rk, s->moe_g, NULL, n, c->moe_ff, layer);
+        }
         mlstack__project(rk, s->moe_g, n, 1, &L->experts[3 * e + 2], s->moe_y, NULL, NULL, NULL, NULL);
         for (i = 0; i < n; i++) {
             float wt = s->moe_w[s->moe_rows[i]], *o = out + (size_t)(s->moe_rows[i] / K) * D,
@@ -32531,10 +32619,12 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
     }
     if (c->shared_ff) {
         float g1[1];
-        mlstack__project(rk, xn, B, 2, &L->sh_gate, s->moe_g, &L->sh_up, s->moe_u, NULL, NULL);
-        mlstack__swiglu_rows(rk, s->moe_g, s->moe_u, B, c->shared_ff, layer);
+        mlstack__project(rk, xn, B, L->sh_up.data ? 2 : 1, &L->sh_gate, s->moe_g, &L->sh_up, s->moe_u, NULL, NULL);
+        mlstack__swiglu_rows(rk, s->moe_g, L->sh_up.data ? s->moe_u : NULL, B, c->shared_ff, layer);
         mlstack__project(rk, s->moe_g, B, 1, &L->sh_down, s->moe_y, NULL, NULL, NULL, NULL);
-        for (b = 0; b < B; b++) {
+        for (b = 0; b < B && !L->sh_router.data; b++) /* Nemotron-H: the shared expert added as it is */
+            for (j = 0; j < D; j++) out[(size_t)b * D + j] = out[(size_t)b * D + j] + s->moe_y[(size_t)b * D + j];
+        for (b = 0; b < B && L->sh_router.data; b++) {
             float sg;
             mlstack__project(rk, xn + (size_t)b * D, 1, 1, &L->sh_router, g1, NULL, NULL, NULL, NULL);
             sg = 1.0f / (1.0f + mlstack__exp_canon(-g1[0]));

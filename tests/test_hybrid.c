@@ -324,6 +324,8 @@ int main(void) {
                                   "granite_hybrid_moe",
                                   "granite_hybrid_top1",
                                   "nemotron_h",
+                                  "nemotron_h_moe",
+                                  "nemotron_h_moe_top1",
                                   "lfm2_moe",
                                   "qwen3_5",
                                   "qwen3_5_moe",
