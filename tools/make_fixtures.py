@@ -654,9 +654,9 @@ FAMILIES = [
     dict(name="falcon_h1_norm", cls="FalconH1ForCausalLM",
          extra=dict(num_hidden_layers=2, mamba_d_ssm=None, mamba_n_heads=4, mamba_d_head="auto",
                     mamba_n_groups=1, mamba_d_state=16, mamba_d_conv=3, mamba_expand=2, mamba_rms_norm=True,
-                    mamba_norm_before_gate=False, embedding_multiplier=0.9, lm_head_multiplier=1.4,
+                    mamba_norm_before_gate=False, embedding_multiplier=0.9, lm_head_multiplier=0.8,
                     key_multiplier=1.3, ssm_multipliers=[1.0, 0.8, 1.1, 0.9, 1.2], tie_word_embeddings=True),
-         prompt_len=128, std={"in_proj": 0.15}),
+         prompt_len=128, std={"in_proj": 0.15}, embed_std=0.3),
     # the gated RMSNorm before the gate (mamba_norm_before_gate, Falcon-H1's default) over two groups
     dict(name="falcon_h1_prenorm", cls="FalconH1ForCausalLM",
          extra=dict(num_hidden_layers=2, mamba_d_ssm=64, mamba_n_heads=8, mamba_d_head=8, mamba_n_groups=2,
