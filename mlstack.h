@@ -26386,6 +26386,7 @@ typedef struct mlstack__config {
     float moe_scale; /* routing weights times this (routed_scaling_factor; 1: none) */
     float moe_norm_eps; /* added to the sum of sigmoid routing weights before renormalizing */
     int moe_groups, moe_topk_groups; /* F_GROUP_ROUTER: experts in n_group groups, the best topk_group kept */
+    int moe_latent; /* the experts' width in and out (moe_latent_size, projected from and to D); 0: D */
     unsigned char layer_moe[MLSTACK__MAX_TYPED_LAYERS]; /* with n_experts: layer l is MoE */
     /* hybrids: recurrent layers beside attention (n_recurrent 0: every layer attends) */
     unsigned char layer_kind[MLSTACK__MAX_TYPED_LAYERS]; /* MLSTACK__LAYER_* (with n_recurrent) */
@@ -26423,6 +26424,7 @@ typedef struct mlstack__layer {
     int moe;
     mlstack__weight router, *experts, sh_gate, sh_up, sh_down, sh_router;
     const float *expert_bias; /* (E,) added to the scores to choose experts (F_SIGMOID_ROUTER), or NULL */
+    mlstack__weight moe_lin, moe_lout; /* latent experts: (latent, D) before them, (D, latent) after */
     /* what mixes the tokens (MLSTACK__LAYER_*): attention reads block kv_layer of each KV page; a
        recurrent layer its state at state_off floats into the sequence's (>>kvcache), with its
        input projection w_in, its output projection in wo (wq/wk/wv unused) */
@@ -26969,8 +26971,8 @@ static mlstack_result mlstack__cfg_deltanet(mlstack__config *c, const mlstack__j
 }
 
 /* Grouped sigmoid routing (F_GROUP_ROUTER, Nemotron-H): n_group groups of experts, the best
-   topk_group kept, routed_scaling_factor, the ungated shared expert's width; a latent projection
-   around the experts (moe_latent_size) is refused. */
+   topk_group kept, routed_scaling_factor, the ungated shared expert's width, the experts' latent
+   width (moe_latent_size, at most hidden_size). */
 static mlstack_result mlstack__cfg_group_router(mlstack__config *c, const mlstack__json *root, const char *file,
                                                 mlstack_error *err) {
     mlstack_result r;
@@ -26989,11 +26991,11 @@ static mlstack_result mlstack__cfg_group_router(mlstack__config *c, const mlstac
                              "%s: %d experts in n_group %d groups, topk_group %d, %d per token (groups of at least 2 "
                              "experts, no more groups kept than there are, enough experts in them for the top k)",
                              file, c->n_experts, c->moe_groups, c->moe_topk_groups, c->n_experts_used);
-    if (!mlstack__json_is_null(mlstack__json_get(root, "moe_latent_size")))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: moe_latent_size (latent expert projections) is not "
-                             "supported",
-                             file);
+    if (!mlstack__json_is_null(mlstack__json_get(root, "moe_latent_size")) &&
+        ((r = mlstack__cfg_int(root, "moe_latent_size", 0, &c->moe_latent, file, err)) || c->moe_latent > c->n_embd))
+        return r ? r
+                 : MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: moe_latent_size %d is above hidden_size %d", file,
+                                 c->moe_latent, c->n_embd);
     return MLSTACK_OK;
 }
 
@@ -28068,7 +28070,7 @@ static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L
     const mlstack__family *f = c->fam;
     mlstack_result r;
     char name[256], nm[200];
-    int e;
+    int e, De = c->moe_latent ? c->moe_latent : c->n_embd; /* the experts' input and output width */
     L->moe = 1;
     L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
     if (!L->experts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -28094,17 +28096,21 @@ static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L
     snprintf(nm, sizeof nm, "%s.%s", f->moe.block,
              f->flags & MLSTACK__F_GROUP_ROUTER ? "gate.e_score_correction_bias" : "expert_bias");
     if (c->moe_bias && (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_experts, &L->expert_bias, err))) return r;
+    if (c->moe_latent) { /* Nemotron-H: experts in a latent width, projected from and back to D */
+        snprintf(nm, sizeof nm, "%s.fc1_latent_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), De, c->n_embd, c->mlp_bias, &L->moe_lin, err))) return r;
+        snprintf(nm, sizeof nm, "%s.fc2_latent_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, De, c->mlp_bias, &L->moe_lout, err))) return r;
+    }
     for (e = 0; e < c->n_experts; e++) {
         snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.gate);
-        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e], err)))
-            return r;
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, De, 0, &L->experts[3 * e], err))) return r;
         snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.up ? f->moe.up : "");
         if (f->moe.up && /* NULL: ungated experts, act(x W1) W2 with W1 as the gate */
-            (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e + 1], err)))
+            (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, De, 0, &L->experts[3 * e + 1], err)))
             return r;
         snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.down);
-        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->moe_ff, 0, &L->experts[3 * e + 2], err)))
-            return r;
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), De, c->moe_ff, 0, &L->experts[3 * e + 2], err))) return r;
     }
     if (c->shared_ff && (f->flags & MLSTACK__F_GROUP_ROUTER)) { /* one ungated shared expert, no gate */
         snprintf(nm, sizeof nm, "%s.shared_experts.up_proj", f->moe.block);
@@ -28663,10 +28669,10 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
 /* The projection weights of layer l (l = -1: the LM head) into ws (room for
    MLSTACK__MAX_LAYER_WEIGHTS); returns how many. Absent ones (the dense MLP of a MoE layer, a
    shared expert the family lacks) are left out. */
-#define MLSTACK__MAX_LAYER_WEIGHTS (15 + 3 * MLSTACK__MAX_EXPERTS)
+#define MLSTACK__MAX_LAYER_WEIGHTS (17 + 3 * MLSTACK__MAX_EXPERTS)
 MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
     mlstack__layer *L;
-    mlstack__weight *all[14];
+    mlstack__weight *all[16];
     int n = 0, i;
     if (l < 0) {
         ws[0] = &m->lm_head;
@@ -28676,8 +28682,8 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
     all[0] = &L->wq, all[1] = &L->wk, all[2] = &L->wv, all[3] = &L->wo;
     all[4] = &L->w_gate, all[5] = &L->w_up, all[6] = &L->w_down;
     all[7] = &L->router, all[8] = &L->sh_gate, all[9] = &L->sh_up, all[10] = &L->sh_down;
-    all[11] = &L->w_in, all[12] = &L->wqg, all[13] = &L->w_mix_out;
-    for (i = 0; i < 14; i++)
+    all[11] = &L->w_in, all[12] = &L->wqg, all[13] = &L->w_mix_out, all[14] = &L->moe_lin, all[15] = &L->moe_lout;
+    for (i = 0; i < 16; i++)
         if (all[i]->data) ws[n++] = all[i];
     if (L->sh_router.data) ws[n++] = &L->sh_router;
     for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++)
@@ -30859,26 +30865,31 @@ static int mlstack__rand_ffn(mlstack_model *m, mlstack__pool *pool, mlstack_dtyp
     if (c->n_experts && c->layer_moe[l]) {
         /* MoE: router, experts and shared expert; tensor numbers after the dense layers' */
         uint64_t te = 2 + (uint64_t)c->n_layers * 8 + (uint64_t)l * (3 * (uint64_t)c->n_experts + 5);
-        int e;
+        uint64_t tl = ((uint64_t)1 << 40) + 2 * (uint64_t)l; /* latent projections */
+        int e, De = c->moe_latent ? c->moe_latent : c->n_embd;
+        const float *sb = grouped ? mb : NULL;
         L->moe = 1;
         L->expert_bias = c->moe_bias ? zeros : NULL;
         L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
         ok = L->experts && mlstack__rand_linear(m, pool, dtype, c->n_experts, c->n_embd, NULL, seed, te, &L->router);
         for (e = 0; ok && e < c->n_experts; e++)
-            ok = mlstack__rand_linear(m, pool, dtype, c->moe_ff, c->n_embd, NULL, seed, te + 1 + 3 * (uint64_t)e,
+            ok = mlstack__rand_linear(m, pool, dtype, c->moe_ff, De, NULL, seed, te + 1 + 3 * (uint64_t)e,
                                       &L->experts[3 * e]) &&
                  ((c->fam->flags & MLSTACK__F_PLAIN_MLP) ||
-                  mlstack__rand_linear(m, pool, dtype, c->moe_ff, c->n_embd, NULL, seed, te + 2 + 3 * (uint64_t)e,
+                  mlstack__rand_linear(m, pool, dtype, c->moe_ff, De, NULL, seed, te + 2 + 3 * (uint64_t)e,
                                        &L->experts[3 * e + 1])) &&
-                 mlstack__rand_linear(m, pool, dtype, c->n_embd, c->moe_ff, NULL, seed, te + 3 + 3 * (uint64_t)e,
+                 mlstack__rand_linear(m, pool, dtype, De, c->moe_ff, NULL, seed, te + 3 + 3 * (uint64_t)e,
                                       &L->experts[3 * e + 2]);
+        ok = ok &&
+             (!c->moe_latent || (mlstack__rand_linear(m, pool, dtype, De, c->n_embd, mb, seed, tl, &L->moe_lin) &&
+                                 mlstack__rand_linear(m, pool, dtype, c->n_embd, De, mb, seed, tl + 1, &L->moe_lout)));
         te += 1 + 3 * (uint64_t)c->n_experts;
         ok = ok &&
              (!c->shared_ff ||
-              (mlstack__rand_linear(m, pool, dtype, c->shared_ff, c->n_embd, NULL, seed, te, &L->sh_gate) &&
+              (mlstack__rand_linear(m, pool, dtype, c->shared_ff, c->n_embd, sb, seed, te, &L->sh_gate) &&
                (grouped ||
                 mlstack__rand_linear(m, pool, dtype, c->shared_ff, c->n_embd, NULL, seed, te + 1, &L->sh_up)) &&
-               mlstack__rand_linear(m, pool, dtype, c->n_embd, c->shared_ff, NULL, seed, te + 2, &L->sh_down) &&
+               mlstack__rand_linear(m, pool, dtype, c->n_embd, c->shared_ff, sb, seed, te + 2, &L->sh_down) &&
                (grouped || mlstack__rand_linear(m, pool, dtype, 1, c->n_embd, NULL, seed, te + 3, &L->sh_router))));
         if (!ok || !(c->fam->flags & MLSTACK__F_EXPERTS_3D)) return ok; /* Granite: a dense MLP beside them */
     }
@@ -31830,6 +31841,7 @@ typedef struct mlstack__scratch {
        gate and up (B, max(moe_ff, shared_ff)), their output (B, D); the sum over experts
        (B, D); each row's top-k weights and experts (B, k); rows routed to one expert (B,) */
     float *router, *moe_x, *moe_g, *moe_u, *moe_y, *moe_acc, *moe_w;
+    float *moe_l; /* latent experts: the rows projected to their width (B, moe_latent) */
     int *moe_idx, *moe_rows;
     /* recurrent layers (hybrids): the mixer's input (B, widest in_width) and output (B, widest
        out_width), per thread its scratch, the batch's runs of one sequence (B + 1 bounds) */
@@ -32700,8 +32712,9 @@ static void mlstack__moe_groups(const mlstack__config *c, const float *sc, const
 static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float *xn, float *out, int B, int layer) {
     const mlstack__config *c = &rk->model->cfg;
     mlstack__scratch *s = &rk->s;
-    int E = c->n_experts, K = c->n_experts_used, D = c->n_embd, b, e, k, i, j;
+    int E = c->n_experts, K = c->n_experts_used, D = c->n_embd, De = D, b, e, k, i, j;
     int top_first = (c->fam->flags & MLSTACK__F_EXPERTS_3D) != 0;
+    const float *xe = xn; /* the experts' input rows (B, De) */
     mlstack__project(rk, xn, B, 1, &L->router, s->router, NULL, NULL, NULL, NULL);
     for (b = 0; b < B; b++) {
         float *lg = s->router + (size_t)b * E, mx = lg[0], sum = 0, *w = s->moe_w + (size_t)b * K;
@@ -32739,14 +32752,18 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
         }
         for (k = 0; k < K && c->moe_scale != 1.0f; k++) w[k] = w[k] * c->moe_scale;
     }
-    memset(out, 0, sizeof(float) * (size_t)B * (size_t)D);
+    if (L->moe_lin.data) { /* latent experts (Nemotron-H): their rows xn W1l, summed in De, then x W2l */
+        De = c->moe_latent, xe = s->moe_l;
+        mlstack__project(rk, xn, B, 1, &L->moe_lin, s->moe_l, NULL, NULL, NULL, NULL);
+    }
+    memset(out, 0, sizeof(float) * (size_t)B * (size_t)De);
     for (e = 0; e < E; e++) {
         int n = 0;
         for (b = 0; b < B; b++)
             for (k = 0; k < K; k++)
                 if (s->moe_idx[(size_t)b * K + k] == e) {
                     s->moe_rows[n] = b * K + k;
-                    memcpy(s->moe_x + (size_t)n * D, xn + (size_t)b * D, sizeof(float) * (size_t)D);
+                    memcpy(s->moe_x + (size_t)n * De, xe + (size_t)b * De, sizeof(float) * (size_t)De);
                     n++;
                 }
         if (!n) continue;
@@ -32760,10 +32777,14 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
         }
         mlstack__project(rk, s->moe_g, n, 1, &L->experts[3 * e + 2], s->moe_y, NULL, NULL, NULL, NULL);
         for (i = 0; i < n; i++) {
-            float wt = s->moe_w[s->moe_rows[i]], *o = out + (size_t)(s->moe_rows[i] / K) * D,
-                  *y = s->moe_y + (size_t)i * D;
-            for (j = 0; j < D; j++) o[j] = MLSTACK__FMAF(y[j], wt, o[j]);
+            float wt = s->moe_w[s->moe_rows[i]], *o = out + (size_t)(s->moe_rows[i] / K) * De,
+                  *y = s->moe_y + (size_t)i * De;
+            for (j = 0; j < De; j++) o[j] = MLSTACK__FMAF(y[j], wt, o[j]);
         }
+    }
+    if (L->moe_lout.data) {
+        mlstack__project(rk, out, B, 1, &L->moe_lout, s->moe_x, NULL, NULL, NULL, NULL);
+        memcpy(out, s->moe_x, sizeof(float) * (size_t)B * (size_t)D);
     }
     if (c->shared_ff) {
         float g1[1];
@@ -34223,6 +34244,7 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
         s->moe_w = mlstack__falloc(B, (size_t)c->n_experts_used);
         s->moe_idx = (int *)mlstack__calloc(B * (size_t)c->n_experts_used, sizeof(int));
         s->moe_rows = (int *)mlstack__calloc(B, sizeof(int));
+        if (c->moe_latent && !(s->moe_l = mlstack__falloc(B, (size_t)c->moe_latent))) return MLSTACK_ERR_NO_MEMORY;
         if (!s->router || !s->moe_x || !s->moe_y || !s->moe_acc || !s->moe_g || !s->moe_u || !s->moe_w || !s->moe_idx ||
             !s->moe_rows)
             return MLSTACK_ERR_NO_MEMORY;
@@ -34283,6 +34305,7 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->rope);
     mlstack__aligned_free(s->router);
     mlstack__aligned_free(s->moe_x);
+    mlstack__aligned_free(s->moe_l);
     mlstack__aligned_free(s->moe_y);
     mlstack__aligned_free(s->moe_acc);
     mlstack__aligned_free(s->moe_g);

@@ -312,7 +312,7 @@ static void check_refusals(void) {
         {"{\"architectures\": [\"NemotronHForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
          "\"num_attention_heads\": 2, \"vocab_size\": 16, \"hybrid_override_pattern\": \"M-X*\"}",
          "block 2 of NemotronHForCausalLM"},
-        /* Nemotron-H MoE: groups that do not divide the experts; latent expert projections */
+        /* Nemotron-H MoE: groups that do not divide the experts; a latent width above hidden_size */
         {"{\"architectures\": [\"NemotronHForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
          "\"num_attention_heads\": 2, \"vocab_size\": 16, \"hybrid_override_pattern\": \"M-E*\", "
          "\"n_routed_experts\": 6, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16, "
@@ -321,8 +321,8 @@ static void check_refusals(void) {
         {"{\"architectures\": [\"NemotronHForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
          "\"num_attention_heads\": 2, \"vocab_size\": 16, \"hybrid_override_pattern\": \"M-E*\", "
          "\"n_routed_experts\": 8, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16, "
-         "\"moe_shared_expert_intermediate_size\": 16, \"moe_latent_size\": 16}",
-         "moe_latent_size"},
+         "\"moe_shared_expert_intermediate_size\": 16, \"moe_latent_size\": 64}",
+         "moe_latent_size 64 is above hidden_size 32"},
         {"{\"architectures\": [\"Mamba2ForCausalLM\"], \"hidden_size\": 32, \"num_hidden_layers\": 1, "
          "\"vocab_size\": 16, \"num_heads\": 3, \"head_dim\": 8, \"n_groups\": 2}",
          "groups must divide the heads"},

@@ -369,6 +369,7 @@ int main(void) {
                                   "nemotron_h",
                                   "nemotron_h_moe",
                                   "nemotron_h_moe_top1",
+                                  "nemotron_h_moe_latent",
                                   "falcon_h1",
                                   "falcon_h1_norm",
                                   "falcon_h1_prenorm",

@@ -635,6 +635,17 @@ FAMILIES = [
                     n_group=1, topk_group=1, routed_scaling_factor=1.0, norm_topk_prob=False),
          drop=("rms_norm_eps", "num_hidden_layers"), prompt_len=128, no_rope=True,
          std={"in_proj": 0.15, "gate.weight": 1.0, "experts": 0.2}),
+    # latent experts (Nemotron 3 Super style): the routed experts work in moe_latent_size 16,
+    # projected from and back to hidden 32 (fc1/fc2_latent_proj), the shared expert on the hidden
+    # rows; 2 groups of 3, the best 1 kept, top-2 renormalized, routed_scaling_factor 1.5
+    dict(name="nemotron_h_moe_latent", cls="NemotronHForCausalLM",
+         extra=dict(hybrid_override_pattern="ME*EM", mamba_num_heads=4, mamba_head_dim=8, ssm_state_size=8,
+                    n_groups=1, conv_kernel=4, expand=2, layer_norm_epsilon=1e-5,
+                    num_attention_heads=4, num_key_value_heads=2, head_dim=16, n_routed_experts=6,
+                    num_experts_per_tok=2, moe_intermediate_size=32, moe_shared_expert_intermediate_size=32,
+                    moe_latent_size=16, n_group=2, topk_group=1, routed_scaling_factor=1.5, norm_topk_prob=True),
+         drop=("rms_norm_eps", "num_hidden_layers"), prompt_len=128, no_rope=True,
+         std={"in_proj": 0.15, "gate.weight": 1.0, "experts": 0.12, "latent_proj": 0.15}, expert_bias_std=0.3),
     # Falcon-H1: attention and a Mamba2 mixer side by side in every layer on the same normed
     # input, summed, then a SwiGLU MLP; every multiplier away from 1 (embedding, lm_head, attention
     # in/out, key, ssm in/out, the five ssm_multipliers sections of in_proj's output, the MLP's
