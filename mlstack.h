@@ -33229,7 +33229,8 @@ static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const m
 }
 
 /* Attention and a Mamba2 mixer side by side on the same input (ATTN_SSM, Falcon-H1): xo =
-   mixer(in) * ssm_out + attention(in * attn_in) * attn_out, as transformers sums them. 0, or -1
+   mixer(in) * ssm_out + attention(in * attn_in) * attn_out (the second product fused into the
+   sum: the canonical arithmetic of >>kernels). 0, or -1
    when an exchange failed. */
 static int mlstack__attn_ssm_layer(mlstack__rank *rk, mlstack__attn_job *aj, const mlstack__layer *L,
                                    const mlstack_batch_row *rows, const float *in, float *xo, int B, int n_run,
@@ -33239,10 +33240,7 @@ static int mlstack__attn_ssm_layer(mlstack__rank *rk, mlstack__attn_job *aj, con
     float *par = rk->s.mix_par;
     mlstack__recurrent(rk, L, rows, in, par, B, n_run, aj->layer);
     if (mlstack__attn_layer(rk, aj, L, in, xo, B, n_blk)) return -1;
-    for (i = 0; i < n; i++) {
-        float a = xo[i] * c->mult.attn_out;
-        xo[i] = par[i] + a;
-    }
+    for (i = 0; i < n; i++) xo[i] = MLSTACK__FMAF(xo[i], c->mult.attn_out, par[i]); /* one rounding, any ISA */
     return 0;
 }
 
