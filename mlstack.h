@@ -26007,9 +26007,12 @@ enum {
 enum {
     MLSTACK__LAYER_ATTN = 0,
     MLSTACK__LAYER_CONV = 1, /* gated short convolution (LFM2): B, C, x = xn Win; y = C * conv(B * x) */
-    MLSTACK__LAYER_MAMBA2 = 2, /* Mamba2 mixer (conv1d, SSD recurrence): not implemented yet */
-    MLSTACK__LAYER_DELTANET = 3, /* gated delta-net linear attention: not implemented yet */
+    MLSTACK__LAYER_MAMBA2 = 2, /* Mamba2 mixer (conv1d, SSD recurrence) */
+    MLSTACK__LAYER_DELTANET = 3, /* gated delta-net linear attention */
     MLSTACK__LAYER_MLP = 4, /* no token mixing: the layer is its FFN alone (Nemotron-H "mlp" blocks) */
+    /* attention and a Mamba2 mixer side by side on the same normed input, their outputs summed
+       (Falcon-H1): KV pages and a Mamba2 state */
+    MLSTACK__LAYER_ATTN_SSM = 5,
     MLSTACK__LAYER_KINDS_
 };
 /* mlstack__config.qk_norm: the norm of queries and keys before RoPE (numbers travel in rank messages) */
@@ -26100,6 +26103,14 @@ enum {
    last layers read an earlier layer's KV, >>model mlstack__layer_kind), per-layer input
    embeddings (hidden_size_per_layer_input), attention_k_eq_v (v = k's projection) */
 #define MLSTACK__F_GEMMA4 0x10000000000000ull
+/* router scores are sigmoids; experts chosen by score + e_score_correction_bias within the
+   topk_group best of n_group groups (a group scores the sum of its two best), the chosen scores
+   renormalized (norm_topk_prob, + 1e-20), times routed_scaling_factor; ungated experts beside an
+   ungated shared expert; the MoE layers are the "moe" blocks (Nemotron-H) */
+#define MLSTACK__F_GROUP_ROUTER 0x10000000000ull
+/* Falcon-H1's multipliers: embedding, lm_head, attention in/out, key, ssm in/out, the sections
+   of the mixers' in_proj output (ssm_multipliers), the MLP's gate and down (mlp_multipliers) */
+#define MLSTACK__F_MUP 0x20000000000ull
 #define MLSTACK__MAX_EXPERTS 512
 #define MLSTACK__MAX_DN_DIM 1024 /* delta-net head dims and conv width the config may give */
 
@@ -26148,11 +26159,15 @@ typedef struct mlstack__fam_ssm { /* config keys of Mamba2 mixers (mix.kind MLST
     const char *heads, *head_dim, *state, *groups, *conv, *expand, *conv_bias, *proj_bias, *eps;
     int layout; /* MLSTACK__SSM_*: where the mixers sit */
     int nope; /* 1: no RoPE unless position_embedding_type is "rope" (Granite 4.0-H); 2: never (Nemotron-H) */
+    /* the mixer's width when the config gives it (NULL or null: expand x hidden_size); out_proj's
+       bias when it has a key of its own (NULL: proj_bias) */
+    const char *inner, *out_bias;
 } mlstack__fam_ssm;
 enum {
     MLSTACK__SSM_HYBRID = 0, /* layers named by layer_types, each with its FFN (Granite 4.0-H) */
     MLSTACK__SSM_ALONE = 1, /* every layer a mixer alone, no FFN (Mamba2) */
-    MLSTACK__SSM_BLOCKS = 2 /* one block a layer: a mixer, attention or an MLP alone (Nemotron-H) */
+    MLSTACK__SSM_BLOCKS = 2, /* one block a layer: a mixer, attention or an MLP alone (Nemotron-H) */
+    MLSTACK__SSM_PARALLEL = 3 /* every layer attention and a mixer side by side, then its FFN (Falcon-H1) */
 };
 typedef struct mlstack__family {
     const char *arch; /* config.json architectures[0] */
@@ -26178,7 +26193,7 @@ typedef struct mlstack__family {
 #define MLSTACK__EXPERTS(block, n_key, ff_key) {block, "gate_proj", "up_proj", "down_proj", n_key, ff_key}
 #define MLSTACK__LLAMA_NAMES {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
 #define MLSTACK__NO_MIXER {0, NULL, NULL, NULL}
-#define MLSTACK__NO_SSM {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0}
+#define MLSTACK__NO_SSM {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL}
 #define MLSTACK__MIX_DELTANET {MLSTACK__LAYER_DELTANET, "linear_attention", "linear_attn", NULL}
 #define MLSTACK__F_GEMMA (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED)
 /* Qwen3.5 / Qwen3-Next: (1 + w) norms, per-head q/k norms, gated attention beside delta-net layers */
@@ -26304,14 +26319,14 @@ static const mlstack__family mlstack__families[] = {
          {"backbone", "embeddings", "norm_f", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
          {MLSTACK__LAYER_MAMBA2, NULL, "mixer", NULL},
          {"num_heads", "head_dim", "state_size", "n_groups", "conv_kernel", "expand", "use_conv_bias", "use_bias",
-          "layer_norm_epsilon", MLSTACK__SSM_ALONE, 0}},
+          "layer_norm_epsilon", MLSTACK__SSM_ALONE, 0, NULL, NULL}},
     {"GraniteMoeHybridForCausalLM", NULL, MLSTACK__F_MULTIPLIERS | MLSTACK__F_EXPERTS_3D,
          MLSTACK__NORMS_PRE, {NULL, "input_linear"}, {"hidden_act", 1, 0, 0, NULL, 0, "shared_intermediate_size"},
          {"block_sparse_moe", "input_linear", NULL, "output_linear", "num_local_experts", "intermediate_size"},
          {NULL, NULL, NULL, NULL, NULL, NULL, NULL, "output_linear", "shared_mlp", NULL, NULL, NULL},
          {MLSTACK__LAYER_MAMBA2, "mamba", "mamba", NULL},
          {"mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv", "mamba_expand",
-          "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps", MLSTACK__SSM_HYBRID, 1}},
+          "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps", MLSTACK__SSM_HYBRID, 1, NULL, NULL}},
     /* multi-head latent attention (MLA): the KV cache holds each position's latent and rope key */
     {"DeepseekV2ForCausalLM", NULL, MLSTACK__F_MLA,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
@@ -26319,12 +26334,20 @@ static const mlstack__family mlstack__families[] = {
     {"DeepseekV3ForCausalLM", NULL, MLSTACK__F_MLA | MLSTACK__F_MLA_V3 | MLSTACK__F_TOPK_NORM_ON,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
          MLSTACK__EXPERTS("mlp", "n_routed_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
-    {"NemotronHForCausalLM", NULL, MLSTACK__F_PLAIN_MLP,
-         {"norm", NULL, NULL, NULL}, MLSTACK__UNFUSED, {"mlp_hidden_act", 1, 0, 0, NULL, 0, NULL}, MLSTACK__DENSE,
+    {"NemotronHForCausalLM", NULL, MLSTACK__F_PLAIN_MLP | MLSTACK__F_GROUP_ROUTER | MLSTACK__F_TOPK_NORM_ON,
+         {"norm", NULL, NULL, NULL}, MLSTACK__UNFUSED, {"mlp_hidden_act", 1, 0, 0, NULL, 0, NULL},
+         {"mixer", "up_proj", NULL, "down_proj", "n_routed_experts", "moe_intermediate_size"},
          {"backbone", "embeddings", "norm_f", NULL, "mixer", NULL, NULL, NULL, "mixer", NULL, NULL, NULL},
          {MLSTACK__LAYER_MAMBA2, NULL, "mixer", NULL},
          {"mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", NULL, "use_conv_bias",
-          "use_bias", "layer_norm_epsilon", MLSTACK__SSM_BLOCKS, 2}},
+          "use_bias", "layer_norm_epsilon", MLSTACK__SSM_BLOCKS, 2, NULL, NULL}},
+    {"FalconH1ForCausalLM", NULL, MLSTACK__F_MUP,
+         {"input_layernorm", NULL, "pre_ff_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
+         {NULL, NULL, "final_layernorm", NULL, NULL, NULL, NULL, NULL, "feed_forward", NULL, NULL, NULL},
+         {MLSTACK__LAYER_MAMBA2, NULL, "mamba", NULL},
+         {"mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv", "mamba_expand",
+          "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps", MLSTACK__SSM_PARALLEL, 0, "mamba_d_ssm",
+          "projectors_bias"}},
 };
 /* clang-format on */
 
@@ -26349,7 +26372,22 @@ typedef struct mlstack__ssm_cfg {
     int conv_bias, proj_bias;
     int norm_groups; /* groups of the gated RMSNorm over inner (Mamba2: G) */
     float eps, dt_min, dt_max; /* gated norm epsilon; dt clamped to [dt_min, dt_max] */
+    int gate_norm; /* MLSTACK__GATE_NORM_*: the output's gate and norm */
+    int out_bias; /* out_proj has a bias */
+    int has_mup; /* in_proj's output times mup[] by section z | x | B | C | dt (Falcon-H1) */
+    float mup[5];
 } mlstack__ssm_cfg;
+enum {
+    MLSTACK__GATE_NORM_AFTER = 0, /* y = RMSNorm(y * silu(z)) (Mamba2) */
+    MLSTACK__GATE_NORM_BEFORE = 1, /* y = RMSNorm(y) * silu(z) (Falcon-H1 mamba_norm_before_gate) */
+    MLSTACK__GATE_NORM_NONE = 2 /* y = y * silu(z), no norm (Falcon-H1 without mamba_rms_norm) */
+};
+/* Multipliers around the blocks (Falcon-H1; 1: none): the attention's input, its keys after the
+   projection, its output; the mixer's input and output; the MLP's gate before the activation
+   and its output; the logits. */
+typedef struct mlstack__mults {
+    float attn_in, key, attn_out, ssm_in, ssm_out, mlp_gate, mlp_down, logits;
+} mlstack__mults;
 
 typedef struct mlstack__config {
     int arch; /* index into mlstack__families */
@@ -26383,11 +26421,12 @@ typedef struct mlstack__config {
     float swiglu_alpha, swiglu_limit; /* MLSTACK__ACT_SWIGLU_OAI: sigmoid gain and clamp */
     int moe_sigmoid, moe_bias; /* F_SIGMOID_ROUTER: sigmoid scores; chosen with expert_bias */
     float moe_scale; /* routing weights times this (routed_scaling_factor; 1: none) */
+    int moe_latent; /* the experts' width in and out (moe_latent_size, projected from and to D); 0: D */
     unsigned char layer_moe[MLSTACK__MAX_TYPED_LAYERS]; /* with n_experts: layer l is MoE */
-    float moe_norm_eps; /* added to the top-k weights' sum before they are renormalized (LFM2-MoE: 1e-6) */
+    float moe_norm_eps; /* sigmoid routers: added to the top-k weights' sum before they are renormalized */
     /* grouped routing (DeepSeek): experts in moe_groups groups, only the moe_topk_groups best groups
        chosen from, a group ranked by its best score (MLSTACK__GROUPS_MAX) or the sum of its two
-       best scores + bias (MLSTACK__GROUPS_TOP2); 0: none */
+       best scores + bias (MLSTACK__GROUPS_TOP2; Nemotron-H, DeepSeek V3); 0: none */
     int moe_groups, moe_topk_groups, moe_group_rank;
     /* multi-head latent attention (F_MLA; mla_rank 0: none): kv_lora_rank r, q_lora_rank (0: q_proj),
        qk_nope_head_dim, qk_rope_head_dim, v_head_dim; rope pairs interleaved (2i, 2i + 1); the
@@ -26403,6 +26442,7 @@ typedef struct mlstack__config {
     int conv_bias; /* the conv layers' convolution and projections have biases (LFM2 conv_bias) */
     size_t state_floats; /* one sequence's recurrent state, every layer (>>kvcache) */
     mlstack__ssm_cfg ssm; /* the Mamba2 mixers (kind MLSTACK__LAYER_MAMBA2) */
+    mlstack__mults mult;
     int nope; /* no rotary embedding on q and k (Granite 4.0-H "nope") */
     /* gated delta-net layers: key heads of dk dims, value heads (a multiple of them) of dv dims,
        the causal conv's width */
@@ -26434,6 +26474,7 @@ typedef struct mlstack__layer {
     int moe;
     mlstack__weight router, *experts, sh_gate, sh_up, sh_down, sh_router;
     const float *expert_bias; /* (E,) added to the scores to choose experts (F_SIGMOID_ROUTER), or NULL */
+    mlstack__weight moe_lin, moe_lout; /* latent experts: (latent, D) before them, (D, latent) after */
     /* what mixes the tokens (MLSTACK__LAYER_*): attention reads block kv_layer of each KV page; a
        recurrent layer its state at state_off floats into the sequence's (>>kvcache), with its
        input projection w_in, its output projection in wo (wq/wk/wv unused) */
@@ -26444,6 +26485,7 @@ typedef struct mlstack__layer {
     /* Mamba2 (in_proj in w_in, out_proj in wo, conv1d in conv_w / conv_b): dt_bias, A =
        -exp(A_log) and the D skip (H each), the gated norm's weight (inner) */
     const float *ssm_dt_bias, *ssm_a, *ssm_d, *ssm_norm;
+    mlstack__weight w_mix_out; /* the mixer's out_proj where wo is the attention's (ATTN_SSM) */
     mlstack__weight wqg; /* gated attention: the gate rows of q_proj (H Dh, D) */
     /* gated delta-net: w_in (W, D) holds the rows q | k | v | z | b | a (W = 2 Hk dk + 2 Hv dv +
        2 Hv), wo (D, Hv dv), the conv (C, dn_conv) runs over the C = 2 Hk dk + Hv dv channels
@@ -26626,8 +26668,9 @@ static mlstack_result mlstack__cfg_num(const mlstack__json *obj, const char *key
 }
 
 /* Nemotron-H's blocks, one a layer: layers_block_type (or layer_types) as a list of
-   "linear_attention" / "mamba", "full_attention" / "attention", "mlp" (and "moe", refused), or
-   hybrid_override_pattern as a string of M, *, - (and E); their count is the layer count. */
+   "linear_attention" / "mamba", "full_attention" / "attention", "mlp", "moe", or
+   hybrid_override_pattern as a string of M, *, -, E; their count is the layer count. A "moe"
+   block is an MLP block whose FFN is the experts (layer_moe). */
 static mlstack_result mlstack__cfg_blocks(mlstack__config *c, const mlstack__json *root, const char *file,
                                           mlstack_error *err) {
     const mlstack__json *v = mlstack__json_get(root, "layers_block_type"), *e;
@@ -26642,21 +26685,22 @@ static mlstack_result mlstack__cfg_blocks(mlstack__config *c, const mlstack__jso
                              "%s: %s needs its blocks: layers_block_type (a list) or hybrid_override_pattern", file,
                              c->architecture);
     for (e = pat ? NULL : v->child; pat ? pat[n] != 0 : e != NULL; e = e ? e->next : NULL, n++) {
-        static const char *const names[5] = {"linear_attention", "mamba", "full_attention", "attention", "mlp"};
+        static const char *const names[6] = {"linear_attention", "mamba", "full_attention", "attention", "mlp", "moe"};
         if (n >= MLSTACK__MAX_TYPED_LAYERS)
             return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: more than %d blocks", file, MLSTACK__MAX_TYPED_LAYERS);
-        if (pat) k = pat[n] == 'M' ? 0 : pat[n] == '*' ? 2 : pat[n] == '-' ? 4 : 5;
+        if (pat) k = pat[n] == 'M' ? 0 : pat[n] == '*' ? 2 : pat[n] == '-' ? 4 : pat[n] == 'E' ? 5 : 6;
         else
-            for (k = 0; k < 5 && !mlstack__json_is_str(e, names[k]); k++) {}
-        if (k == 5)
+            for (k = 0; k < 6 && !mlstack__json_is_str(e, names[k]); k++) {}
+        if (k == 6)
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                                  "%s: block %d of %s is not supported (supported: Mamba2 \"M\", attention \"*\", MLP "
-                                 "\"-\"; not MoE \"E\")",
+                                 "\"-\", MoE \"E\")",
                                  file, n, c->architecture);
         c->layer_kind[n] = (unsigned char)(k < 2   ? MLSTACK__LAYER_MAMBA2
                                            : k < 4 ? MLSTACK__LAYER_ATTN
                                                    : MLSTACK__LAYER_MLP);
-        c->n_recurrent += k < 2 || k == 4;
+        c->layer_moe[n] = (unsigned char)(k == 5);
+        c->n_recurrent += k < 2 || k >= 4;
     }
     if (!n) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no blocks", file);
     c->n_layers = n;
@@ -27008,8 +27052,38 @@ static mlstack_result mlstack__cfg_deltanet(mlstack__config *c, const mlstack__j
     return MLSTACK_OK;
 }
 
-/* Mixture of experts: the expert count and width, top k, renormalization, the shared expert and
-   which layers are MoE (decoder_sparse_step, mlp_only_layers). */
+enum { MLSTACK__GROUPS_MAX = 1, MLSTACK__GROUPS_TOP2 = 2 };
+
+/* Grouped sigmoid routing (F_GROUP_ROUTER, Nemotron-H): n_group groups of experts, the best
+   topk_group kept, routed_scaling_factor, the ungated shared expert's width, the experts' latent
+   width (moe_latent_size, at most hidden_size). */
+static mlstack_result mlstack__cfg_group_router(mlstack__config *c, const mlstack__json *root, const char *file,
+                                                mlstack_error *err) {
+    mlstack_result r;
+    int gsize;
+    c->moe_sigmoid = c->moe_bias = 1;
+    c->moe_norm_eps = 1e-20f;
+    c->moe_group_rank = MLSTACK__GROUPS_TOP2;
+    if ((r = mlstack__cfg_num(root, "routed_scaling_factor", 1, 1e-6, 1e6, &c->moe_scale, file, err)) ||
+        (r = mlstack__cfg_int(root, "n_group", 1, &c->moe_groups, file, err)) ||
+        (r = mlstack__cfg_int(root, "topk_group", 1, &c->moe_topk_groups, file, err)) ||
+        (r = mlstack__cfg_int(root, "moe_shared_expert_intermediate_size", 0, &c->shared_ff, file, err)))
+        return r;
+    gsize = c->n_experts / c->moe_groups;
+    if (c->n_experts % c->moe_groups || gsize < 2 || c->moe_topk_groups > c->moe_groups ||
+        c->n_experts_used > c->moe_topk_groups * gsize)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: %d experts in n_group %d groups, topk_group %d, %d per token (groups of at least 2 "
+                             "experts, no more groups kept than there are, enough experts in them for the top k)",
+                             file, c->n_experts, c->moe_groups, c->moe_topk_groups, c->n_experts_used);
+    if (!mlstack__json_is_null(mlstack__json_get(root, "moe_latent_size")) &&
+        ((r = mlstack__cfg_int(root, "moe_latent_size", 0, &c->moe_latent, file, err)) || c->moe_latent > c->n_embd))
+        return r ? r
+                 : MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: moe_latent_size %d is above hidden_size %d", file,
+                                 c->moe_latent, c->n_embd);
+    return MLSTACK_OK;
+}
+
 /* A config key that may be absent or null, else must be the string want. */
 static mlstack_result mlstack__cfg_str_is(const mlstack__json *root, const char *key, const char *want,
                                           const char *file, mlstack_error *err) {
@@ -27021,7 +27095,6 @@ static mlstack_result mlstack__cfg_str_is(const mlstack__json *root, const char 
 
 /* DeepSeek's experts: dense layers below first_k_dense_replace, shared experts, the routing
    (V2: softmax scores, greedy or group_limited_greedy, never renormalized; V3: noaux_tc). */
-enum { MLSTACK__GROUPS_MAX = 1, MLSTACK__GROUPS_TOP2 = 2 };
 static mlstack_result mlstack__cfg_mla_moe(mlstack__config *c, const mlstack__json *root, const char *file,
                                            mlstack_error *err) {
     int v3 = (c->fam->flags & MLSTACK__F_MLA_V3) != 0, dense, freq, shared, i;
@@ -27051,6 +27124,7 @@ static mlstack_result mlstack__cfg_mla_moe(mlstack__config *c, const mlstack__js
     for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = (unsigned char)(i >= dense);
     c->norm_topk = v3 && c->norm_topk; /* V2's router never renormalizes (transformers) */
     c->moe_sigmoid = c->moe_bias = v3;
+    c->moe_norm_eps = 1e-20f; /* V3: the top-k sum + 1e-20 */
     if (v3) c->moe_group_rank = MLSTACK__GROUPS_TOP2;
     else if (mlstack__json_is_str(tm, "group_limited_greedy"))
         c->moe_group_rank = MLSTACK__GROUPS_MAX;
@@ -27117,6 +27191,8 @@ static mlstack_result mlstack__cfg_mla(mlstack__config *c, const mlstack__json *
     return MLSTACK_OK;
 }
 
+/* Mixture of experts: the expert count and width, top k, renormalization, the shared expert and
+   which layers are MoE (decoder_sparse_step, mlp_only_layers). */
 static mlstack_result mlstack__cfg_moe(mlstack__config *c, const mlstack__json *root, const char *file,
                                        mlstack_error *err) {
     const mlstack__family *f = c->fam;
@@ -27148,8 +27224,11 @@ static mlstack_result mlstack__cfg_moe(mlstack__config *c, const mlstack__json *
         return r;
     if ((f->flags & MLSTACK__F_SPARSE_STEP) && (r = mlstack__cfg_int(root, "decoder_sparse_step", 1, &step, file, err)))
         return r;
-    for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = (unsigned char)((i + 1) % step == 0);
+    for (i = 0; i < c->n_layers && !(f->flags & MLSTACK__F_GROUP_ROUTER); i++) /* else: the "moe" blocks */
+        c->layer_moe[i] = (unsigned char)((i + 1) % step == 0);
     c->moe_scale = 1;
+    c->moe_norm_eps = 1e-6f;
+    if ((f->flags & MLSTACK__F_GROUP_ROUTER) && (r = mlstack__cfg_group_router(c, root, file, err))) return r;
     if (f->flags & MLSTACK__F_SIGMOID_ROUTER) {
         int dense = 0;
         c->moe_sigmoid = 1;
@@ -27176,7 +27255,6 @@ static mlstack_result mlstack__cfg_moe(mlstack__config *c, const mlstack__json *
     }
     if (!mlstack__json_is_null(mlstack__json_get(root, "clip_qkv")))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: clip_qkv is not supported", file);
-    if (c->moe_sigmoid && !(f->flags & MLSTACK__F_MLA)) c->moe_norm_eps = 1e-6f; /* LFM2-MoE */
     return (f->flags & MLSTACK__F_MLA) ? mlstack__cfg_mla_moe(c, root, file, err) : MLSTACK_OK;
 }
 
@@ -27236,7 +27314,7 @@ static mlstack_result mlstack__cfg_ssm(mlstack__config *c, const mlstack__json *
     mlstack__ssm_cfg *s = &c->ssm;
     const mlstack__json *v;
     mlstack_result r;
-    int expand = 2;
+    int expand = 2, width;
     if ((r = mlstack__cfg_int(root, k->heads, 0, &s->heads, file, err)) ||
         (r = mlstack__cfg_int(root, k->state, 128, &s->state, file, err)) ||
         (r = mlstack__cfg_int(root, k->groups, 1, &s->groups, file, err)) ||
@@ -27250,15 +27328,17 @@ static mlstack_result mlstack__cfg_ssm(mlstack__config *c, const mlstack__json *
                              "%s: %s x hidden_size %d x %d, conv window %d (at most 64), %d heads in %d groups (the "
                              "groups must divide the heads)",
                              file, k->expand ? k->expand : "expand", expand, c->n_embd, s->conv, s->heads, s->groups);
+    width = expand * c->n_embd; /* or as the config gives it (Falcon-H1 mamba_d_ssm) */
+    if (k->inner && !mlstack__json_is_null(mlstack__json_get(root, k->inner)) &&
+        ((r = mlstack__cfg_int(root, k->inner, 0, &width, file, err)) || width > (1 << 24)))
+        return r ? r : MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %s %d is above 2^24", file, k->inner, width);
     v = mlstack__json_get(root, k->head_dim);
-    if (k->expand && (mlstack__json_is_null(v) || mlstack__json_is_str(v, "auto")))
-        s->head_dim = expand * c->n_embd / s->heads;
+    if (k->expand && (mlstack__json_is_null(v) || mlstack__json_is_str(v, "auto"))) s->head_dim = width / s->heads;
     else if ((r = mlstack__cfg_int(root, k->head_dim, 0, &s->head_dim, file, err)) != MLSTACK_OK)
         return r;
     /* the mixer's width: expand x hidden_size, or heads x head_dim where the family has no expand
        key (Nemotron-H) */
-    s->inner = k->expand ? expand * c->n_embd
-                         : (int)((int64_t)s->heads * s->head_dim > (1 << 24) ? -1 : s->heads * s->head_dim);
+    s->inner = k->expand ? width : (int)((int64_t)s->heads * s->head_dim > (1 << 24) ? -1 : s->heads * s->head_dim);
     if ((int64_t)s->heads * s->head_dim != s->inner || (int64_t)s->inner * s->state > (1 << 30) ||
         (int64_t)s->groups * s->state > (1 << 24))
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
@@ -27270,6 +27350,13 @@ static mlstack_result mlstack__cfg_ssm(mlstack__config *c, const mlstack__json *
     s->norm_groups = s->groups;
     s->conv_bias = mlstack__json_bool(mlstack__json_get(root, k->conv_bias), 1);
     s->proj_bias = mlstack__json_bool(mlstack__json_get(root, k->proj_bias), 0);
+    s->out_bias = k->out_bias ? mlstack__json_bool(mlstack__json_get(root, k->out_bias), 0) : s->proj_bias;
+    s->gate_norm = MLSTACK__GATE_NORM_AFTER;
+    if (k->layout == MLSTACK__SSM_PARALLEL) /* Falcon-H1's keys and defaults */
+        s->gate_norm = !mlstack__json_bool(mlstack__json_get(root, "mamba_rms_norm"), 0) ? MLSTACK__GATE_NORM_NONE
+                       : mlstack__json_bool(mlstack__json_get(root, "mamba_norm_before_gate"), 1)
+                           ? MLSTACK__GATE_NORM_BEFORE
+                           : MLSTACK__GATE_NORM_AFTER;
     v = mlstack__json_get(root, "hidden_act");
     if (!mlstack__json_is_null(v) && !mlstack__json_is_str(v, "silu") && !mlstack__json_is_str(v, "swish"))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: the Mamba2 mixers of %s support hidden_act silu only",
@@ -27372,6 +27459,50 @@ static mlstack_result mlstack__cfg_gemma4(mlstack__config *c, const mlstack__jso
     return mlstack__cfg_gemma4_layers(c, root, file, err);
 }
 
+static void mlstack__mults_init(mlstack__mults *m) {
+    m->attn_in = m->key = m->attn_out = m->ssm_in = m->ssm_out = m->mlp_gate = m->mlp_down = m->logits = 1.0f;
+}
+
+/* A list of exactly n numbers in [-1e9, 1e9] (absent or null: out as it is). */
+static mlstack_result mlstack__cfg_floats(const mlstack__json *root, const char *key, int n, float *out,
+                                          const char *file, mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, key), *e;
+    int i = 0;
+    if (mlstack__json_is_null(v)) return MLSTACK_OK;
+    for (e = v->type == MLSTACK__JSON_ARRAY ? v->child : NULL; e; e = e->next, i++)
+        if (i >= n || e->type != MLSTACK__JSON_NUMBER || !(e->num >= -1e9 && e->num <= 1e9)) break;
+        else
+            out[i] = (float)e->num;
+    if (i != n || v->type != MLSTACK__JSON_ARRAY || e)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: \"%s\" must be a list of %d numbers", file, key, n);
+    return MLSTACK_OK;
+}
+
+/* Falcon-H1's multipliers (F_MUP), each 1 when absent: embedding_multiplier, lm_head_multiplier,
+   attention_in / attention_out / key / ssm_in / ssm_out multipliers, mlp_multipliers [gate, down]
+   and ssm_multipliers [z, x, B, C, dt]. */
+static mlstack_result mlstack__cfg_mup(mlstack__config *c, const mlstack__json *root, const char *file,
+                                       mlstack_error *err) {
+    mlstack__mults *m = &c->mult;
+    float mlp[2] = {1.0f, 1.0f};
+    mlstack_result r;
+    int i;
+    for (i = 0; i < 5; i++) c->ssm.mup[i] = 1.0f;
+    if ((r = mlstack__cfg_num(root, "embedding_multiplier", 1, -1e9, 1e9, &c->embed_scale, file, err)) ||
+        (r = mlstack__cfg_num(root, "lm_head_multiplier", 1, -1e9, 1e9, &m->logits, file, err)) ||
+        (r = mlstack__cfg_num(root, "attention_in_multiplier", 1, -1e9, 1e9, &m->attn_in, file, err)) ||
+        (r = mlstack__cfg_num(root, "attention_out_multiplier", 1, -1e9, 1e9, &m->attn_out, file, err)) ||
+        (r = mlstack__cfg_num(root, "key_multiplier", 1, -1e9, 1e9, &m->key, file, err)) ||
+        (r = mlstack__cfg_num(root, "ssm_in_multiplier", 1, -1e9, 1e9, &m->ssm_in, file, err)) ||
+        (r = mlstack__cfg_num(root, "ssm_out_multiplier", 1, -1e9, 1e9, &m->ssm_out, file, err)) ||
+        (r = mlstack__cfg_floats(root, "mlp_multipliers", 2, mlp, file, err)) ||
+        (r = mlstack__cfg_floats(root, "ssm_multipliers", 5, c->ssm.mup, file, err)))
+        return r;
+    m->mlp_gate = mlp[0], m->mlp_down = mlp[1];
+    for (i = 0; i < 5; i++) c->ssm.has_mup |= c->ssm.mup[i] != 1.0f;
+    return MLSTACK_OK;
+}
+
 /* Per-family and optional features: tied embeddings, biases, q/k norms, sliding windows and
    which layers use them, scales and soft-capping. */
 static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -27381,6 +27512,7 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     mlstack_result r;
     float qpas;
     int64_t w;
+    int i;
     c->tied = mlstack__json_bool(mlstack__json_get(root, "tie_word_embeddings"), (f->flags & MLSTACK__F_TIED) != 0);
     {
         int ab = mlstack__json_bool(mlstack__json_get(root, "attention_bias"), (f->flags & MLSTACK__F_NEOX_BIAS) != 0);
@@ -27418,6 +27550,7 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     c->embed_scale = f->flags & MLSTACK__F_EMBED_SQRT ? sqrtf((float)c->n_embd) : 1.0f;
     c->residual_scale = 1.0f;
     c->logits_div = 1.0f;
+    mlstack__mults_init(&c->mult);
     c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
     if (f->flags & MLSTACK__F_EMBED_SQRT) c->embed_scale = (float)sqrt((double)c->n_embd);
     if (f->flags & MLSTACK__F_QPAS) {
@@ -27433,6 +27566,7 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
             (r = mlstack__cfg_num(root, "logits_scaling", 1, 1e-9, 1e9, &c->logits_div, file, err)))
             return r;
     }
+    if ((f->flags & MLSTACK__F_MUP) && (r = mlstack__cfg_mup(c, root, file, err)) != MLSTACK_OK) return r;
     if (f->flags & MLSTACK__F_ATTN_SOFTCAP) {
         v = mlstack__json_get(root, "attn_logit_softcapping");
         if (!v) c->attn_softcap = f->opt.attn_softcap;
@@ -27445,7 +27579,8 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
         else if ((r = mlstack__cfg_num(root, "final_logit_softcapping", 0, 1e-6, 1e9, &c->final_softcap, file, err)))
             return r;
     }
-    if (f->moe.block &&
+    for (w = 0, i = 0; i < c->n_layers && i < MLSTACK__MAX_TYPED_LAYERS; i++) w += c->layer_moe[i];
+    if (f->moe.block && !((f->flags & MLSTACK__F_GROUP_ROUTER) && w == 0) && /* Nemotron-H without "moe" blocks */
         !((f->flags & MLSTACK__F_EXPERTS_3D) && mlstack__json_int(mlstack__json_get(root, f->moe.n_experts_key), &w) &&
           w == 0) &&
         (r = mlstack__cfg_moe(c, root, file, err)) != MLSTACK_OK)
@@ -27535,6 +27670,7 @@ static mlstack_result mlstack__cfg_special_ids(mlstack__config *c, const mlstack
    sizes of the layout in >>kvcache. A conv layer keeps the last conv_k - 1 inputs of its
    convolution, (conv_k - 1, D) oldest first. */
 static size_t mlstack__state_floats(const mlstack__config *c, int kind) {
+    if (kind == MLSTACK__LAYER_ATTN_SSM) kind = MLSTACK__LAYER_MAMBA2; /* its mixer's (KV is in the pages) */
     switch (kind) {
     case MLSTACK__LAYER_CONV: return (size_t)(c->conv_k - 1) * (size_t)c->n_embd;
     case MLSTACK__LAYER_MAMBA2: /* the conv window, then the SSM state (H, P, N) */
@@ -27548,15 +27684,18 @@ static size_t mlstack__state_floats(const mlstack__config *c, int kind) {
 /* Widths of a recurrent kind's mixer (>>forward): floats of one row of its input x (the outputs
    of the layer's w_in) and of its output y (the inputs of wo), and of its scratch per call. */
 static int mlstack__mix_in_width(const mlstack__config *c, int kind) {
+    if (kind == MLSTACK__LAYER_ATTN_SSM) kind = MLSTACK__LAYER_MAMBA2;
     if (kind == MLSTACK__LAYER_DELTANET) /* q | k | v | z | b | a */
         return 2 * c->dn_k_heads * c->dn_k_dim + 2 * c->dn_v_heads * c->dn_v_dim + 2 * c->dn_v_heads;
     return kind == MLSTACK__LAYER_CONV ? 3 * c->n_embd : kind == MLSTACK__LAYER_MAMBA2 ? c->ssm.proj : 0;
 }
 static int mlstack__mix_out_width(const mlstack__config *c, int kind) {
+    if (kind == MLSTACK__LAYER_ATTN_SSM) kind = MLSTACK__LAYER_MAMBA2;
     if (kind == MLSTACK__LAYER_DELTANET) return c->dn_v_heads * c->dn_v_dim;
     return kind == MLSTACK__LAYER_CONV ? c->n_embd : kind == MLSTACK__LAYER_MAMBA2 ? c->ssm.inner : 0;
 }
 static size_t mlstack__mix_scratch_floats(const mlstack__config *c, int kind) {
+    if (kind == MLSTACK__LAYER_ATTN_SSM) kind = MLSTACK__LAYER_MAMBA2;
     if (kind == MLSTACK__LAYER_DELTANET) /* the conv's output over every channel, one row of dv */
         return (size_t)2 * c->dn_k_heads * c->dn_k_dim + (size_t)c->dn_v_heads * c->dn_v_dim + (size_t)c->dn_v_dim;
     return kind == MLSTACK__LAYER_MAMBA2 ? (size_t)c->ssm.conv_dim : 0;
@@ -27573,16 +27712,20 @@ static mlstack_result mlstack__cfg_mixer(mlstack__config *c, const mlstack__json
     int l;
     if (f->ssm.nope) /* Granite 4.0-H: "nope" (or absent) means no rotary; Nemotron-H: never */
         c->nope = f->ssm.nope == 2 || !mlstack__json_is_str(mlstack__json_get(root, "position_embedding_type"), "rope");
-    if (f->ssm.layout == MLSTACK__SSM_ALONE) { /* Mamba2: every layer is a mixer */
+    if (f->ssm.layout == MLSTACK__SSM_ALONE || f->ssm.layout == MLSTACK__SSM_PARALLEL) {
+        /* Mamba2: every layer is a mixer; Falcon-H1: every layer attention and a mixer */
         if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
             return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d layers (at most %d supported for %s)", file,
                                  c->n_layers, MLSTACK__MAX_TYPED_LAYERS, c->architecture);
-        for (l = 0; l < c->n_layers; l++) c->layer_kind[l] = MLSTACK__LAYER_MAMBA2;
+        for (l = 0; l < c->n_layers; l++)
+            c->layer_kind[l] = f->ssm.layout == MLSTACK__SSM_ALONE ? MLSTACK__LAYER_MAMBA2 : MLSTACK__LAYER_ATTN_SSM;
         c->n_recurrent = c->n_layers, c->has_layer_types = 1;
     }
     if (f->mix.kind == MLSTACK__LAYER_DELTANET && (r = mlstack__cfg_deltanet(c, root, file, err)) != MLSTACK_OK)
         return r;
     c->n_kv_layers = c->n_layers - c->n_recurrent - c->n_kv_shared; /* shared-KV layers store none */
+    for (l = 0; c->n_recurrent && l < c->n_layers; l++) /* ... and layers attend beside a mixer */
+        c->n_kv_layers += c->layer_kind[l] == MLSTACK__LAYER_ATTN_SSM;
     if (!f->mix.kind) return MLSTACK_OK;
     if (!c->has_layer_types)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types is required for %s (which layers are \"%s\")",
@@ -28022,7 +28165,8 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
     L->layer_scale = 1.0f;
     for (i = 0; i < l; i++) { /* the attention layers and the recurrent states before this one */
         int k = c->n_recurrent ? c->layer_kind[i] : (int)MLSTACK__LAYER_ATTN;
-        L->kv_layer += k == MLSTACK__LAYER_ATTN && (!L->kv_shared || i < mlstack__kv_source(c, l));
+        L->kv_layer += (k == MLSTACK__LAYER_ATTN || k == MLSTACK__LAYER_ATTN_SSM) &&
+                       (!L->kv_shared || i < mlstack__kv_source(c, l));
         L->state_off += mlstack__state_floats(c, k);
     }
     L->nope = c->nope || (l < MLSTACK__MAX_TYPED_LAYERS && c->layer_nope[l]) ||
@@ -28295,7 +28439,7 @@ static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L
     const mlstack__family *f = c->fam;
     mlstack_result r;
     char name[256], nm[200];
-    int e;
+    int e, De = c->moe_latent ? c->moe_latent : c->n_embd; /* the experts' input and output width */
     L->moe = 1;
     L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
     if (!L->experts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -28319,20 +28463,32 @@ static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L
     snprintf(nm, sizeof nm, "%s.gate", f->moe.block);
     if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, c->n_embd, 0, &L->router, err))) return r;
     snprintf(nm, sizeof nm, "%s.%s", f->moe.block,
-             f->flags & MLSTACK__F_MLA_V3 ? "gate.e_score_correction_bias" : "expert_bias");
+             f->flags & (MLSTACK__F_MLA_V3 | MLSTACK__F_GROUP_ROUTER) ? "gate.e_score_correction_bias" : "expert_bias");
     if (c->moe_bias && (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_experts, &L->expert_bias, err))) return r;
+    if (c->moe_latent) { /* Nemotron-H: experts in a latent width, projected from and back to D */
+        snprintf(nm, sizeof nm, "%s.fc1_latent_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), De, c->n_embd, c->mlp_bias, &L->moe_lin, err))) return r;
+        snprintf(nm, sizeof nm, "%s.fc2_latent_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, De, c->mlp_bias, &L->moe_lout, err))) return r;
+    }
     for (e = 0; e < c->n_experts; e++) {
         snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.gate);
-        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e], err)))
-            return r;
-        snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.up);
-        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e + 1], err)))
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, De, 0, &L->experts[3 * e], err))) return r;
+        snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.up ? f->moe.up : "");
+        if (f->moe.up && /* NULL: ungated experts, act(x W1) W2 with W1 as the gate */
+            (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, De, 0, &L->experts[3 * e + 1], err)))
             return r;
         snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.down);
-        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->moe_ff, 0, &L->experts[3 * e + 2], err)))
-            return r;
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), De, c->moe_ff, 0, &L->experts[3 * e + 2], err))) return r;
     }
-    if (c->shared_ff) {
+    if (c->shared_ff && (f->flags & MLSTACK__F_GROUP_ROUTER)) { /* one ungated shared expert, no gate */
+        snprintf(nm, sizeof nm, "%s.shared_experts.up_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, c->mlp_bias, &L->sh_gate, err)))
+            return r;
+        snprintf(nm, sizeof nm, "%s.shared_experts.down_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->shared_ff, c->mlp_bias, &L->sh_down, err)))
+            return r;
+    } else if (c->shared_ff) {
         snprintf(nm, sizeof nm, "%s.shared_expert.gate_proj", f->moe.block);
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_gate, err))) return r;
         snprintf(nm, sizeof nm, "%s.shared_expert.up_proj", f->moe.block);
@@ -28689,14 +28845,16 @@ static mlstack_result mlstack__map_layer_ssm(mlstack_model *m, mlstack__layer *L
     int h;
 #define MLSTACK__SSM_NAME(what) (snprintf(nm, sizeof nm, "%s.%s", mx, what), MLSTACK__LNAME(nm))
     if ((r = mlstack__model_linear(m, MLSTACK__SSM_NAME("in_proj"), s->proj, c->n_embd, s->proj_bias, &L->w_in, err)) ||
-        (r = mlstack__model_linear(m, MLSTACK__SSM_NAME("out_proj"), c->n_embd, s->inner, s->proj_bias, &L->wo, err)) ||
+        (r = mlstack__model_linear(m, MLSTACK__SSM_NAME("out_proj"), c->n_embd, s->inner, s->out_bias,
+                                   L->kind == MLSTACK__LAYER_ATTN_SSM ? &L->w_mix_out : &L->wo, err)) ||
         (r = mlstack__model_param(m, MLSTACK__SSM_NAME("conv1d.weight"), (int64_t)s->conv_dim * s->conv, &L->conv_w,
                                   err)) ||
         (s->conv_bias && (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("conv1d.bias"), s->conv_dim, &L->conv_b, err))) ||
         (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("dt_bias"), s->heads, &L->ssm_dt_bias, err)) ||
         (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("A_log"), s->heads, &a_log, err)) ||
         (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("D"), s->heads, &L->ssm_d, err)) ||
-        (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("norm.weight"), s->inner, &L->ssm_norm, err)))
+        (s->gate_norm != MLSTACK__GATE_NORM_NONE &&
+         (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("norm.weight"), s->inner, &L->ssm_norm, err))))
         return r;
 #undef MLSTACK__SSM_NAME
     a = (float *)mlstack__model_own(m, sizeof(float) * (size_t)s->heads);
@@ -28817,7 +28975,8 @@ static mlstack_result mlstack__map_layer_mixer(mlstack_model *m, mlstack__layer 
     mlstack_result r;
     char name[256], nm[200];
     float *w;
-    if (L->kind == MLSTACK__LAYER_MAMBA2) return mlstack__map_layer_ssm(m, L, pre, l, err);
+    if (L->kind == MLSTACK__LAYER_MAMBA2 || L->kind == MLSTACK__LAYER_ATTN_SSM)
+        return mlstack__map_layer_ssm(m, L, pre, l, err);
     if (L->kind == MLSTACK__LAYER_DELTANET) return mlstack__map_layer_delta(m, L, pre, l, err);
     if (L->kind != MLSTACK__LAYER_CONV)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: layer %d: recurrent layer kind %d is not implemented",
@@ -28923,13 +29082,15 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
         mlstack__layer *L = &m->layers[l];
         int att, mlp_only, ffn;
         mlstack__layer_kind(c, l, L);
-        att = L->kind == MLSTACK__LAYER_ATTN, mlp_only = L->kind == MLSTACK__LAYER_MLP;
+        att = L->kind == MLSTACK__LAYER_ATTN || L->kind == MLSTACK__LAYER_ATTN_SSM;
+        mlp_only = L->kind == MLSTACK__LAYER_MLP;
         /* an FFN beside the mixer, but one block a layer: an MLP only in "mlp" blocks (Nemotron-H) */
         ffn = fm->ssm.layout == MLSTACK__SSM_BLOCKS ? mlp_only : fm->ssm.layout != MLSTACK__SSM_ALONE;
         if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
             (!mlp_only && (r = att && c->mla_rank ? mlstack__map_layer_mla(m, L, pre, attn, l, err)
                                : att              ? mlstack__map_layer_attn(m, L, pre, attn, l, err)
                                                   : mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK) ||
+            (L->kind == MLSTACK__LAYER_ATTN_SSM && (r = mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK) ||
             (ffn && (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK) ||
             (att && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK) ||
             (c->act == MLSTACK__ACT_XIELU && (r = mlstack__map_layer_xielu(m, L, pre, l, err)) != MLSTACK_OK) ||
@@ -28943,10 +29104,10 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
 /* The projection weights of layer l (l = -1: the LM head) into ws (room for
    MLSTACK__MAX_LAYER_WEIGHTS); returns how many. Absent ones (the dense MLP of a MoE layer, a
    shared expert the family lacks) are left out. */
-#define MLSTACK__MAX_LAYER_WEIGHTS (15 + 3 * MLSTACK__MAX_EXPERTS)
+#define MLSTACK__MAX_LAYER_WEIGHTS (18 + 3 * MLSTACK__MAX_EXPERTS)
 MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
     mlstack__layer *L;
-    mlstack__weight *all[14];
+    mlstack__weight *all[17];
     int n = 0, i;
     if (l < 0) {
         ws[0] = &m->lm_head;
@@ -28956,11 +29117,13 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
     all[0] = &L->wq, all[1] = &L->wk, all[2] = &L->wv, all[3] = &L->wo;
     all[4] = &L->w_gate, all[5] = &L->w_up, all[6] = &L->w_down;
     all[7] = &L->router, all[8] = &L->sh_gate, all[9] = &L->sh_up, all[10] = &L->sh_down;
-    all[11] = &L->w_in, all[12] = &L->wqg, all[13] = &L->wqa;
-    for (i = 0; i < 14; i++)
+    all[11] = &L->w_in, all[12] = &L->wqg, all[13] = &L->wqa, all[14] = &L->w_mix_out;
+    all[15] = &L->moe_lin, all[16] = &L->moe_lout;
+    for (i = 0; i < 17; i++)
         if (all[i]->data) ws[n++] = all[i];
     if (L->sh_router.data) ws[n++] = &L->sh_router;
-    for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++) ws[n++] = &L->experts[i];
+    for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++)
+        if (L->experts[i].data) ws[n++] = &L->experts[i]; /* ungated experts have no up */
     return n;
 }
 
@@ -30027,6 +30190,8 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     c->rope[0].theta = c->rope_theta;
     c->rope[0].factor = c->rope_factor;
     c->embed_scale = c->residual_scale = c->logits_div = c->moe_scale = 1.0f;
+    c->moe_norm_eps = 1e-6f; /* LFM2-MoE's renormalization */
+    mlstack__mults_init(&c->mult);
     c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
     if (mlstack__gguf_rope_rows(c) && c->attn_bias)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
@@ -31122,12 +31287,93 @@ static int mlstack__rand_delta(mlstack_model *m, mlstack__pool *pool, mlstack_dt
            mlstack__rand_linear(m, pool, dtype, c->n_embd, vd, NULL, seed, t + 1, &L->wo);
 }
 
+/* A layer's random FFN where it has one (tensor numbers t + 4 .. t + 6; MoE layers after every
+   dense layer's): the dense MLP, or router, experts (ungated where the family's MLPs are) and
+   shared expert (Granite: the dense MLP beside the experts); none for Mamba2, and only in the
+   MLP / MoE blocks of Nemotron-H. */
+static int mlstack__rand_ffn(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, mlstack__layer *L, int l,
+                             const float *zeros, uint64_t seed, uint64_t t) {
+    const mlstack__config *c = &m->cfg;
+    const float *mb = c->mlp_bias ? zeros : NULL;
+    int ok = 1, grouped = (c->fam->flags & MLSTACK__F_GROUP_ROUTER) != 0;
+    if (c->fam->ssm.layout == MLSTACK__SSM_ALONE ||
+        (c->fam->ssm.layout == MLSTACK__SSM_BLOCKS && L->kind != MLSTACK__LAYER_MLP))
+        return 1;
+    if (c->n_experts && c->layer_moe[l]) {
+        /* MoE: router, experts and shared expert; tensor numbers after the dense layers' */
+        uint64_t te = 2 + (uint64_t)c->n_layers * 8 + (uint64_t)l * (3 * (uint64_t)c->n_experts + 5);
+        uint64_t tl = ((uint64_t)1 << 40) + 2 * (uint64_t)l; /* latent projections */
+        int e, De = c->moe_latent ? c->moe_latent : c->n_embd;
+        const float *sb = grouped ? mb : NULL;
+        L->moe = 1;
+        L->expert_bias = c->moe_bias ? zeros : NULL;
+        L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
+        ok = L->experts && mlstack__rand_linear(m, pool, dtype, c->n_experts, c->n_embd, NULL, seed, te, &L->router);
+        for (e = 0; ok && e < c->n_experts; e++)
+            ok = mlstack__rand_linear(m, pool, dtype, c->moe_ff, De, NULL, seed, te + 1 + 3 * (uint64_t)e,
+                                      &L->experts[3 * e]) &&
+                 ((c->fam->flags & MLSTACK__F_PLAIN_MLP) ||
+                  mlstack__rand_linear(m, pool, dtype, c->moe_ff, De, NULL, seed, te + 2 + 3 * (uint64_t)e,
+                                       &L->experts[3 * e + 1])) &&
+                 mlstack__rand_linear(m, pool, dtype, De, c->moe_ff, NULL, seed, te + 3 + 3 * (uint64_t)e,
+                                      &L->experts[3 * e + 2]);
+        ok = ok &&
+             (!c->moe_latent || (mlstack__rand_linear(m, pool, dtype, De, c->n_embd, mb, seed, tl, &L->moe_lin) &&
+                                 mlstack__rand_linear(m, pool, dtype, c->n_embd, De, mb, seed, tl + 1, &L->moe_lout)));
+        te += 1 + 3 * (uint64_t)c->n_experts;
+        ok = ok &&
+             (!c->shared_ff ||
+              (mlstack__rand_linear(m, pool, dtype, c->shared_ff, c->n_embd, sb, seed, te, &L->sh_gate) &&
+               (grouped ||
+                mlstack__rand_linear(m, pool, dtype, c->shared_ff, c->n_embd, NULL, seed, te + 1, &L->sh_up)) &&
+               mlstack__rand_linear(m, pool, dtype, c->n_embd, c->shared_ff, sb, seed, te + 2, &L->sh_down) &&
+               (grouped || mlstack__rand_linear(m, pool, dtype, 1, c->n_embd, NULL, seed, te + 3, &L->sh_router))));
+        if (!ok || !(c->fam->flags & MLSTACK__F_EXPERTS_3D)) return ok; /* Granite: a dense MLP beside them */
+    }
+    return mlstack__rand_linear(m, pool, dtype, c->n_ff, c->n_embd, mb, seed, t + 4, &L->w_gate) &&
+           ((c->fam->flags & MLSTACK__F_PLAIN_MLP) ||
+            mlstack__rand_linear(m, pool, dtype, c->n_ff, c->n_embd, mb, seed, t + 5, &L->w_up)) &&
+           mlstack__rand_linear(m, pool, dtype, c->n_embd, c->n_ff, mb, seed, t + 6, &L->w_down);
+}
+
+/* n floats of value v the model owns, or NULL. */
+static float *mlstack__rand_fill(mlstack_model *m, size_t n, float v) {
+    float *p = (float *)mlstack__model_own(m, n * sizeof(float));
+    size_t i;
+    for (i = 0; p && i < n; i++) p[i] = v;
+    return p;
+}
+
+/* A Mamba2 mixer's random weights (tensor numbers t, t + 1, t + 2 of the layer's; t + 7 for
+   out_proj beside attention): in/out projections and conv taps (f32); conv and projection biases
+   0, dt_bias 0, A = -1 (A_log 0), D 1, the gated norm's weight 1. */
+static int mlstack__rand_ssm(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, mlstack__layer *L,
+                             uint64_t seed, uint64_t t) {
+    const mlstack__ssm_cfg *s = &m->cfg.ssm;
+    const float *zb = mlstack__rand_fill(m, (size_t)(s->proj > m->cfg.n_embd ? s->proj : m->cfg.n_embd), 0.0f);
+    int par = L->kind == MLSTACK__LAYER_ATTN_SSM;
+    L->conv_w =
+        (const float *)mlstack__rand_tensor(m, pool, MLSTACK_DTYPE_F32, (size_t)s->conv_dim * s->conv, seed, t + 2);
+    L->conv_b = s->conv_bias ? zb : NULL;
+    L->ssm_dt_bias = zb;
+    L->ssm_a = mlstack__rand_fill(m, (size_t)s->heads, -1.0f);
+    L->ssm_d = mlstack__rand_fill(m, (size_t)s->heads, 1.0f);
+    L->ssm_norm = s->gate_norm != MLSTACK__GATE_NORM_NONE ? mlstack__rand_fill(m, (size_t)s->inner, 1.0f) : NULL;
+    return zb && L->conv_w && L->ssm_a && L->ssm_d && (L->ssm_norm || s->gate_norm == MLSTACK__GATE_NORM_NONE) &&
+           mlstack__rand_linear(m, pool, dtype, s->proj, m->cfg.n_embd, s->proj_bias ? zb : NULL, seed, t, &L->w_in) &&
+           mlstack__rand_linear(m, pool, dtype, m->cfg.n_embd, s->inner, s->out_bias ? zb : NULL, seed,
+                                par ? t + 7 : t + 1, par ? &L->w_mix_out : &L->wo);
+}
+
 /* A recurrent layer's random weights (tensor numbers t, t + 1, t + 2 of the layer's): a conv
    layer's input and output projections and its convolution (f32), biases zero. */
 static int mlstack__rand_mixer(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, mlstack__layer *L,
                                const float *zeros, uint64_t seed, uint64_t t) {
     const mlstack__config *c = &m->cfg;
     int D = c->n_embd;
+    if (L->kind == MLSTACK__LAYER_MLP) return 1; /* no mixer: the block is its FFN */
+    if (L->kind == MLSTACK__LAYER_MAMBA2 || L->kind == MLSTACK__LAYER_ATTN_SSM)
+        return mlstack__rand_ssm(m, pool, dtype, L, seed, t);
     if (L->kind != MLSTACK__LAYER_CONV) return 0;
     L->conv_w =
         (const float *)mlstack__rand_tensor(m, pool, MLSTACK_DTYPE_F32, (size_t)D * (size_t)c->conv_k, seed, t + 2);
@@ -31290,46 +31536,15 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
                 ok = mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, NULL, seed, t + 7, &L->wqg);
             ok =
                 ok &&
-                (L->kind != MLSTACK__LAYER_ATTN || c->mla_rank ||
+                ((L->kind != MLSTACK__LAYER_ATTN && L->kind != MLSTACK__LAYER_ATTN_SSM) || c->mla_rank ||
                  (mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t, &L->wq) &&
                   mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 1,
                                        &L->wk) &&
                   mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 2,
                                        &L->wv) &&
                   mlstack__rand_linear(m, &pool, dtype, c->n_embd, qd, c->o_bias ? zeros : NULL, seed, t + 3, &L->wo)));
-            if (ok && c->n_experts && c->layer_moe[l]) {
-                /* MoE: router, experts and shared expert; tensor numbers after the dense layers' */
-                uint64_t te = 2 + (uint64_t)c->n_layers * 8 + (uint64_t)l * (3 * (uint64_t)c->n_experts + 5);
-                int e;
-                L->moe = 1;
-                L->expert_bias = c->moe_bias ? zeros : NULL;
-                L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
-                ok = L->experts &&
-                     mlstack__rand_linear(m, &pool, dtype, c->n_experts, c->n_embd, NULL, seed, te, &L->router);
-                for (e = 0; ok && e < c->n_experts; e++)
-                    ok = mlstack__rand_linear(m, &pool, dtype, c->moe_ff, c->n_embd, NULL, seed,
-                                              te + 1 + 3 * (uint64_t)e, &L->experts[3 * e]) &&
-                         mlstack__rand_linear(m, &pool, dtype, c->moe_ff, c->n_embd, NULL, seed,
-                                              te + 2 + 3 * (uint64_t)e, &L->experts[3 * e + 1]) &&
-                         mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->moe_ff, NULL, seed,
-                                              te + 3 + 3 * (uint64_t)e, &L->experts[3 * e + 2]);
-                te += 1 + 3 * (uint64_t)c->n_experts;
-                if (ok && c->shared_ff)
-                    ok =
-                        mlstack__rand_linear(m, &pool, dtype, c->shared_ff, c->n_embd, NULL, seed, te, &L->sh_gate) &&
-                        mlstack__rand_linear(m, &pool, dtype, c->shared_ff, c->n_embd, NULL, seed, te + 1, &L->sh_up) &&
-                        mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->shared_ff, NULL, seed, te + 2,
-                                             &L->sh_down) &&
-                        mlstack__rand_linear(m, &pool, dtype, 1, c->n_embd, NULL, seed, te + 3, &L->sh_router);
-            } else if (ok) {
-                ok = mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 4,
-                                          &L->w_gate) &&
-                     ((c->fam->flags & MLSTACK__F_PLAIN_MLP) ||
-                      mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 5,
-                                           &L->w_up)) &&
-                     mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->n_ff, c->mlp_bias ? zeros : NULL, seed, t + 6,
-                                          &L->w_down);
-            }
+            if (ok && L->kind == MLSTACK__LAYER_MLP) L->ffn_norm = L->attn_norm, L->attn_norm = NULL; /* its block's */
+            ok = ok && mlstack__rand_ffn(m, &pool, dtype, L, l, zeros, seed, t);
             if (ok && c->mla_rank) ok = mlstack__rand_mla(m, &pool, dtype, L, l, seed);
         }
         ok = ok && mlstack__rand_gemma4(m, &pool, dtype, seed);
@@ -32164,11 +32379,13 @@ typedef struct mlstack__scratch {
        gate and up (B, max(moe_ff, shared_ff)), their output (B, D); the sum over experts
        (B, D); each row's top-k weights and experts (B, k); rows routed to one expert (B,) */
     float *router, *moe_x, *moe_g, *moe_u, *moe_y, *moe_acc, *moe_w;
+    float *moe_l; /* latent experts: the rows projected to their width (B, moe_latent) */
     int *moe_idx, *moe_rows;
     /* recurrent layers (hybrids): the mixer's input (B, widest in_width) and output (B, widest
        out_width), per thread its scratch, the batch's runs of one sequence (B + 1 bounds) */
     float *mix_x, *mix_y, *mix_s;
     int *mix_run;
+    float *mix_in, *mix_par; /* (B, D): a multiplied input; the mixer's output beside attention (ATTN_SSM) */
     float *dn_g; /* gated attention (one rank): the gate (B, H Dh) */
     /* latent attention (one rank): q before absorption (B, H (dn + dr)); per-head gathers (B,
        max(H dn, R)) and results (B, max(R, dv)); the heads' outputs or the q LoRA (B, max(H dv, qr)) */
@@ -33050,9 +33267,10 @@ static void mlstack__moe_groups(const mlstack__config *c, const float *lg, const
 static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float *xn, float *out, int B, int layer) {
     const mlstack__config *c = &rk->model->cfg;
     mlstack__scratch *s = &rk->s;
-    int E = c->n_experts, K = c->n_experts_used, D = c->n_embd, b, e, k, i, j;
+    int E = c->n_experts, K = c->n_experts_used, D = c->n_embd, De = D, b, e, k, i, j;
     int top_first = (c->fam->flags & MLSTACK__F_EXPERTS_3D) != 0;
     unsigned char allowed[MLSTACK__MAX_EXPERTS];
+    const float *xe = xn; /* the experts' input rows (B, De) */
     mlstack__project(rk, xn, B, 1, &L->router, s->router, NULL, NULL, NULL, NULL);
     for (b = 0; b < B; b++) {
         float *lg = s->router + (size_t)b * E, mx = lg[0], sum = 0, *w = s->moe_w + (size_t)b * K;
@@ -33082,38 +33300,53 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
         if (c->norm_topk) {
             float t = 0;
             for (k = 0; k < K; k++) t += w[k];
-            t += c->moe_norm_eps; /* LFM2-MoE: 1e-6 */
+            if (c->moe_sigmoid) t += c->moe_norm_eps; /* LFM2-MoE, Nemotron-H */
             for (k = 0; k < K; k++) w[k] = w[k] / t;
         }
         for (k = 0; k < K && c->moe_scale != 1.0f; k++) w[k] = w[k] * c->moe_scale;
     }
-    memset(out, 0, sizeof(float) * (size_t)B * (size_t)D);
+    if (L->moe_lin.data) { /* latent experts (Nemotron-H): their rows xn W1l, summed in De, then x W2l */
+        De = c->moe_latent, xe = s->moe_l;
+        mlstack__project(rk, xn, B, 1, &L->moe_lin, s->moe_l, NULL, NULL, NULL, NULL);
+    }
+    memset(out, 0, sizeof(float) * (size_t)B * (size_t)De);
     for (e = 0; e < E; e++) {
         int n = 0;
         for (b = 0; b < B; b++)
             for (k = 0; k < K; k++)
                 if (s->moe_idx[(size_t)b * K + k] == e) {
                     s->moe_rows[n] = b * K + k;
-                    memcpy(s->moe_x + (size_t)n * D, xn + (size_t)b * D, sizeof(float) * (size_t)D);
+                    memcpy(s->moe_x + (size_t)n * De, xe + (size_t)b * De, sizeof(float) * (size_t)De);
                     n++;
                 }
         if (!n) continue;
-        mlstack__project(rk, s->moe_x, n, 2, &L->experts[3 * e], s->moe_g, &L->experts[3 * e + 1], s->moe_u, NULL,
-                         NULL);
-        mlstack__swiglu_rows(rk, s->moe_g, s->moe_u, n, c->moe_ff, layer);
+        if (L->experts[3 * e + 1].data) {
+            mlstack__project(rk, s->moe_x, n, 2, &L->experts[3 * e], s->moe_g, &L->experts[3 * e + 1], s->moe_u, NULL,
+                             NULL);
+            mlstack__swiglu_rows(rk, s->moe_g, s->moe_u, n, c->moe_ff, layer);
+        } else { /* ungated: act(x W1) (Nemotron-H's ReLU^2) */
+            mlstack__project(rk, s->moe_x, n, 1, &L->experts[3 * e], s->moe_g, NULL, NULL, NULL, NULL);
+            mlstack__swiglu_rows(rk, s->moe_g, NULL, n, c->moe_ff, layer);
+        }
         mlstack__project(rk, s->moe_g, n, 1, &L->experts[3 * e + 2], s->moe_y, NULL, NULL, NULL, NULL);
         for (i = 0; i < n; i++) {
-            float wt = s->moe_w[s->moe_rows[i]], *o = out + (size_t)(s->moe_rows[i] / K) * D,
-                  *y = s->moe_y + (size_t)i * D;
-            for (j = 0; j < D; j++) o[j] = MLSTACK__FMAF(y[j], wt, o[j]);
+            float wt = s->moe_w[s->moe_rows[i]], *o = out + (size_t)(s->moe_rows[i] / K) * De,
+                  *y = s->moe_y + (size_t)i * De;
+            for (j = 0; j < De; j++) o[j] = MLSTACK__FMAF(y[j], wt, o[j]);
         }
+    }
+    if (L->moe_lout.data) {
+        mlstack__project(rk, out, B, 1, &L->moe_lout, s->moe_x, NULL, NULL, NULL, NULL);
+        memcpy(out, s->moe_x, sizeof(float) * (size_t)B * (size_t)D);
     }
     if (c->shared_ff) {
         float g1[1];
-        mlstack__project(rk, xn, B, 2, &L->sh_gate, s->moe_g, &L->sh_up, s->moe_u, NULL, NULL);
-        mlstack__swiglu_rows(rk, s->moe_g, s->moe_u, B, c->shared_ff, layer);
+        mlstack__project(rk, xn, B, L->sh_up.data ? 2 : 1, &L->sh_gate, s->moe_g, &L->sh_up, s->moe_u, NULL, NULL);
+        mlstack__swiglu_rows(rk, s->moe_g, L->sh_up.data ? s->moe_u : NULL, B, c->shared_ff, layer);
         mlstack__project(rk, s->moe_g, B, 1, &L->sh_down, s->moe_y, NULL, NULL, NULL, NULL);
-        for (b = 0; b < B; b++) {
+        for (b = 0; b < B && !L->sh_router.data; b++) /* Nemotron-H: the shared expert added as it is */
+            for (j = 0; j < D; j++) out[(size_t)b * D + j] = out[(size_t)b * D + j] + s->moe_y[(size_t)b * D + j];
+        for (b = 0; b < B && L->sh_router.data; b++) {
             float sg;
             mlstack__project(rk, xn + (size_t)b * D, 1, 1, &L->sh_router, g1, NULL, NULL, NULL, NULL);
             sg = 1.0f / (1.0f + mlstack__exp_canon(-g1[0]));
@@ -33213,7 +33446,8 @@ static float mlstack__silu(float g) { return g / (1.0f + mlstack__exp_canon(-g))
        x_h, B_g, C_g = c[h P ..], c[inner + g N ..], c[inner + G N + g N ..], g = h / (H / G)
        dt = clamp(softplus(dt + dt_bias)); S_h = S_h exp(dt A_h) + (dt B_g) x_h   (outer, P x N)
        y_h = S_h C_g + D_h x_h
-   then y = RMSNorm(y * silu(z)) over norm_groups groups of inner, times the norm weight. The
+   then y = RMSNorm(y * silu(z)) over norm_groups groups of inner, times the norm weight (or, by
+   ssm.gate_norm, RMSNorm(y) * silu(z), or y * silu(z) without a norm: Falcon-H1). The
    units are the B/C groups with their heads (each group owns its channels of the window; with
    one group one part does all); a gated norm whose groups are not within the B/C groups waits
    for every head, so then part 0 does all. scratch: conv_dim floats. */
@@ -33255,9 +33489,12 @@ static void mlstack__mix_mamba2(const mlstack_model *m, const mlstack__layer *L,
                 yt[(size_t)h * P + p] = MLSTACK__FMAF(xh[p], L->ssm_d[h], acc);
             }
         }
-        for (k = g0 * hpg * P; k < g1 * hpg * P; k++) yt[k] = yt[k] * mlstack__silu(z[k]);
-        for (k = g0 * hpg * P / gs; k < g1 * hpg * P / gs; k++)
+        for (k = g0 * hpg * P; k < g1 * hpg * P && s->gate_norm != MLSTACK__GATE_NORM_BEFORE; k++)
+            yt[k] = yt[k] * mlstack__silu(z[k]);
+        for (k = g0 * hpg * P / gs; k < g1 * hpg * P / gs && s->gate_norm != MLSTACK__GATE_NORM_NONE; k++)
             mlstack__rmsnorm(yt + (size_t)k * gs, yt + (size_t)k * gs, L->ssm_norm + (size_t)k * gs, gs, s->eps);
+        for (k = g0 * hpg * P; k < g1 * hpg * P && s->gate_norm == MLSTACK__GATE_NORM_BEFORE; k++)
+            yt[k] = yt[k] * mlstack__silu(z[k]);
     }
 }
 
@@ -33377,8 +33614,8 @@ static void mlstack__attn_gate(mlstack__rank *rk, const mlstack__layer *L, const
 }
 
 /* The mixer of each layer kind (NULL: attention, or a kind not implemented, refused at open). */
-static const mlstack__mix_fn mlstack__mixers[MLSTACK__LAYER_KINDS_] = {NULL, mlstack__mix_conv, mlstack__mix_mamba2,
-                                                                       mlstack__mix_deltanet, NULL};
+static const mlstack__mix_fn mlstack__mixers[MLSTACK__LAYER_KINDS_] = {
+    NULL, mlstack__mix_conv, mlstack__mix_mamba2, mlstack__mix_deltanet, NULL, mlstack__mix_mamba2};
 
 /* Scratch of the recurrent layers (>>ranks mlstack__rank_scratch): B rows of the widest mixer
    input and output, per thread the largest mixer scratch, run bounds. */
@@ -33395,13 +33632,18 @@ static mlstack_result mlstack__mix_scratch(const mlstack__config *c, mlstack__sc
     s->mix_y = mlstack__falloc(B, (size_t)wout);
     s->mix_s = mlstack__falloc((size_t)n_threads, sc);
     s->mix_run = (int *)mlstack__calloc(B + 1, sizeof(int));
-    return s->mix_x && s->mix_y && s->mix_s && s->mix_run ? MLSTACK_OK : MLSTACK_ERR_NO_MEMORY;
+    s->mix_in = mlstack__falloc(B, (size_t)c->n_embd);
+    s->mix_par = mlstack__falloc(B, (size_t)c->n_embd);
+    return s->mix_x && s->mix_y && s->mix_s && s->mix_run && s->mix_in && s->mix_par ? MLSTACK_OK
+                                                                                     : MLSTACK_ERR_NO_MEMORY;
 }
 static void mlstack__mix_scratch_free(mlstack__scratch *s) {
     mlstack__aligned_free(s->mix_x);
     mlstack__aligned_free(s->mix_y);
     mlstack__aligned_free(s->mix_s);
     MLSTACK_FREE(s->mix_run);
+    mlstack__aligned_free(s->mix_in);
+    mlstack__aligned_free(s->mix_par);
 }
 
 /* Splits a batch into runs for the mixers: consecutive rows of one sequence at consecutive
@@ -33448,6 +33690,22 @@ static void mlstack__mix_task(void *ctx, int task, int n_tasks, int thread) {
     }
 }
 
+/* dst = src * k, n floats (dst may be src); returns dst. */
+static float *mlstack__scaled(float *dst, const float *src, float k, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) dst[i] = src[i] * k;
+    return dst;
+}
+/* Mamba2 in_proj outputs x (B rows of proj) times the section multipliers z | x | B | C | dt. */
+static void mlstack__ssm_mup(const mlstack__ssm_cfg *s, float *x, int B) {
+    int end[5], b, k, i, i0;
+    end[0] = s->inner, end[1] = 2 * s->inner, end[2] = end[1] + s->groups * s->state;
+    end[3] = end[2] + s->groups * s->state, end[4] = s->proj;
+    for (b = 0; b < B; b++)
+        for (k = 0, i0 = 0; k < 5; i0 = end[k++])
+            for (i = i0; i < end[k]; i++) x[(size_t)b * s->proj + i] = x[(size_t)b * s->proj + i] * s->mup[k];
+}
+
 /* A recurrent layer's token mixing (one rank): out (B, D) = mixer(in Win) Wo, the mixer over the
    batch's n_run runs in order, split over the pool's threads by units (a large enough batch),
    its state copied to a page's snapshot after the run that ends the page. */
@@ -33459,7 +33717,10 @@ static void mlstack__recurrent(mlstack__rank *rk, const mlstack__layer *L, const
     size_t n = mlstack__state_floats(c, L->kind);
     j.rk = rk, j.L = L, j.rows = rows, j.win = mlstack__mix_in_width(c, L->kind);
     j.wout = mlstack__mix_out_width(c, L->kind);
+    if (c->mult.ssm_in != 1.0f) in = mlstack__scaled(rk->s.mix_in, in, c->mult.ssm_in, (size_t)B * c->n_embd);
     mlstack__project(rk, in, B, 1, &L->w_in, rk->s.mix_x, NULL, NULL, NULL, NULL);
+    if (c->ssm.has_mup && L->kind != MLSTACK__LAYER_CONV && L->kind != MLSTACK__LAYER_DELTANET)
+        mlstack__ssm_mup(&c->ssm, rk->s.mix_x, B);
     MLSTACK__PROF_BEGIN(rk->pool, MIXER);
     for (j.r0 = 0; j.r0 < n_run; j.r0 = j.r1) { /* up to and with the next run that ends at a snapshot */
         float *snap = NULL;
@@ -33473,7 +33734,8 @@ static void mlstack__recurrent(mlstack__rank *rk, const mlstack__layer *L, const
                    sizeof(float) * n);
     }
     MLSTACK__PROF_END(rk->pool, MIXER, l, rows, B);
-    mlstack__project(rk, rk->s.mix_y, B, 1, &L->wo, out, NULL, NULL, NULL, NULL);
+    mlstack__project(rk, rk->s.mix_y, B, 1, L->w_mix_out.data ? &L->w_mix_out : &L->wo, out, NULL, NULL, NULL, NULL);
+    if (c->mult.ssm_out != 1.0f) mlstack__scaled(out, out, c->mult.ssm_out, (size_t)B * c->n_embd);
 }
 
 /* acc (B, D) += the dense MLP of rows xn beside a layer's experts (one rank; Granite's shared
@@ -33548,10 +33810,13 @@ static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const m
     mlstack__xbuf *xb = rk->xb;
     float *o = mlstack__slice(rk, xb->o, s->out);
     int b, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim;
+    if (c->mult.attn_in != 1.0f) in = mlstack__scaled(s->mix_in, in, c->mult.attn_in, (size_t)B * c->n_embd);
     /* shared-KV layers project q alone; k = v layers copy k's projection (Gemma 4) */
     mlstack__project(rk, in, B, L->kv_shared ? 1 : L->v_from_k ? 2 : 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
     if (L->v_from_k && !L->kv_shared)
         memcpy(s->v, s->k, sizeof(float) * (size_t)B * (size_t)(rk->sh.k1 - rk->sh.k0) * (size_t)c->head_dim);
+    if (c->mult.key != 1.0f) /* Falcon-H1: keys times key_multiplier before RoPE */
+        mlstack__scaled(s->k, s->k, c->mult.key, (size_t)B * (size_t)(rk->sh.k1 - rk->sh.k0) * c->head_dim);
     /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
     mlstack__rope_kv(rk, aj, B);
     mlstack__attention(rk, aj, n_blk, B);
@@ -33665,6 +33930,22 @@ static void mlstack__mla_layer(mlstack__rank *rk, mlstack__attn_job *aj, const m
     mlstack__project(rk, s->mla_o, B, 1, &L->wo, xo, NULL, NULL, NULL, NULL);
 }
 
+/* Attention and a Mamba2 mixer side by side on the same input (ATTN_SSM, Falcon-H1): xo =
+   mixer(in) * ssm_out + attention(in * attn_in) * attn_out (the second product fused into the
+   sum: the canonical arithmetic of >>kernels). 0, or -1
+   when an exchange failed. */
+static int mlstack__attn_ssm_layer(mlstack__rank *rk, mlstack__attn_job *aj, const mlstack__layer *L,
+                                   const mlstack_batch_row *rows, const float *in, float *xo, int B, int n_run,
+                                   int n_blk) {
+    const mlstack__config *c = &rk->model->cfg;
+    size_t i, n = (size_t)B * (size_t)c->n_embd;
+    float *par = rk->s.mix_par;
+    mlstack__recurrent(rk, L, rows, in, par, B, n_run, aj->layer);
+    if (mlstack__attn_layer(rk, aj, L, in, xo, B, n_blk)) return -1;
+    for (i = 0; i < n; i++) xo[i] = MLSTACK__FMAF(xo[i], c->mult.attn_out, par[i]); /* one rounding, any ISA */
+    return 0;
+}
+
 /* The pass over rows [0, B) of one chunk; logits of rows with slot[b] >= 0 go to the slots of
    rk->logits (rank 0). 0, or -1 when an exchange failed. */
 static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *rows, int B, const int *slot) {
@@ -33692,11 +33973,15 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
            recurrent layer's mixer (one rank), of xn (post-norm: x += rmsnorm(xo)) */
         if (L->attn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, L->attn_norm_b, B, l), in = s->xn;
         if (L->kind == MLSTACK__LAYER_MLP) goto ffn; /* no token mixing (Nemotron-H "mlp" blocks) */
-        if (L->kind != MLSTACK__LAYER_ATTN) mlstack__recurrent(rk, L, rows, in, xo, B, n_run, l);
-        else if (c->mla_rank) /* one rank: no exchange */
+        if (L->kind == MLSTACK__LAYER_ATTN_SSM) {
+            if (mlstack__attn_ssm_layer(rk, &aj, L, rows, in, xo, B, n_run, n_blk)) return -1;
+        } else if (L->kind != MLSTACK__LAYER_ATTN) {
+            mlstack__recurrent(rk, L, rows, in, xo, B, n_run, l);
+        } else if (c->mla_rank) { /* one rank: no exchange */
             mlstack__mla_layer(rk, &aj, L, in, xo, B, n_blk);
-        else if (mlstack__attn_layer(rk, &aj, L, in, xo, B, n_blk))
+        } else if (mlstack__attn_layer(rk, &aj, L, in, xo, B, n_blk)) {
             return -1;
+        }
         if (L->post_attn_norm) mlstack__rmsnorm_rows(rk, s->xn, xo, L->post_attn_norm, NULL, B, l);
         /* parallel residual: the MLP reads the layer's input (its ln2, or ln1's xn kept from
            above), the attention output is added with the MLP's below */
@@ -33716,6 +34001,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         }
         if (L->w_up.data) {
             mlstack__project(rk, in, B, 2, &L->w_gate, h, &L->w_up, s->up, NULL, NULL);
+            if (c->mult.mlp_gate != 1.0f) mlstack__scaled(h, h, c->mult.mlp_gate, (size_t)B * nf); /* Falcon-H1 */
             mlstack__swiglu_rows(rk, h, s->up, B, rk->sh.f1 - rk->sh.f0, l);
         } else { /* no gate: act(xn W1) */
             mlstack__project(rk, in, B, 1, &L->w_gate, h, NULL, NULL, NULL, NULL);
@@ -33732,6 +34018,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
             mlstack__project(rk, xb->h, B, 1, &L->w_down, d, NULL, NULL, NULL, NULL);
             if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->d, d, B, 1)) return -1;
         }
+        if (c->mult.mlp_down != 1.0f) mlstack__scaled(xd, xd, c->mult.mlp_down, (size_t)B * c->n_embd);
         if (L->post_ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, xd, L->post_ffn_norm, NULL, B, l);
         if (c->parallel == MLSTACK__RESID_PARALLEL) { /* GPT-NeoX: x = (mlp + attn) + x */
             size_t i, nd = (size_t)B * (size_t)c->n_embd;
@@ -33789,6 +34076,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
                ranks share `full`: after it, one pass by each would apply these R times) */
             if (y && c->logits_div != 1.0f) /* Granite: logits / logits_scaling */
                 for (i = 0; i < nl; i++) y[i] /= c->logits_div;
+            if (y && c->mult.logits != 1.0f) mlstack__scaled(y, y, c->mult.logits, nl); /* Falcon-H1 */
             if (y && c->final_softcap > 0) mlstack__softcap(y, nl, c->final_softcap);
             if (mlstack__exchange(rk, MLSTACK__X_VOCAB, full, y, n, 0)) return -1;
         }
@@ -34680,6 +34968,7 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
         s->moe_w = mlstack__falloc(B, (size_t)c->n_experts_used);
         s->moe_idx = (int *)mlstack__calloc(B * (size_t)c->n_experts_used, sizeof(int));
         s->moe_rows = (int *)mlstack__calloc(B, sizeof(int));
+        if (c->moe_latent && !(s->moe_l = mlstack__falloc(B, (size_t)c->moe_latent))) return MLSTACK_ERR_NO_MEMORY;
         if (!s->router || !s->moe_x || !s->moe_y || !s->moe_acc || !s->moe_g || !s->moe_u || !s->moe_w || !s->moe_idx ||
             !s->moe_rows)
             return MLSTACK_ERR_NO_MEMORY;
@@ -34740,6 +35029,7 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->rope);
     mlstack__aligned_free(s->router);
     mlstack__aligned_free(s->moe_x);
+    mlstack__aligned_free(s->moe_l);
     mlstack__aligned_free(s->moe_y);
     mlstack__aligned_free(s->moe_acc);
     mlstack__aligned_free(s->moe_g);

@@ -360,8 +360,19 @@ static void check_refusals(void) {
          "\"longrope\", \"short_factor\": [1, 1], \"long_factor\": [1, 1, 1, 1, 1, 1, 1, 1]}}",
          "short_factor has 2 entries"},
         {"{\"architectures\": [\"NemotronHForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
-         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"hybrid_override_pattern\": \"M-E*\"}",
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"hybrid_override_pattern\": \"M-X*\"}",
          "block 2 of NemotronHForCausalLM"},
+        /* Nemotron-H MoE: groups that do not divide the experts; a latent width above hidden_size */
+        {"{\"architectures\": [\"NemotronHForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"hybrid_override_pattern\": \"M-E*\", "
+         "\"n_routed_experts\": 6, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16, "
+         "\"moe_shared_expert_intermediate_size\": 16, \"n_group\": 4, \"topk_group\": 1}",
+         "6 experts in n_group 4 groups"},
+        {"{\"architectures\": [\"NemotronHForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"hybrid_override_pattern\": \"M-E*\", "
+         "\"n_routed_experts\": 8, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16, "
+         "\"moe_shared_expert_intermediate_size\": 16, \"moe_latent_size\": 64}",
+         "moe_latent_size 64 is above hidden_size 32"},
         {"{\"architectures\": [\"Mamba2ForCausalLM\"], \"hidden_size\": 32, \"num_hidden_layers\": 1, "
          "\"vocab_size\": 16, \"num_heads\": 3, \"head_dim\": 8, \"n_groups\": 2}",
          "groups must divide the heads"},
@@ -586,7 +597,7 @@ static void check_random_gemma4(void) {
 int main(int argc, char **argv) {
     DIR *d = opendir(FIX);
     struct dirent *de;
-    char names[64][128];
+    char names[128][128];
     int n = 0, i;
     check_refusals();
     check_patterns();
@@ -597,7 +608,7 @@ int main(int argc, char **argv) {
         CHECKF(0, "cannot open %s (run from the repository root)", FIX);
         return tl_finish();
     }
-    while ((de = readdir(d)) && n < 64) {
+    while ((de = readdir(d)) && n < 128) {
         int want = argc < 2;
         for (i = 1; i < argc; i++) want |= strcmp(argv[i], de->d_name) == 0;
         if (de->d_name[0] != '.' && want) snprintf(names[n++], sizeof names[0], "%.100s", de->d_name);

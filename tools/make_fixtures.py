@@ -685,6 +685,68 @@ FAMILIES = [
                     n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, n_shared_experts=1,
                     n_group=1, topk_group=1, rope_interleave=False),
          drop=("head_dim",), prompt_len=120, expert_bias_std=0.3),
+    # Nemotron-H MoE (Nemotron 3 Nano): "moe" blocks of ReLU^2 experts (up, down; no gate) beside a
+    # shared ReLU^2 expert; sigmoid scores plus a random e_score_correction_bias choose the top 2 of
+    # 8 from the best 2 of 4 groups (a group scores the sum of its two best), the sigmoids of the
+    # chosen renormalized, times routed_scaling_factor 2.5; routers at 1.0
+    dict(name="nemotron_h_moe", cls="NemotronHForCausalLM",
+         extra=dict(layer_types=["linear_attention", "moe", "full_attention", "moe", "linear_attention", "mlp"],
+                    num_hidden_layers=6, mamba_num_heads=4, mamba_head_dim=8, ssm_state_size=8, n_groups=1,
+                    conv_kernel=4, expand=2, layer_norm_epsilon=1e-5, use_bias=False, use_conv_bias=True,
+                    num_attention_heads=4, num_key_value_heads=2, head_dim=16, n_routed_experts=8,
+                    num_experts_per_tok=2, moe_intermediate_size=32, moe_shared_expert_intermediate_size=48,
+                    n_group=4, topk_group=2, routed_scaling_factor=2.5, norm_topk_prob=True),
+         drop=("rms_norm_eps",), prompt_len=128, no_rope=True,
+         std={"in_proj": 0.15, "gate.weight": 1.0, "experts": 0.2}, expert_bias_std=0.3),
+    # one group, top-1 without renormalization (the chosen expert's sigmoid times 1.0), no bias
+    # drawn; the blocks as hybrid_override_pattern "M*E-E" (the pattern older checkpoints write)
+    dict(name="nemotron_h_moe_top1", cls="NemotronHForCausalLM",
+         extra=dict(hybrid_override_pattern="M*E-E", mamba_num_heads=4, mamba_head_dim=8,
+                    ssm_state_size=8, n_groups=2, conv_kernel=3, expand=2, layer_norm_epsilon=1e-5,
+                    num_attention_heads=4, num_key_value_heads=2, head_dim=16, n_routed_experts=4,
+                    num_experts_per_tok=1, moe_intermediate_size=32, moe_shared_expert_intermediate_size=32,
+                    n_group=1, topk_group=1, routed_scaling_factor=1.0, norm_topk_prob=False),
+         drop=("rms_norm_eps", "num_hidden_layers"), prompt_len=128, no_rope=True,
+         std={"in_proj": 0.15, "gate.weight": 1.0, "experts": 0.2}),
+    # latent experts (Nemotron 3 Super style): the routed experts work in moe_latent_size 16,
+    # projected from and back to hidden 32 (fc1/fc2_latent_proj), the shared expert on the hidden
+    # rows; 2 groups of 3, the best 1 kept, top-2 renormalized, routed_scaling_factor 1.5
+    dict(name="nemotron_h_moe_latent", cls="NemotronHForCausalLM",
+         extra=dict(hybrid_override_pattern="ME*EM", mamba_num_heads=4, mamba_head_dim=8, ssm_state_size=8,
+                    n_groups=1, conv_kernel=4, expand=2, layer_norm_epsilon=1e-5,
+                    num_attention_heads=4, num_key_value_heads=2, head_dim=16, n_routed_experts=6,
+                    num_experts_per_tok=2, moe_intermediate_size=32, moe_shared_expert_intermediate_size=32,
+                    moe_latent_size=16, n_group=2, topk_group=1, routed_scaling_factor=1.5, norm_topk_prob=True),
+         drop=("rms_norm_eps", "num_hidden_layers"), prompt_len=128, no_rope=True,
+         std={"in_proj": 0.15, "gate.weight": 1.0, "experts": 0.12, "latent_proj": 0.15}, expert_bias_std=0.3),
+    # Falcon-H1: attention and a Mamba2 mixer side by side in every layer on the same normed
+    # input, summed, then a SwiGLU MLP; every multiplier away from 1 (embedding, lm_head, attention
+    # in/out, key, ssm in/out, the five ssm_multipliers sections of in_proj's output, the MLP's
+    # gate/down), mamba_d_ssm narrower than expand x hidden, no gated norm (mamba_rms_norm off:
+    # y * silu(z)), projection biases (projectors_bias on out_proj, mamba_proj_bias on in_proj)
+    dict(name="falcon_h1", cls="FalconH1ForCausalLM",
+         extra=dict(num_hidden_layers=3, mamba_d_ssm=48, mamba_n_heads=6, mamba_d_head=8, mamba_n_groups=2,
+                    mamba_d_state=8, mamba_d_conv=4, mamba_expand=2, mamba_rms_norm=False,
+                    mamba_proj_bias=True, projectors_bias=True, embedding_multiplier=1.7,
+                    lm_head_multiplier=0.6, attention_in_multiplier=0.8, attention_out_multiplier=1.3,
+                    key_multiplier=0.7, ssm_in_multiplier=1.2, ssm_out_multiplier=0.9,
+                    ssm_multipliers=[0.9, 1.1, 0.8, 1.2, 0.7], mlp_multipliers=[0.8, 1.25], rms_norm_eps=1e-5,
+                    tie_word_embeddings=False),
+         prompt_len=128, std={"in_proj": 0.15}),
+    # the gated RMSNorm after the gate (mamba_norm_before_gate off, as Mamba2), one group, the
+    # mixer as wide as expand x hidden (mamba_d_ssm null), d_head "auto", tied head
+    dict(name="falcon_h1_norm", cls="FalconH1ForCausalLM",
+         extra=dict(num_hidden_layers=2, mamba_d_ssm=None, mamba_n_heads=4, mamba_d_head="auto",
+                    mamba_n_groups=1, mamba_d_state=16, mamba_d_conv=3, mamba_expand=2, mamba_rms_norm=True,
+                    mamba_norm_before_gate=False, embedding_multiplier=0.9, lm_head_multiplier=0.8,
+                    key_multiplier=1.3, ssm_multipliers=[1.0, 0.8, 1.1, 0.9, 1.2], tie_word_embeddings=True),
+         prompt_len=128, std={"in_proj": 0.15}, embed_std=0.3),
+    # the gated RMSNorm before the gate (mamba_norm_before_gate, Falcon-H1's default) over two groups
+    dict(name="falcon_h1_prenorm", cls="FalconH1ForCausalLM",
+         extra=dict(num_hidden_layers=2, mamba_d_ssm=64, mamba_n_heads=8, mamba_d_head=8, mamba_n_groups=2,
+                    mamba_d_state=8, mamba_d_conv=4, mamba_rms_norm=True, mamba_norm_before_gate=True,
+                    attention_in_multiplier=1.1, ssm_out_multiplier=1.2, mlp_multipliers=[1.2, 0.9]),
+         prompt_len=128, std={"in_proj": 0.15}),
 ]
 
 
