@@ -111,6 +111,7 @@
                                                                      instead of the built-in pool
      MLSTACK_NO_NEON            undefined   implementation file      leave the AArch64 NEON kernels out
      MLSTACK_NO_AVX2/_NO_AVX512 undefined   implementation file      leave those x86 kernels out
+                                                                     (_NO_AVX2 leaves AVX-512 and AMX out too)
      MLSTACK_NO_TEMPLATE        undefined   implementation file      leave the Jinja interpreter out (>>template):
                                                                      chat templates still load, rendering them
                                                                      fails MLSTACK_ERR_UNSUPPORTED
@@ -18095,7 +18096,7 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
    the first engine on this path starts; the attention chunk ops and activation quantization
    are vectorized here too. Part 5 (PARTS in >>platform): the AVX2 functions its tables name
    are MLSTACK__FN in >>avx2 (part 4), so they are not compiled twice. */
-#if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX512)
+#if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX512) && !defined(MLSTACK_NO_AVX2) /* it calls AVX2 kernels */
 #define MLSTACK__HAVE_AVX512 1
 #if defined(__GNUC__) || defined(__clang__)
 #define MLSTACK__T_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
