@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""The hybrid families' fixtures (tests/fixtures/families/, made by tools/make_fixtures.py) as
+llama.cpp's own convert_hf_to_gguf.py writes them, and llama.cpp's greedy continuation on each.
+
+The fixtures carry no tokenizer (their vocabulary is 128 random ids), so the converter's vocabulary
+step is replaced by a tiny byte-level BPE vocabulary (model "gpt2", pre-tokenizer "gpt-2"): three
+control tokens, the printable ASCII bytes in byte-level form, a few merges. Everything else (tensor
+names, the -exp(A_log) of ssm_a, squeezed conv weights, per-layer head_count_kv, ssm.* keys, the
+delta-net reorders) is the converter's own code.
+
+  tests/fixtures/gguf/hybrid/<fixture>-f32.gguf   the converted file (F32)
+  tests/fixtures/gguf/hybrid/<fixture>.json       the prompt's ids and llama.cpp's greedy
+                                                  continuation ids on that file (llama-completion)
+
+  python3 tools/make_hybrid_gguf.py --peer PEER [--only lfm2,qwen3_5] [--types f32,f16,q8_0]
+        [--keep DIR]
+PEER is the llama.cpp build of tools/build_llamacpp.sh (PEER/src/vendor/llama.cpp holds the
+converter, PEER/bin/llama-completion runs it). --types also writes F16 / Q8_0 files into --keep
+(default: a temporary folder) for tools/check_hybrid_gguf.py-style checks by hand.
+Rerunnable: the same converter and gguf versions give the same bytes.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SRC = os.path.join(ROOT, "tests", "fixtures", "families")
+OUT = os.path.join(ROOT, "tests", "fixtures", "gguf", "hybrid")
+# fixture -> the GGUF architecture llama.cpp writes for it
+HYBRIDS = {"lfm2": "lfm2", "lfm2_moe": "lfm2moe", "qwen3_5": "qwen35", "qwen3_5_moe": "qwen35moe",
+           "qwen3_next": "qwen3next", "granite_hybrid": "granitehybrid", "nemotron_h": "nemotron_h",
+           "mamba2": "mamba2"}
+PROMPT = "the cat sat on"
+N_PREDICT = 16
+MERGES = ["Ġ t", "h e", "Ġt he", "a t", "Ġ s", "Ġ c", "o n", "Ġ o"]
+
+
+def tiny_vocab(n_vocab):
+    """tokens, types, merges: 0-2 control, then byte-level characters of bytes 32..126, merges."""
+    tokens = ["<pad>", "<s>", "</s>"]
+    tokens += ["Ġ" if b == 32 else chr(b) for b in range(32, 127)]
+    tokens += ["".join(m.split(" ")) for m in MERGES]
+    while len(tokens) < n_vocab:
+        tokens.append("<unused%d>" % len(tokens))
+    tokens = tokens[:n_vocab]
+    types = [3, 3, 3] + [1] * (n_vocab - 3)  # the fillers are normal tokens: both engines print them
+    return tokens, types, [m for m in MERGES if "".join(m.split(" ")) in tokens]
+
+
+def convert_here(src, out, outtype, peer):
+    """Runs llama.cpp's converter in this process with the vocabulary step replaced."""
+    llama = os.path.join(peer, "src", "vendor", "llama.cpp")
+    sys.path.insert(0, os.path.join(llama, "gguf-py"))
+    sys.path.insert(0, llama)
+    import convert_hf_to_gguf as conv
+
+    def set_vocab(self):
+        n = self.hparams.get("vocab_size") or self.hparams["text_config"]["vocab_size"]
+        tokens, types, merges = tiny_vocab(n)
+        w = self.gguf_writer
+        w.add_tokenizer_model("gpt2")
+        w.add_tokenizer_pre("gpt-2")
+        w.add_token_list(tokens)
+        w.add_token_types(types)
+        w.add_token_merges(merges)
+        w.add_bos_token_id(1)
+        w.add_eos_token_id(2)
+        w.add_add_bos_token(False)
+
+    real = conv.get_model_class
+
+    def patched(name, mmproj=False):
+        cls = real(name, mmproj=mmproj)
+        cls.set_vocab = set_vocab
+        return cls
+
+    conv.get_model_class = patched
+    sys.argv = ["convert_hf_to_gguf.py", src, "--outtype", outtype, "--outfile", out]
+    if conv.get_model_class(json.load(open(os.path.join(src, "config.json")))["architectures"][0]).supports_mtp_export:
+        sys.argv.append("--no-mtp")
+    conv.main()
+
+
+def peer_text(peer, path, prompt):
+    """llama.cpp's greedy continuation on path (text; it stops at the end-of-text token)."""
+    exe = os.path.join(peer, "bin", "llama-completion")
+    cmd = [exe, "-m", path, "-p", prompt, "-n", str(N_PREDICT), "-t", "2", "--temp", "0", "-no-cnv",
+           "--no-warmup", "--no-display-prompt", "-s", "1"]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
+    if p.returncode:
+        raise SystemExit("llama-completion failed on %s:\n%s" % (path, p.stderr.decode()[-2000:]))
+    text = p.stdout.decode("utf-8", "replace")
+    return text[:-2] if text.endswith("\n\n") else text  # llama-completion ends its output with a blank line
+
+
+def encode(prompt, tokens):
+    """The byte-level ids of prompt under tiny_vocab (merges applied greedily by rank)."""
+    pieces = ["Ġ" if c == " " else c for c in prompt]
+    ranks = {tuple(m.split(" ")): i for i, m in enumerate(MERGES)}
+    while True:
+        best = None
+        for i in range(len(pieces) - 1):
+            r = ranks.get((pieces[i], pieces[i + 1]))
+            if r is not None and "".join((pieces[i], pieces[i + 1])) in tokens and (best is None or r < best[0]):
+                best = (r, i)
+        if best is None:
+            break
+        i = best[1]
+        pieces[i:i + 2] = [pieces[i] + pieces[i + 1]]
+    return [tokens.index(p) for p in pieces]
+
+
+# make_fixtures.py's spec of each fixture, changed where llama.cpp needs it: its LFM2 graph takes
+# attention heads x head_dim = hidden_size, its delta-net value heads are as wide as its key heads
+# (every Qwen3-Next layer has experts, renormalized as llama.cpp always does; no expert is used where Granite has none and its dense MLP is intermediate_size wide), and Qwen3.5's M-RoPE sections must fit its rotary dims (text positions: any split gives plain RoPE)
+QWEN35_ROPE = {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25, "mrope_section": [1, 1, 0]}
+OVERRIDES = {"lfm2": {"head_dim": 8}, "lfm2_moe": {"head_dim": 8},
+             "qwen3_5": {"linear_value_head_dim": 8, "rope_parameters": QWEN35_ROPE},
+             "qwen3_5_moe": {"rope_parameters": QWEN35_ROPE}, "qwen3_next": {"mlp_only_layers": [], "norm_topk_prob": True},
+             "granite_hybrid": {"num_experts_per_tok": 0, "shared_intermediate_size": 64}}
+
+
+def make_model(name, out):
+    """The fixture's random model (tools/make_fixtures.py's spec and weights recipe) into out;
+    returns the transformers model (f32, eager)."""
+    import torch
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import make_fixtures as mf
+    spec = dict(next(s for s in mf.FAMILIES if s["name"] == name))
+    spec["extra"] = dict(spec.get("extra", {}), **OVERRIDES.get(name, {}))
+    seed = mf.model_seed("family-" + spec.get("seed_name", name))
+    cls, cfg = mf.fam_config(spec)
+    model = cls(cfg).eval()
+    mf.fam_init_weights(model, seed, spec.get("embed_std", 0.5), spec.get("head_std", 0.25), spec.get("std"),
+                        spec.get("plus_one", False))
+    if spec.get("expert_bias_std"):
+        import numpy as np
+        rng = np.random.default_rng(seed + 1)
+        with torch.no_grad():
+            for bname, buf in sorted(model.named_buffers(), key=lambda kv: kv[0]):
+                if bname.endswith("expert_bias"):
+                    v = spec["expert_bias_std"] * rng.standard_normal(tuple(buf.shape))
+                    buf.copy_(torch.from_numpy(v.astype(np.float32)))
+    model.save_pretrained(out)
+    return model
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--peer", required=True)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--types", default="f32")
+    ap.add_argument("--keep", default="")
+    ap.add_argument("--convert", nargs=3, metavar=("SRC", "OUT", "TYPE"), help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.convert:
+        convert_here(a.convert[0], a.convert[1], a.convert[2], os.path.abspath(a.peer))
+        return
+    import torch
+    names = [n for n in HYBRIDS if not a.only or n in a.only.split(",")]
+    os.makedirs(OUT, exist_ok=True)
+    keep = a.keep or tempfile.mkdtemp()
+    os.makedirs(keep, exist_ok=True)
+    for name in names:
+        tmp = tempfile.mkdtemp()
+        src = os.path.join(tmp, name)
+        model = make_model(name, src)
+        n_vocab = model.config.get_text_config().vocab_size
+        tokens = tiny_vocab(n_vocab)[0]
+        ids = encode(PROMPT, tokens)
+        with torch.no_grad():
+            logits = model(torch.tensor([ids])).logits[0].float()
+        for ty in a.types.split(","):
+            out = os.path.join(OUT if ty == "f32" else keep, "%s-%s.gguf" % (name, ty))
+            p = subprocess.run([sys.executable, os.path.abspath(__file__), "--peer", a.peer, "--convert", src, out,
+                                ty], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            if p.returncode:
+                raise SystemExit("%s: the converter failed:\n%s" % (name, p.stdout.decode()[-3000:]))
+            print("wrote", out)
+        shutil.rmtree(tmp)
+        text = peer_text(a.peer, os.path.join(OUT, "%s-f32.gguf" % name), PROMPT)
+        ref = {"prompt": PROMPT, "prompt_ids": ids, "n_predict": N_PREDICT, "llamacpp_text": text,
+               "logits": [[float("%.6g" % v) for v in row] for row in logits.tolist()]}
+        with open(os.path.join(OUT, name + ".json"), "w") as f:
+            json.dump(ref, f)
+            f.write("\n")
+        print(name, repr(text))
+
+
+if __name__ == "__main__":
+    main()
