@@ -28175,7 +28175,9 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
         if ((r = mlstack__map_layer_moe(m, L, pre, l, err)) != MLSTACK_OK) return r;
     }
     if (L->moe && !(f->flags & MLSTACK__F_EXPERTS_3D)) { /* experts only */
-    } else if (f->fused.gate_up) { /* fused gate | up rows */
+    } else if (f->fused.gate_up && (snprintf(nm, sizeof nm, "%s.%s.weight", mlp, f->fused.gate_up),
+                                    mlstack__st_find(&m->st, MLSTACK__LNAME(nm)))) { /* fused gate | up rows
+                                                                                      (a GGUF has them apart) */
         mlstack__weight all;
         memset(&all, 0, sizeof all);
         snprintf(nm, sizeof nm, "%s.%s", mlp, f->fused.gate_up);
@@ -29615,6 +29617,7 @@ static const struct {
     {"attention.key_length", "head_dim"},
     {"context_length", "max_position_embeddings"},
     {"attention.layer_norm_rms_epsilon", "rms_norm_eps norm_eps layer_norm_epsilon"},
+    {"attention.layer_norm_epsilon", "rms_norm_eps norm_eps layer_norm_epsilon"},
     {"rope.freq_base", "rope_theta"},
     {"expert_count", "num_experts num_local_experts"},
     {"expert_used_count", "num_experts_per_tok"},
@@ -29773,7 +29776,10 @@ static int mlstack__gj_derived(mlstack__buf *b, const mlstack__family *f, const 
          mlstack__gj_put(b, "use_expert_bias",
                          mlstack__gguf_any_layer(g, n_layers, "exp_probs_b.bias") ? "true" : "false") &&
          mlstack__gj_put(b, "tie_word_embeddings", mlstack__gguf_tensor_find(g, "output.weight") ? "false" : "true") &&
-         mlstack__gj_put(b, "norm_topk_prob", "true"); /* llama.cpp's default (the key, when given, comes first) */
+         mlstack__gj_put(b, "norm_topk_prob", "true") && /* llama.cpp's default (the key, when given, comes first) */
+         mlstack__gj_put(b, "mlp_hidden_act", "\"relu2\""); /* Nemotron-H's MLP blocks in llama.cpp */
+    snprintf(key, sizeof key, "%s.rope.scaling.finetuned", arch); /* Granite 4.0-H: RoPE only when set */
+    if (ok && mlstack__gguf_bool(g, key, 0)) ok = mlstack__gj_put(b, "position_embedding_type", "\"rope\"");
     return ok;
 }
 

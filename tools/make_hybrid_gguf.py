@@ -72,6 +72,11 @@ def convert_here(src, out, outtype, peer):
         w.add_add_bos_token(False)
 
     real = conv.get_model_class
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    if "hybrid_override_pattern" in cfg:
+        # released Nemotron-H configs need remote code: AutoConfig refuses them and the converter
+        # reads config.json as it is (here too, not transformers 5's defaults)
+        conv.ModelBase.load_hparams = staticmethod(lambda d, *a, **k: json.load(open(os.path.join(d, "config.json"))))
 
     def patched(name, mmproj=False):
         cls = real(name, mmproj=mmproj)
@@ -94,7 +99,10 @@ def peer_text(peer, path, prompt):
     if p.returncode:
         raise SystemExit("llama-completion failed on %s:\n%s" % (path, p.stderr.decode()[-2000:]))
     text = p.stdout.decode("utf-8", "replace")
-    return text[:-2] if text.endswith("\n\n") else text  # llama-completion ends its output with a blank line
+    # llama-completion ends with blank lines (and " [end of text]" at the end token); the vocabulary
+    # has no newline token
+    text = text.rstrip("\n")
+    return text[:-len(" [end of text]")] if text.endswith(" [end of text]") else text
 
 
 def encode(prompt, tokens):
@@ -115,13 +123,20 @@ def encode(prompt, tokens):
 
 
 # make_fixtures.py's spec of each fixture, changed where llama.cpp needs it: its LFM2 graph takes
-# attention heads x head_dim = hidden_size, its delta-net value heads are as wide as its key heads
-# (every Qwen3-Next layer has experts, renormalized as llama.cpp always does; no expert is used where Granite has none and its dense MLP is intermediate_size wide), and Qwen3.5's M-RoPE sections must fit its rotary dims (text positions: any split gives plain RoPE)
+# attention heads x head_dim = hidden_size; its Nemotron-H converter a Mamba2 head width of 64; its
+# Qwen3.5 delta-net value heads as wide as key heads, and M-RoPE sections that fit the rotary dims
+# (text positions: any split is plain RoPE); experts in every Qwen3-Next layer, renormalized as
+# llama.cpp always does; Granite without experts, its dense MLP intermediate_size wide
 QWEN35_ROPE = {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25, "mrope_section": [1, 1, 0]}
 OVERRIDES = {"lfm2": {"head_dim": 8}, "lfm2_moe": {"head_dim": 8},
              "qwen3_5": {"linear_value_head_dim": 8, "rope_parameters": QWEN35_ROPE},
              "qwen3_5_moe": {"rope_parameters": QWEN35_ROPE}, "qwen3_next": {"mlp_only_layers": [], "norm_topk_prob": True},
-             "granite_hybrid": {"num_experts_per_tok": 0, "shared_intermediate_size": 64}}
+             "granite_hybrid": {"num_experts_per_tok": 0, "shared_intermediate_size": 64},
+             "nemotron_h": {"mamba_num_heads": 1, "mamba_head_dim": 64, "n_groups": 1}}
+# the layer kinds as the released configs write them (transformers 5 rewrites them; the converter
+# reads these): Granite 4.0-H's layer_types names, Nemotron-H's hybrid_override_pattern
+RELEASED_TYPES = {"granite_hybrid": {"linear_attention": "mamba", "full_attention": "attention"}}
+PATTERN = {"nemotron_h": {"linear_attention": "M", "mamba": "M", "mlp": "-", "full_attention": "*", "attention": "*"}}
 
 
 def make_model(name, out):
@@ -146,6 +161,21 @@ def make_model(name, out):
                     v = spec["expert_bias_std"] * rng.standard_normal(tuple(buf.shape))
                     buf.copy_(torch.from_numpy(v.astype(np.float32)))
     model.save_pretrained(out)
+    if name in RELEASED_TYPES:
+        path = os.path.join(out, "config.json")
+        cfg = json.load(open(path))
+        cfg["layer_types"] = [RELEASED_TYPES[name].get(t, t) for t in cfg["layer_types"]]
+        json.dump(cfg, open(path, "w"), indent=2)
+    if name in PATTERN:
+        path = os.path.join(out, "config.json")
+        cfg = json.load(open(path))
+        types = cfg.get("layer_types") or cfg["layers_block_type"]
+        cfg["hybrid_override_pattern"] = "".join(PATTERN[name][t] for t in types)
+        cfg["num_hidden_layers"] = len(types)
+        for k in ("num_experts_per_tok", "n_routed_experts", "n_shared_experts", "n_group", "topk_group",
+                  "norm_topk_prob", "routed_scaling_factor", "layers_block_type", "layer_types"):
+            cfg.pop(k, None)  # a dense model's released config has no expert keys
+        json.dump(cfg, open(path, "w"), indent=2)
     return model
 
 
