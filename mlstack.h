@@ -26085,6 +26085,7 @@ enum {
    conv's v channels, A and dt_bias, and ssm_out's input columns), not grouped as in Hugging Face */
 #define MLSTACK__F_GGUF_NORM_PLUS 0x100000000000000ull
 #define MLSTACK__F_GGUF_V_TILED 0x200000000000000ull
+#define MLSTACK__F_GGUF_EMBD_NORM 0x400000000000000ull /* GGUF names the final norm token_embd_norm (LFM2) */
 #define MLSTACK__MAX_EXPERTS 512
 #define MLSTACK__MAX_DN_DIM 1024 /* delta-net head dims and conv width the config may give */
 
@@ -26246,7 +26247,7 @@ static const mlstack__family mlstack__families[] = {
          {"attention_layernorm", NULL, "feedforward_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     /* hybrids: recurrent layers beside attention */
-    {"Lfm2ForCausalLM", "lfm2", MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD,
+    {"Lfm2ForCausalLM", "lfm2", MLSTACK__F_TIED | MLSTACK__F_GGUF_EMBD_NORM | MLSTACK__F_QK_NORM_HEAD,
          {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
          {NULL, NULL, "embedding_norm", NULL, NULL, "out_proj", "w3", "w2", "feed_forward", "w1", "q_layernorm",
           "k_layernorm"},
@@ -26271,7 +26272,7 @@ static const mlstack__family mlstack__families[] = {
              MLSTACK__F_TOPK_NORM_ON,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35,
          MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__MIX_DELTANET, MLSTACK__NO_SSM},
-    {"Lfm2MoeForCausalLM", "lfm2moe", MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SIGMOID_ROUTER,
+    {"Lfm2MoeForCausalLM", "lfm2moe", MLSTACK__F_TIED | MLSTACK__F_GGUF_EMBD_NORM | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SIGMOID_ROUTER,
          {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
          {"feed_forward", "w1", "w3", "w2", "num_experts", "moe_intermediate_size"},
          {NULL, NULL, "embedding_norm", NULL, NULL, "out_proj", "w3", "w2", "feed_forward", "w1", "q_layernorm",
@@ -29806,6 +29807,12 @@ static mlstack_result mlstack__gguf_config_hybrid(mlstack__config *c, const mlst
     for (k = 0; ok && k < sizeof mlstack__gguf_hybrid_keys / sizeof mlstack__gguf_hybrid_keys[0]; k++) {
         snprintf(key, sizeof key, "%s.%s", arch, mlstack__gguf_hybrid_keys[k].suffix);
         mlstack__gj_value(g, key, val, sizeof val);
+        if (f->ssm.layout == MLSTACK__SSM_ALONE &&
+            strncmp(mlstack__gguf_hybrid_keys[k].suffix, "attention.head", 14) == 0)
+            val[0] = 0; /* no attention: Mamba2's num_heads and head_dim are its mixer's */
+        if (f->ssm.layout == MLSTACK__SSM_ALONE &&
+            strcmp(mlstack__gguf_hybrid_keys[k].suffix, "attention.key_length") == 0)
+            val[0] = 0;
         if (val[0]) ok = mlstack__gj_put(&b, mlstack__gguf_hybrid_keys[k].names, val);
     }
     ok = ok && mlstack__gj_layers(&b, f, g, arch, (int)n_layers) &&
@@ -30010,7 +30017,7 @@ static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gg
     if (strcmp(t->name, "token_embd.weight") == 0)
         snprintf(name, name_cap, "%s.%s.weight", pre, f->name.embed ? f->name.embed : "embed_tokens"), *is_embed = 1;
     else if (strcmp(t->name, "output_norm.weight") == 0 ||
-             (f->mix.kind && strcmp(t->name, "token_embd_norm.weight") == 0)) /* LFM2: its final norm */
+             ((f->flags & MLSTACK__F_GGUF_EMBD_NORM) && strcmp(t->name, "token_embd_norm.weight") == 0))
         snprintf(name, name_cap, "%s.%s.weight", pre, f->name.final_norm ? f->name.final_norm : "norm");
     else if (strcmp(t->name, "output.weight") == 0)
         snprintf(name, name_cap, "%s.weight", f->name.head ? f->name.head : "lm_head");
@@ -30147,7 +30154,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
             const mlstack__gguf_tensor *t = &g->tensors[i];
             mlstack__st_tensor *x = &st->tensors[n];
             char *name = names + (size_t)n * name_cap;
-            int k, keep, permute_heads = 0, quant = 0, is_embed = 0, is_float;
+            int keep, permute_heads = 0, quant = 0, is_embed = 0, is_float;
             uint64_t rows = t->ne[1] * t->ne[2] * t->ne[3],
                      row_bytes = t->ne[0] / mlstack__ggml_types[t->type].block * mlstack__ggml_types[t->type].size;
             /* the name */
@@ -30577,13 +30584,52 @@ static int mlstack__gw_list_embed(mlstack_model *m, mlstack__gw_tensor *ts, int 
     } else
         MLSTACK__GW_T("token_embd.weight", mlstack__gw_type((int)m->embed_dtype), 2, c->n_embd, c->n_vocab, m->embed,
                       mlstack__row_bytes((int)m->embed_dtype, c->n_embd), 0);
-    MLSTACK__GW_T("output_norm.weight", MLSTACK__GGML_F32, 1, c->n_embd, 1, m->final_norm, (size_t)c->n_embd * 4, 0);
+    MLSTACK__GW_T(c->fam->flags & MLSTACK__F_GGUF_EMBD_NORM ? "token_embd_norm.weight" : "output_norm.weight",
+                  MLSTACK__GGML_F32, 1, c->n_embd, 1, m->final_norm, (size_t)c->n_embd * 4, 0);
     if (m->lm_head.data != m->embed && !tied_blocks) {
         MLSTACK__GW_T("output.weight", mlstack__gw_type(m->lm_head.wtype), 2, c->n_embd, c->n_vocab, m->lm_head.data,
                       m->lm_head.row_bytes, 0);
         mlstack__gw_made(&ts[*n_t - 1], &m->lm_head);
     }
     return ok;
+}
+
+/* A recurrent layer's mixer as llama.cpp names it: LFM2's short convolution (shortconv.in_proj,
+   .conv as [D, K] f32, .out_proj); a Mamba2 mixer (ssm_in, ssm_conv1d and its bias, ssm_dt.bias,
+   ssm_a = -exp(A_log) and ssm_d as [H, 1], ssm_norm as [G, inner / G], ssm_out). */
+static void mlstack__gw_list_mixer(const mlstack__config *c, const mlstack__layer *L, int l, mlstack__gw_tensor *ts,
+                                   int *n_t) {
+    char nm[64];
+    const char *in = L->kind == MLSTACK__LAYER_CONV ? "shortconv.in_proj" : "ssm_in",
+               *out = L->kind == MLSTACK__LAYER_CONV ? "shortconv.out_proj" : "ssm_out";
+    const mlstack__ssm_cfg *s = &c->ssm;
+    snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, in);
+    MLSTACK__GW_T(nm, mlstack__gw_type(L->w_in.wtype), 2, L->w_in.n_in, L->w_in.n_out, L->w_in.data, L->w_in.row_bytes,
+                  0);
+    mlstack__gw_made(&ts[*n_t - 1], &L->w_in);
+    snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, out);
+    MLSTACK__GW_T(nm, mlstack__gw_type(L->wo.wtype), 2, L->wo.n_in, L->wo.n_out, L->wo.data, L->wo.row_bytes, 0);
+    mlstack__gw_made(&ts[*n_t - 1], &L->wo);
+    if (L->kind == MLSTACK__LAYER_CONV) {
+        snprintf(nm, sizeof nm, "blk.%d.shortconv.conv.weight", l);
+        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, c->conv_k, c->n_embd, L->conv_w, (size_t)c->conv_k * 4, 0);
+        return;
+    }
+    snprintf(nm, sizeof nm, "blk.%d.ssm_conv1d.weight", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, s->conv, s->conv_dim, L->conv_w, (size_t)s->conv * 4, 0);
+    if (L->conv_b) {
+        snprintf(nm, sizeof nm, "blk.%d.ssm_conv1d.bias", l);
+        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, s->conv_dim, 1, L->conv_b, (size_t)s->conv_dim * 4, 0);
+    }
+    snprintf(nm, sizeof nm, "blk.%d.ssm_dt.bias", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, s->heads, 1, L->ssm_dt_bias, (size_t)s->heads * 4, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_a", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, 1, s->heads, L->ssm_a, 4, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_d", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, 1, s->heads, L->ssm_d, 4, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_norm.weight", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, s->inner / s->groups, s->groups, L->ssm_norm,
+                  (size_t)(s->inner / s->groups) * 4, 0);
 }
 
 /* Each layer's norms, projections (q and k rows permuted for llama.cpp's rope), biases and q/k norms. */
@@ -30608,7 +30654,7 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
                        : k == 1                    ? c->n_kv_heads
                                                    : 0,
                 role = k == 4 && !L->w_up.data ? 5 : k; /* an ungated MLP's W1 (in w_gate) is ffn_up */
-            if (!ws[k]->data) continue;
+            if (!ws[k]->data || (k == 3 && L->kind != MLSTACK__LAYER_ATTN)) continue; /* wo: the mixer's */
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
             MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data,
                           ws[k]->row_bytes, perm);
@@ -30617,6 +30663,10 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
                 snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
                 MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
             }
+        }
+        if (L->kind != MLSTACK__LAYER_ATTN) {
+            mlstack__gw_list_mixer(c, L, l, ts, n_t);
+            continue;
         }
         if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_QK_NORM));
@@ -30660,6 +30710,29 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
                                  "%s: layer %d %s RoPE; %s GGUF files have NoPE layers every 4th layer only", m->path,
                                  l, m->layers[l].nope ? "has no" : "has", arch);
     return MLSTACK_OK;
+}
+
+/* attention.head_count_kv: one number, or (hybrids) one per layer, 0 for a recurrent layer; and
+   the recurrent layers' keys (shortconv.l_cache; ssm.*). Returns 0 when out of memory. */
+static int mlstack__gw_head_count_kv(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__ssm_cfg *s = &c->ssm;
+    int ok, l;
+    if (!c->n_recurrent) return mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv);
+    ok = mlstack__gw_key(kv, arch, "attention.head_count_kv", MLSTACK__GGUF_ARRAY) &&
+         mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+    for (l = 0; ok && l < c->n_layers; l++)
+        ok = mlstack__gw_u(kv, m->layers[l].kind == MLSTACK__LAYER_ATTN ? (uint32_t)c->n_kv_heads : 0, 4);
+    ++*n_kv;
+    if (ok && c->fam->mix.kind == MLSTACK__LAYER_CONV)
+        ok = mlstack__gw_u32(kv, arch, "shortconv.l_cache", (uint32_t)c->conv_k, n_kv);
+    if (ok && c->fam->mix.kind == MLSTACK__LAYER_MAMBA2)
+        ok = mlstack__gw_u32(kv, arch, "ssm.conv_kernel", (uint32_t)s->conv, n_kv) &&
+             mlstack__gw_u32(kv, arch, "ssm.state_size", (uint32_t)s->state, n_kv) &&
+             mlstack__gw_u32(kv, arch, "ssm.group_count", (uint32_t)s->groups, n_kv) &&
+             mlstack__gw_u32(kv, arch, "ssm.inner_size", (uint32_t)s->inner, n_kv) &&
+             mlstack__gw_u32(kv, arch, "ssm.time_step_rank", (uint32_t)s->heads, n_kv);
+    return ok;
 }
 
 /* Per-layer keys: the sliding window and its pattern (one bool per layer), xIELU's parameters
@@ -30711,7 +30784,7 @@ static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv
          mlstack__gw_u32(kv, arch, "embedding_length", (uint32_t)c->n_embd, n_kv) &&
          mlstack__gw_u32(kv, arch, "feed_forward_length", (uint32_t)c->n_ff, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.head_count", (uint32_t)c->n_heads, n_kv) &&
-         mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv) &&
+         mlstack__gw_head_count_kv(m, arch, kv, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.key_length", (uint32_t)c->head_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.value_length", (uint32_t)c->head_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "rope.dimension_count", (uint32_t)c->head_dim, n_kv) &&
@@ -30834,9 +30907,12 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s models (experts, attention sinks) are read from GGUF but not written yet", m->path,
                              arch);
-    if (c->n_recurrent)
+    if (c->n_recurrent && !(c->fam->mix.kind == MLSTACK__LAYER_CONV ||
+                            (c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 && c->fam->ssm.layout == MLSTACK__SSM_ALONE)))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: %s models (recurrent layers) are read from GGUF but not written yet", m->path, arch);
+                             "%s: %s models are read from GGUF but not written yet (of the hybrids, lfm2 and mamba2 "
+                             "are)",
+                             m->path, arch);
     if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
     ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 24 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");

@@ -14,6 +14,9 @@ delta-net reorders) is the converter's own code.
 
   python3 tools/make_hybrid_gguf.py --peer PEER [--only lfm2,qwen3_5] [--types f32,f16,q8_0]
         [--keep DIR]
+  python3 tools/make_hybrid_gguf.py --peer PEER --check
+        the other way: build/mlstack quantize writes each fixture of WRITTEN as stored, Q8_0, Q4_1
+        and Q4_K_M; llama.cpp must load each file and give mlstack's greedy text on it
 PEER is the llama.cpp build of tools/build_llamacpp.sh (PEER/src/vendor/llama.cpp holds the
 converter, PEER/bin/llama-completion runs it). --types also writes F16 / Q8_0 files into --keep
 (default: a temporary folder) for tools/check_hybrid_gguf.py-style checks by hand.
@@ -179,19 +182,53 @@ def make_model(name, out):
     return model
 
 
+WRITTEN = ["lfm2", "mamba2"]  # the hybrids mlstack writes to GGUF
+CHECK_QUANTS = ["none", "q8_0", "q4_1", "q4_k_m"]
+
+
+def check_written(peer, names):
+    """mlstack writes each fixture's GGUF (as stored and quantized); llama.cpp must load it and give
+    mlstack's greedy text on that file. Returns the number of mismatches."""
+    bad = 0
+    exe = os.path.join(ROOT, "build", "mlstack")
+    for name in names:
+        for q in CHECK_QUANTS:
+            out = os.path.join(tempfile.mkdtemp(), "%s-%s.gguf" % (name, q))
+            p = subprocess.run([exe, "quantize", "-m", os.path.join(OUT, name + "-f32.gguf"), "--quant", q, "-o", out],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            if p.returncode:
+                print("%-8s %-7s mlstack quantize failed: %s" % (name, q, p.stderr.decode()[-300:]))
+                bad += 1
+                continue
+            ours = subprocess.run([exe, "run", "-m", out, "-p", PROMPT, "-n", str(N_PREDICT)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL).stdout.decode("utf-8", "replace")
+            ours = ours[len(PROMPT):].rstrip("\n") if ours.startswith(PROMPT) else ours
+            try:
+                theirs = peer_text(peer, out, PROMPT)
+            except SystemExit as e:
+                theirs = "(llama.cpp failed: %s)" % str(e)[-200:]
+            same = ours == theirs
+            bad += not same
+            print("%-8s %-7s %s  ours %r  llama.cpp %r" % (name, q, "same" if same else "DIFFER", ours, theirs))
+    return bad
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--peer", required=True)
     ap.add_argument("--only", default="")
     ap.add_argument("--types", default="f32")
     ap.add_argument("--keep", default="")
+    ap.add_argument("--check", action="store_true", help="only check the files mlstack writes (WRITTEN)")
     ap.add_argument("--convert", nargs=3, metavar=("SRC", "OUT", "TYPE"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.convert:
         convert_here(a.convert[0], a.convert[1], a.convert[2], os.path.abspath(a.peer))
         return
-    import torch
     names = [n for n in HYBRIDS if not a.only or n in a.only.split(",")]
+    if a.check:
+        raise SystemExit(1 if check_written(a.peer, [n for n in names if n in WRITTEN]) else 0)
+    import torch
     os.makedirs(OUT, exist_ok=True)
     keep = a.keep or tempfile.mkdtemp()
     os.makedirs(keep, exist_ok=True)
