@@ -30091,7 +30091,7 @@ static void mlstack__gguf_hf_shape(const mlstack__config *c, const mlstack__gguf
    (blk.N.ffn_<gate|up|down>_exps.weight): the experts they hold (0: not one). */
 static int mlstack__gguf_expert_count(const mlstack__config *c, const mlstack__gguf_tensor *t) {
     const char *u = strstr(t->name, "_exps.weight");
-    return c->fam->mix.kind && c->fam->moe.block && !(c->fam->flags & MLSTACK__F_EXPERTS_3D) && t->n_dims == 3 && u &&
+    return c->fam->mix.kind && strncmp(t->name, "blk.", 4) == 0 && strstr(t->name, ".ffn_") && c->fam->moe.block && !(c->fam->flags & MLSTACK__F_EXPERTS_3D) && t->n_dims == 3 && u &&
                    strlen(u) == 12 && t->ne[2] > 0 && t->ne[2] <= MLSTACK__MAX_EXPERTS
                ? (int)t->ne[2]
                : 0;
