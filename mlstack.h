@@ -26086,6 +26086,7 @@ enum {
 #define MLSTACK__F_GGUF_NORM_PLUS 0x100000000000000ull
 #define MLSTACK__F_GGUF_V_TILED 0x200000000000000ull
 #define MLSTACK__F_GGUF_EMBD_NORM 0x400000000000000ull /* GGUF names the final norm token_embd_norm (LFM2) */
+#define MLSTACK__F_GGUF_POST_ATTN 0x800000000000000ull /* GGUF names the pre-FFN norm post_attention_norm */
 #define MLSTACK__MAX_EXPERTS 512
 #define MLSTACK__MAX_DN_DIM 1024 /* delta-net head dims and conv width the config may give */
 
@@ -26171,7 +26172,7 @@ typedef struct mlstack__family {
    beside delta-net layers */
 #define MLSTACK__F_QWEN35                                                                              \
     (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_DELTANET | MLSTACK__F_ATTN_GATE | \
-     MLSTACK__F_GGUF_NORM_PLUS)
+     MLSTACK__F_GGUF_NORM_PLUS | MLSTACK__F_GGUF_POST_ATTN)
 #define MLSTACK__OPTS_QWEN35 {"hidden_act", 1, 0, 0, NULL, 0.25f, NULL}
 #define MLSTACK__QWEN35_VL_NAMES \
     {"model.language_model", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
@@ -30088,11 +30089,14 @@ static void mlstack__gguf_hf_shape(const mlstack__config *c, const mlstack__gguf
 }
 
 /* A hybrid's experts as llama.cpp stores them, one [E, rows, in] tensor per projection
-   (blk.N.ffn_<gate|up|down>_exps.weight): the experts they hold (0: not one). */
+   (blk.N.ffn_<gate|up|down>_exps.weight): the experts they hold (0: not one). Each expert's slice
+   holds at least 32 bytes of the file (tensors do not overlap): the entries made for a hostile
+   file stay proportional to its size. */
 static int mlstack__gguf_expert_count(const mlstack__config *c, const mlstack__gguf_tensor *t) {
     const char *u = strstr(t->name, "_exps.weight");
-    return c->fam->mix.kind && strncmp(t->name, "blk.", 4) == 0 && strstr(t->name, ".ffn_") && c->fam->moe.block && !(c->fam->flags & MLSTACK__F_EXPERTS_3D) && t->n_dims == 3 && u &&
-                   strlen(u) == 12 && t->ne[2] > 0 && t->ne[2] <= MLSTACK__MAX_EXPERTS
+    return c->fam->mix.kind && strncmp(t->name, "blk.", 4) == 0 && strstr(t->name, ".ffn_") && c->fam->moe.block &&
+                   !(c->fam->flags & MLSTACK__F_EXPERTS_3D) && t->n_dims == 3 && u && strlen(u) == 12 && t->ne[2] > 0 &&
+                   t->ne[2] <= MLSTACK__MAX_EXPERTS && t->bytes / t->ne[2] >= 32
                ? (int)t->ne[2]
                : 0;
 }
@@ -30370,6 +30374,13 @@ typedef struct mlstack__gw_tensor {
     uint64_t offset;
     uint32_t unpack; /* 0, or the GGML type (Q4_0, IQ4_NL) the stored rows are repacked from */
     size_t file_row; /* bytes of a row in the file */
+    int gate_heads; /* q_proj of gated attention: rows q_h | gate_h per head, from data (q) and data2 (gate) */
+    const unsigned char *data2;
+    /* delta-net value heads written tiled (llama.cpp's order): from row tile_base on, runs of
+       tile_dim rows per value head (tile_hk key heads, tile_g value heads each); tile_cols: the
+       columns instead (groups of tile_dim elements of each row) */
+    int tile_base, tile_dim, tile_hk, tile_g, tile_cols;
+    int flat; /* written as one dimension of ne[0] ne[1] elements */
 } mlstack__gw_tensor;
 
 /* t is weight w: written as the GGML type the quantizer made it as, when its rows hold that
@@ -30550,7 +30561,7 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
         snprintf(t_->name, sizeof t_->name, "%s", nm);                                              \
         t_->type = (ty), t_->n_dims = (nd), t_->ne[0] = (uint64_t)(e0), t_->ne[1] = (uint64_t)(e1); \
         t_->data = (const unsigned char *)(dat), t_->row_bytes = (rb), t_->permute_heads = (perm);  \
-        t_->unpack = 0, t_->file_row = (rb);                                                        \
+        t_->unpack = 0, t_->file_row = (rb), t_->gate_heads = 0, t_->tile_dim = 0, t_->flat = 0;    \
     } while (0)
 
 /* The embedding table (a tied head's blocks, or a Q8_0 copy of a float table for a Q4_1 head),
@@ -30632,6 +30643,51 @@ static void mlstack__gw_list_mixer(const mlstack__config *c, const mlstack__laye
                   (size_t)(s->inner / s->groups) * 4, 0);
 }
 
+/* Marks the last listed tensor's value heads to be written tiled (llama.cpp's order) from row
+   base on, dim rows (or, cols: elements of each row) per head. */
+static void mlstack__gw_tile(const mlstack__config *c, mlstack__gw_tensor *t, int base, int dim, int cols) {
+    if (c->dn_k_heads == c->dn_v_heads) return;
+    t->tile_base = base, t->tile_dim = dim, t->tile_cols = cols;
+    t->tile_hk = c->dn_k_heads, t->tile_g = c->dn_v_heads / c->dn_k_heads;
+}
+
+/* A delta-net mixer as llama.cpp's qwen35 names it: attn_qkv, attn_gate, ssm_beta, ssm_alpha (rows
+   of w_in), ssm_conv1d, ssm_a (-exp(A_log)), ssm_dt.bias, ssm_norm, ssm_out; value heads tiled. */
+static void mlstack__gw_list_delta(const mlstack__config *c, const mlstack__layer *L, int l, mlstack__gw_tensor *ts,
+                                   int *n_t) {
+    static const char *const nm4[4] = {"attn_qkv", "attn_gate", "ssm_beta", "ssm_alpha"};
+    int Hv = c->dn_v_heads, dv = c->dn_v_dim, kd = c->dn_k_heads * c->dn_k_dim, vd = Hv * dv, C = 2 * kd + vd, k;
+    int rows[4], first[4], K = c->dn_conv;
+    size_t rb = L->w_in.row_bytes;
+    char nm[64];
+    rows[0] = C, rows[1] = vd, rows[2] = Hv, rows[3] = Hv;
+    first[0] = 0, first[1] = C, first[2] = C + vd, first[3] = C + vd + Hv;
+    for (k = 0; k < 4; k++) {
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, nm4[k]);
+        MLSTACK__GW_T(nm, mlstack__gw_type(L->w_in.wtype), 2, L->w_in.n_in, rows[k],
+                      (const unsigned char *)L->w_in.data + (size_t)first[k] * rb, rb, 0);
+        mlstack__gw_made(&ts[*n_t - 1], &L->w_in);
+        mlstack__gw_tile(c, &ts[*n_t - 1], k ? 0 : 2 * kd, k < 2 ? dv : 1, 0);
+    }
+    snprintf(nm, sizeof nm, "blk.%d.ssm_conv1d.weight", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, K, C, L->conv_w, (size_t)K * 4, 0);
+    mlstack__gw_tile(c, &ts[*n_t - 1], 2 * kd, dv, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_a", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, 1, Hv, L->dn_neg_a, 4, 0);
+    ts[*n_t - 1].flat = 1;
+    mlstack__gw_tile(c, &ts[*n_t - 1], 0, 1, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_dt.bias", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, 1, Hv, L->dn_dt_bias, 4, 0);
+    ts[*n_t - 1].flat = 1;
+    mlstack__gw_tile(c, &ts[*n_t - 1], 0, 1, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_norm.weight", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, dv, 1, L->dn_norm, (size_t)dv * 4, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_out.weight", l);
+    MLSTACK__GW_T(nm, mlstack__gw_type(L->wo.wtype), 2, L->wo.n_in, L->wo.n_out, L->wo.data, L->wo.row_bytes, 0);
+    mlstack__gw_made(&ts[*n_t - 1], &L->wo);
+    if (!c->dn_v_tiled) mlstack__gw_tile(c, &ts[*n_t - 1], 0, dv, 1); /* read from GGUF: already tiled */
+}
+
 /* Each layer's norms, projections (q and k rows permuted for llama.cpp's rope), biases and q/k norms. */
 static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t) {
     const mlstack__config *c = &m->cfg;
@@ -30645,7 +30701,9 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         int k;
         for (k = 0; k < 4; k++) { /* the norms the layer has, by role */
             if (!norms[k]) continue;
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, mlstack__gguf_norm_names[k]);
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l,
+                     k == 1 && (c->fam->flags & MLSTACK__F_GGUF_POST_ATTN) ? "post_attention_norm"
+                                                                           : mlstack__gguf_norm_names[k]);
             MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, norms[k], (size_t)c->n_embd * 4, 0);
         }
         for (k = 0; k < 7; k++) {
@@ -30656,13 +30714,19 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
                 role = k == 4 && !L->w_up.data ? 5 : k; /* an ungated MLP's W1 (in w_gate) is ffn_up */
             if (!ws[k]->data || (k == 3 && L->kind != MLSTACK__LAYER_ATTN)) continue; /* wo: the mixer's */
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
-            MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data,
-                          ws[k]->row_bytes, perm);
+            MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in,
+                          k == 0 && L->wqg.data ? 2 * ws[k]->n_out : ws[k]->n_out, ws[k]->data, ws[k]->row_bytes, perm);
             mlstack__gw_made(&ts[*n_t - 1], ws[k]);
+            if (k == 0 && L->wqg.data) /* q_h | gate_h per head */
+                ts[*n_t - 1].gate_heads = c->n_heads, ts[*n_t - 1].data2 = (const unsigned char *)L->wqg.data;
             if (ws[k]->bias) {
                 snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
                 MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
             }
+        }
+        if (L->kind == MLSTACK__LAYER_DELTANET) {
+            mlstack__gw_list_delta(c, L, l, ts, n_t);
+            continue;
         }
         if (L->kind != MLSTACK__LAYER_ATTN) {
             mlstack__gw_list_mixer(c, L, l, ts, n_t);
@@ -30704,12 +30768,46 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
         c->rope[0].kind != MLSTACK__ROPE_LLAMA3)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: its RoPE scaling is not written to GGUF (none, linear and llama3 are)", m->path);
+    for (l = 0; l < c->n_layers; l++) { /* gated q_proj: q and gate rows of one type */
+        const mlstack__layer *L = &m->layers[l];
+        int tiled = L->kind == MLSTACK__LAYER_DELTANET && c->dn_k_heads != c->dn_v_heads && !c->dn_v_tiled;
+        if ((L->wqg.data && (L->wqg.wtype != L->wq.wtype || L->wqg.gtype != L->wq.gtype)) ||
+            (tiled && (L->wo.packed || L->wo.gtype || L->wo.row_bytes % (size_t)c->dn_v_heads ||
+                       c->dn_v_dim % mlstack__wtype_block(L->wo.wtype))))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: layer %d: its gated q_proj or value-head columns of out_proj cannot be written "
+                                 "in llama.cpp's order in this layout",
+                                 m->path, l);
+    }
     for (l = 0; l < c->n_layers; l++) /* SmolLM3: llama.cpp's NoPE layers are every 4th */
         if ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) && m->layers[l].nope != ((l + 1) % 4 == 0))
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                                  "%s: layer %d %s RoPE; %s GGUF files have NoPE layers every 4th layer only", m->path,
                                  l, m->layers[l].nope ? "has no" : "has", arch);
     return MLSTACK_OK;
+}
+
+/* A delta-net hybrid's keys as llama.cpp's qwen35 reads them: head_count_kv, ssm.* (conv width, key
+   head dim, key heads, value heads, value width), recurrent_layers, the M-RoPE sections (text
+   positions: any split of the rotary pairs is plain RoPE). Returns 0 when out of memory. */
+static int mlstack__gw_delta_keys(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
+    const mlstack__config *c = &m->cfg;
+    int ok, l, k, pairs = c->rot_dim / 2;
+    ok = mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv) &&
+         mlstack__gw_u32(kv, arch, "ssm.conv_kernel", (uint32_t)c->dn_conv, n_kv) &&
+         mlstack__gw_u32(kv, arch, "ssm.state_size", (uint32_t)c->dn_k_dim, n_kv) &&
+         mlstack__gw_u32(kv, arch, "ssm.group_count", (uint32_t)c->dn_k_heads, n_kv) &&
+         mlstack__gw_u32(kv, arch, "ssm.time_step_rank", (uint32_t)c->dn_v_heads, n_kv) &&
+         mlstack__gw_u32(kv, arch, "ssm.inner_size", (uint32_t)(c->dn_v_heads * c->dn_v_dim), n_kv) &&
+         mlstack__gw_u32(kv, arch, "full_attention_interval", 4, n_kv) &&
+         mlstack__gw_key(kv, arch, "attention.recurrent_layers", MLSTACK__GGUF_ARRAY) &&
+         mlstack__gw_u(kv, MLSTACK__GGUF_BOOL, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+    for (l = 0; ok && l < c->n_layers; l++) ok = mlstack__gw_u(kv, m->layers[l].kind != MLSTACK__LAYER_ATTN, 1);
+    ok = ok && mlstack__gw_key(kv, arch, "rope.dimension_sections", MLSTACK__GGUF_ARRAY) &&
+         mlstack__gw_u(kv, MLSTACK__GGUF_I32, 4) && mlstack__gw_u(kv, 4, 8);
+    for (k = 0; ok && k < 4; k++) ok = mlstack__gw_u(kv, k < 3 ? (uint32_t)(pairs / 3 + (k < pairs % 3)) : 0, 4);
+    *n_kv += 2;
+    return ok;
 }
 
 /* attention.head_count_kv: one number, or (hybrids) one per layer, 0 for a recurrent layer; and
@@ -30719,6 +30817,7 @@ static int mlstack__gw_head_count_kv(mlstack_model *m, const char *arch, mlstack
     const mlstack__ssm_cfg *s = &c->ssm;
     int ok, l;
     if (!c->n_recurrent) return mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv);
+    if (c->fam->mix.kind == MLSTACK__LAYER_DELTANET) return mlstack__gw_delta_keys(m, arch, kv, n_kv);
     ok = mlstack__gw_key(kv, arch, "attention.head_count_kv", MLSTACK__GGUF_ARRAY) &&
          mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
     for (l = 0; ok && l < c->n_layers; l++)
@@ -30787,7 +30886,7 @@ static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv
          mlstack__gw_head_count_kv(m, arch, kv, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.key_length", (uint32_t)c->head_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.value_length", (uint32_t)c->head_dim, n_kv) &&
-         mlstack__gw_u32(kv, arch, "rope.dimension_count", (uint32_t)c->head_dim, n_kv) &&
+         mlstack__gw_u32(kv, arch, "rope.dimension_count", (uint32_t)c->rot_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "vocab_size", (uint32_t)c->n_vocab, n_kv) &&
          mlstack__gw_f32(kv, arch, "rope.freq_base", c->rope_theta, n_kv) &&
          mlstack__gw_f32(kv, arch, "attention.layer_norm_rms_epsilon", c->eps, n_kv);
@@ -30824,12 +30923,36 @@ static int mlstack__gw_header(mlstack__gw_tensor *ts, int n_t, int n_kv, const m
         uint64_t bytes = (uint64_t)t->file_row * t->ne[1];
         t->offset = off;
         ok = mlstack__gw_str(hdr, t->name, strlen(t->name)) && mlstack__gw_u(hdr, (uint64_t)t->n_dims, 4) &&
-             mlstack__gw_u(hdr, t->ne[0], 8) && (t->n_dims < 2 || mlstack__gw_u(hdr, t->ne[1], 8)) &&
-             mlstack__gw_u(hdr, t->type, 4) && mlstack__gw_u(hdr, off, 8);
+             mlstack__gw_u(hdr, t->flat ? t->ne[0] * t->ne[1] : t->ne[0], 8) &&
+             (t->n_dims < 2 || mlstack__gw_u(hdr, t->ne[1], 8)) && mlstack__gw_u(hdr, t->type, 4) &&
+             mlstack__gw_u(hdr, off, 8);
         off += (bytes + 31) & ~(uint64_t)31;
     }
     while (ok && hdr->n % 32) ok = mlstack__buf_put(hdr, "", 1);
     return ok;
+}
+
+/* The source row of file row `row`: llama.cpp's rope order (its row h*Dh + 2i + j holds Hugging
+   Face row h*Dh + j*Dh/2 + i), gated q_proj's q_h | gate_h per head, or tiled value heads (stored
+   head s = r Hk + g holds head g G + r). */
+static uint64_t mlstack__gw_src_row(const mlstack__gw_tensor *t, uint64_t row, int hd) {
+    uint64_t h = (uint64_t)hd;
+    if (t->permute_heads) return (row / h) * h + ((row % h) & 1) * (h / 2) + (row % h) / 2;
+    if (t->gate_heads) return (row / (2 * h)) * h + row % h; /* of data or data2: mlstack__gw_row */
+    if (t->tile_dim && !t->tile_cols && row >= (uint64_t)t->tile_base) {
+        uint64_t q = row - (uint64_t)t->tile_base, s = q / (uint64_t)t->tile_dim, j = q % (uint64_t)t->tile_dim;
+        return (uint64_t)t->tile_base +
+               ((s % (uint64_t)t->tile_hk) * (uint64_t)t->tile_g + s / (uint64_t)t->tile_hk) * (uint64_t)t->tile_dim +
+               j;
+    }
+    return row;
+}
+
+/* The bytes of file row `row`. */
+static const unsigned char *mlstack__gw_row(const mlstack__gw_tensor *t, uint64_t row, int hd) {
+    uint64_t src = mlstack__gw_src_row(t, row, hd);
+    const unsigned char *d = t->gate_heads && (row % (2 * (uint64_t)hd)) >= (uint64_t)hd ? t->data2 : t->data;
+    return d + src * t->row_bytes;
 }
 
 /* Writes the header and every tensor's rows (permuted, or unpacked to the file's type), each
@@ -30848,17 +30971,24 @@ static int mlstack__gw_write(const mlstack_model *m, FILE *f, const mlstack__buf
             MLSTACK_FREE(conv);
             if (!(conv = (unsigned char *)MLSTACK_MALLOC(t->file_row))) ok = 0;
         }
+        if (t->tile_cols) {
+            MLSTACK_FREE(conv);
+            if (!(conv = (unsigned char *)MLSTACK_MALLOC(t->row_bytes))) ok = 0;
+        }
         for (row = 0; ok && row < t->ne[1]; row++) {
-            /* llama.cpp row h*Dh + 2i + j holds Hugging Face row h*Dh + j*Dh/2 + i */
-            uint64_t src = t->permute_heads
-                               ? (row / (uint64_t)hd) * (uint64_t)hd + ((row % (uint64_t)hd) & 1) * (uint64_t)(hd / 2) +
-                                     (row % (uint64_t)hd) / 2
-                               : row;
-            if (t->unpack) {
-                mlstack__gw_unpack_row(t->unpack, t->data + src * t->row_bytes, conv, (int)t->ne[0]);
+            const unsigned char *rp = mlstack__gw_row(t, row, hd);
+            if (t->tile_cols) {
+                size_t gb = t->row_bytes / (size_t)(t->tile_hk * t->tile_g);
+                uint64_t s;
+                for (s = 0; s < (uint64_t)t->tile_hk * (uint64_t)t->tile_g; s++)
+                    memcpy(conv + s * gb,
+                           rp + ((s % (uint64_t)t->tile_hk) * (uint64_t)t->tile_g + s / (uint64_t)t->tile_hk) * gb, gb);
+                ok = fwrite(conv, 1, t->row_bytes, f) == t->row_bytes;
+            } else if (t->unpack) {
+                mlstack__gw_unpack_row(t->unpack, rp, conv, (int)t->ne[0]);
                 ok = fwrite(conv, 1, t->file_row, f) == t->file_row;
             } else {
-                ok = fwrite(t->data + src * t->row_bytes, 1, t->row_bytes, f) == t->row_bytes;
+                ok = fwrite(rp, 1, t->row_bytes, f) == t->row_bytes;
             }
         }
         if (ok && bytes % 32) ok = fwrite(zeros, 1, (size_t)(32 - bytes % 32), f) == 32 - bytes % 32;
@@ -30908,10 +31038,11 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
                              "%s: %s models (experts, attention sinks) are read from GGUF but not written yet", m->path,
                              arch);
     if (c->n_recurrent && !(c->fam->mix.kind == MLSTACK__LAYER_CONV ||
-                            (c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 && c->fam->ssm.layout == MLSTACK__SSM_ALONE)))
+                            (c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 && c->fam->ssm.layout == MLSTACK__SSM_ALONE) ||
+                            (c->fam->mix.kind == MLSTACK__LAYER_DELTANET && (c->fam->flags & MLSTACK__F_GGUF_V_TILED))))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: %s models are read from GGUF but not written yet (of the hybrids, lfm2 and mamba2 "
-                             "are)",
+                             "%s: %s models are read from GGUF but not written yet (of the hybrids, lfm2, mamba2 and "
+                             "qwen35 are)",
                              m->path, arch);
     if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
     ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 24 + 8, sizeof *ts);
