@@ -218,6 +218,22 @@ SCHEMAS = [
     ("other_keys", {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"],
                     "additionalProperties": {"type": "integer", "minimum": 0, "maximum": 9},
                     "maxProperties": 3}),
+    # issue 47 part A: oneOf with overlapping members, not of compound schemas, if without else,
+    # not integer, not enum over open types, $ref through embedded $id
+    ("one_of_overlap", {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9},
+                                                         "b": {"type": "boolean"}},
+                        "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}),
+    ("not_compound", {"type": "object", "properties": {"k": {"enum": ["x", "y", "z"]},
+                                                       "n": {"type": "integer", "minimum": 0, "maximum": 5}},
+                      "required": ["k", "n"], "not": {"properties": {"k": {"const": "x"}, "n": {"maximum": 2}},
+                                                      "additionalProperties": True}}),
+    ("not_enum", {"type": "array", "maxItems": 4, "items": {"type": ["integer", "boolean"], "minimum": -3,
+                                                            "maximum": 3, "not": {"enum": [0, 1, True]}}}),
+    ("if_no_else", {"type": "integer", "minimum": 0, "maximum": 30, "if": {"minimum": 10}, "then": {"maximum": 20}}),
+    ("not_integer", {"type": "array", "maxItems": 3, "items": {"type": "number", "not": {"type": "integer"}}}),
+    ("embedded_id", {"$id": "http://example.com/root.json", "type": "object", "properties": {"p": {"$ref": "item.json"}},
+                     "required": ["p"], "$defs": {"it": {"$id": "item.json", "type": "integer", "minimum": 1,
+                                                         "maximum": 3}}}),
 ]
 
 
