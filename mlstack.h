@@ -1195,15 +1195,16 @@ MLSTACK_API mlstack_matcher *mlstack_sampler_matcher(mlstack_sampler *sampler);
    the start rule is `root`. Refused: undefined rules, rules defined twice, left recursion, rules
    that can never finish.
    Regex: whole-string match in the dialect of JSON Schema patterns (see the GRAMMAR section).
-   JSON Schema keywords: type (also lists), properties, required, additionalProperties, items,
-   minItems, maxItems, enum, const, anyOf, allOf (one schema), propertyNames (a string schema, for
-   objects without properties), $ref (local: "#", "#/$defs/x",
-   any JSON pointer; recursion allowed), $defs/definitions, minLength, maxLength, pattern, format
-   (date, time, date-time, uuid, email, ipv4), minimum 0 or 1 and exclusiveMinimum 0 (integers),
-   uniqueItems false, and the annotations (title, description, default, examples, ...). Any other
-   keyword is an error naming it and its JSON pointer path ("JSON Schema: unsupported keyword
-   'oneOf' at /properties/x"). Output is compact JSON with optional whitespace; objects write
-   properties in schema order and no others.
+   JSON Schema (see docs/structured-output.md for the whole list): type, enum, const, properties,
+   required, additionalProperties, patternProperties, propertyNames, min/maxProperties,
+   dependentRequired/dependentSchemas/dependencies, items, prefixItems, additionalItems,
+   min/maxItems, contains, uniqueItems (on open items accepted and not enforced: the grammar text
+   says so in a comment line), minLength, maxLength, pattern, format, numeric bounds, multipleOf,
+   allOf, anyOf, oneOf, not, if/then/else, local $ref and $anchor; annotations and unknown
+   keywords are ignored. What cannot be held exactly is an error naming the keyword and its JSON
+   pointer path ("JSON Schema: unsupported keyword 'unevaluatedProperties' at /properties/x").
+   Output is compact JSON unless flexible whitespace is asked for; objects write their named
+   properties in schema order, then other keys.
    Budgets (desc fields): max_elements of grammar (default 1M), max_stacks parser stacks alive at
    once (16384), stack depth 4096 (output nesting), max_memory for the automaton and masks
    (256 MiB; dropped and rebuilt when full), max_work for the compile itself (256M units: every
@@ -23997,9 +23998,8 @@ enum {
 
 /* Assertion keywords outside the subset: refused by name. Every keyword neither handled nor
    listed here is an annotation or unknown, and is ignored as the specification says. */
-static const char *const mlstack__js_refused[] = {"dependentSchemas", "unevaluatedProperties", "unevaluatedItems",
-                                                  "$dynamicRef",      "$recursiveRef",         "minContains",
-                                                  "maxContains"};
+static const char *const mlstack__js_refused[] = {"unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
+                                                  "$recursiveRef",         "minContains",      "maxContains"};
 
 static int mlstack__js_type_mask(mlstack__js *j, const mlstack__json *ty) {
     static const char *const names[] = {"null", "boolean", "integer", "number", "string", "array", "object"};
@@ -24377,7 +24377,8 @@ static int mlstack__js_valid_type(mlstack__js *j, const mlstack__json *s, const 
         if ((k = mlstack__json_get(s, "maxProperties")) && k->type == MLSTACK__JSON_NUMBER && (double)n > k->num)
             return 0;
         if (mlstack__json_get(s, "patternProperties") || mlstack__json_get(s, "propertyNames") ||
-            mlstack__json_get(s, "dependentRequired") || mlstack__json_get(s, "dependencies"))
+            mlstack__json_get(s, "dependentRequired") || mlstack__json_get(s, "dependencies") ||
+            mlstack__json_get(s, "dependentSchemas"))
             return -1;
         for (k = (k = mlstack__json_get(s, "required")) && k->type == MLSTACK__JSON_ARRAY ? k->child : NULL; k;
              k = k->next)
@@ -24564,7 +24565,7 @@ struct mlstack__jsneg {
 static int mlstack__js_bound(mlstack__js *j, const mlstack__json *s, int lower, mlstack__jsdec *d, int *ex, int *has);
 static int mlstack__js_neg_kind(const mlstack__json *s);
 
-static mlstack__json *mlstack__js_node(mlstack__js *j, mlstack__json_type t, const char *key) {
+static mlstack__json *mlstack__js_made(mlstack__js *j, mlstack__json_type t, const char *key) {
     mlstack__json *n = (mlstack__json *)mlstack__arena_alloc(&j->arena, sizeof *n);
     if (!n) {
         mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
@@ -24587,13 +24588,13 @@ static mlstack__json *mlstack__js_add(mlstack__json *parent, mlstack__json *c) {
     return c;
 }
 static mlstack__json *mlstack__js_str_node(mlstack__js *j, const char *key, const char *s) {
-    mlstack__json *n = mlstack__js_node(j, MLSTACK__JSON_STRING, key);
+    mlstack__json *n = mlstack__js_made(j, MLSTACK__JSON_STRING, key);
     if (n) n->str = s, n->len = strlen(s);
     return n;
 }
 /* A number member from its decimal text (copied). */
 static mlstack__json *mlstack__js_num_node(mlstack__js *j, const char *key, const char *text) {
-    mlstack__json *n = mlstack__js_node(j, MLSTACK__JSON_NUMBER, key);
+    mlstack__json *n = mlstack__js_made(j, MLSTACK__JSON_NUMBER, key);
     size_t l = strlen(text);
     char *p = n ? (char *)mlstack__arena_alloc(&j->arena, l + 1) : NULL;
     if (!p) {
@@ -24613,16 +24614,16 @@ static mlstack__json *mlstack__js_dec_node(mlstack__js *j, const char *key, cons
 }
 /* A copy of schema s as the member `key` of a made object (s's own members are shared). */
 static mlstack__json *mlstack__js_copy(mlstack__js *j, const mlstack__json *s, const char *key) {
-    mlstack__json *n = mlstack__js_node(j, s->type, key);
+    mlstack__json *n = mlstack__js_made(j, s->type, key);
     if (n) n->child = s->child, n->len = s->len, n->str = s->str, n->offset = s->offset;
     return n;
 }
 /* {"type": [the types of mask]}: number covers integer; integer alone is "integer". */
 static mlstack__json *mlstack__js_typed(mlstack__js *j, int mask) {
     static const char *const names[] = {"null", "boolean", "integer", "number", "string", "array", "object"};
-    mlstack__json *o = mlstack__js_node(j, MLSTACK__JSON_OBJECT, NULL), *t;
+    mlstack__json *o = mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL), *t;
     int k;
-    t = mlstack__js_add(o, mlstack__js_node(j, MLSTACK__JSON_ARRAY, "type"));
+    t = mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_ARRAY, "type"));
     if ((mask & MLSTACK__JT_NUM) && (mask & MLSTACK__JT_INT)) mask &= ~MLSTACK__JT_INT;
     for (k = 0; k < 7 && t; k++)
         if (mask & (1 << k)) mlstack__js_add(t, mlstack__js_str_node(j, NULL, names[k]));
@@ -24630,7 +24631,7 @@ static mlstack__json *mlstack__js_typed(mlstack__js *j, int mask) {
 }
 /* {"not": s} as a made node. */
 static mlstack__json *mlstack__js_not_of(mlstack__js *j, const mlstack__json *s) {
-    mlstack__json *o = mlstack__js_node(j, MLSTACK__JSON_OBJECT, NULL);
+    mlstack__json *o = mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL);
     return mlstack__js_add(o, mlstack__js_copy(j, s, "not")) ? o : NULL;
 }
 /* The disjuncts for a type mask left over: the types, and non-integer numbers where only
@@ -24641,7 +24642,7 @@ static int mlstack__js_neg_types(mlstack__js *j, int comp, mlstack__json *d) {
         if (m && !mlstack__js_add(d, mlstack__js_typed(j, m))) return -1;
     }
     if ((comp & MLSTACK__JT_NUM) && !(comp & MLSTACK__JT_INT)) { /* numbers with a fraction */
-        mlstack__json *o = mlstack__js_typed(j, MLSTACK__JT_NUM), *n = mlstack__js_node(j, MLSTACK__JSON_OBJECT, "not");
+        mlstack__json *o = mlstack__js_typed(j, MLSTACK__JT_NUM), *n = mlstack__js_made(j, MLSTACK__JSON_OBJECT, "not");
         if (!mlstack__js_add(n, mlstack__js_str_node(j, "type", "integer")) || !mlstack__js_add(o, n) ||
             !mlstack__js_add(d, o))
             return -1;
@@ -24657,7 +24658,7 @@ static int mlstack__js_dec_cmp_node(const void *a, const void *b) {
 static int mlstack__js_neg_values(mlstack__js *j, const mlstack__json *vals, mlstack__json *d) {
     int one = vals->key && !strcmp(vals->key, "const"), types = 0, nb = 0, nd = 0, k;
     const mlstack__json *c;
-    mlstack__json *strs = mlstack__js_node(j, MLSTACK__JSON_ARRAY, "enum");
+    mlstack__json *strs = mlstack__js_made(j, MLSTACK__JSON_ARRAY, "enum");
     mlstack__jsdec *nums;
     if (!one && vals->type != MLSTACK__JSON_ARRAY)
         return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'enum' must be an array");
@@ -24676,13 +24677,13 @@ static int mlstack__js_neg_values(mlstack__js *j, const mlstack__json *vals, mls
     }
     if (mlstack__js_work(j, 4 + (uint64_t)nd * 8) || mlstack__js_neg_types(j, MLSTACK__JT_ALL & ~types, d)) return -1;
     if (nb == 1 || nb == 2) {
-        mlstack__json *o = mlstack__js_node(j, MLSTACK__JSON_OBJECT, NULL);
+        mlstack__json *o = mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL);
         if (!mlstack__js_add(d, o) ||
-            !mlstack__js_add(o, mlstack__js_node(j, nb == 1 ? MLSTACK__JSON_FALSE : MLSTACK__JSON_TRUE, "const")))
+            !mlstack__js_add(o, mlstack__js_made(j, nb == 1 ? MLSTACK__JSON_FALSE : MLSTACK__JSON_TRUE, "const")))
             return -1;
     }
     if (strs->len) {
-        mlstack__json *o = mlstack__js_typed(j, MLSTACK__JT_STR), *n = mlstack__js_node(j, MLSTACK__JSON_OBJECT, "not");
+        mlstack__json *o = mlstack__js_typed(j, MLSTACK__JT_STR), *n = mlstack__js_made(j, MLSTACK__JSON_OBJECT, "not");
         if (!mlstack__js_add(n, strs) || !mlstack__js_add(o, n) || !mlstack__js_add(d, o)) return -1;
     }
     qsort(nums, (size_t)nd, sizeof *nums, mlstack__js_dec_cmp_node);
@@ -24734,12 +24735,12 @@ static int mlstack__js_neg_counts(mlstack__js *j, const mlstack__json *s, mlstac
 /* {"type": "object", "required": [a] (a may be NULL), "properties": {b: false}} (b may be NULL). */
 static mlstack__json *mlstack__js_obj_with(mlstack__js *j, const mlstack__json *a, const mlstack__json *b) {
     mlstack__json *o = mlstack__js_typed(j, MLSTACK__JT_OBJ), *r, *p;
-    if (a && (!(r = mlstack__js_add(o, mlstack__js_node(j, MLSTACK__JSON_ARRAY, "required"))) ||
+    if (a && (!(r = mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_ARRAY, "required"))) ||
               !mlstack__js_add(r, mlstack__js_str_node(j, NULL, a->type == MLSTACK__JSON_STRING ? a->str : a->key))))
         return NULL;
-    if (b && (!(p = mlstack__js_add(o, mlstack__js_node(j, MLSTACK__JSON_OBJECT, "properties"))) ||
+    if (b && (!(p = mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_OBJECT, "properties"))) ||
               !mlstack__js_add(
-                  p, mlstack__js_node(j, MLSTACK__JSON_FALSE, b->type == MLSTACK__JSON_STRING ? b->str : b->key))))
+                  p, mlstack__js_made(j, MLSTACK__JSON_FALSE, b->type == MLSTACK__JSON_STRING ? b->str : b->key))))
         return NULL;
     return o;
 }
@@ -24763,9 +24764,9 @@ static int mlstack__js_neg_object(mlstack__js *j, const mlstack__json *s, mlstac
             if (strlen(c->key) != c->key_len)
                 return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "'not' of a property name with a NUL");
             o = mlstack__js_add(d, mlstack__js_obj_with(j, c, NULL));
-            p = mlstack__js_add(o, mlstack__js_node(j, MLSTACK__JSON_OBJECT, "properties"));
+            p = mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_OBJECT, "properties"));
             if (c->type != MLSTACK__JSON_FALSE) {
-                mlstack__json *w = mlstack__js_add(p, mlstack__js_node(j, MLSTACK__JSON_OBJECT, c->key));
+                mlstack__json *w = mlstack__js_add(p, mlstack__js_made(j, MLSTACK__JSON_OBJECT, c->key));
                 if (!mlstack__js_add(w, mlstack__js_copy(j, c, "not"))) return -1;
             } else if (!p)
                 return -1;
@@ -24793,20 +24794,20 @@ static int mlstack__js_neg_applicators(mlstack__js *j, const mlstack__json *s, m
         for (c = v->child; c; c = c->next)
             if (!mlstack__js_add(d, mlstack__js_not_of(j, c))) return -1;
     if ((v = mlstack__json_get(s, "anyOf")) != NULL && v->type == MLSTACK__JSON_ARRAY) {
-        a = mlstack__js_add(mlstack__js_add(d, mlstack__js_node(j, MLSTACK__JSON_OBJECT, NULL)),
-                            mlstack__js_node(j, MLSTACK__JSON_ARRAY, "allOf"));
+        a = mlstack__js_add(mlstack__js_add(d, mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)),
+                            mlstack__js_made(j, MLSTACK__JSON_ARRAY, "allOf"));
         for (c = v->child; c; c = c->next)
             if (!mlstack__js_add(a, mlstack__js_not_of(j, c))) return -1;
     }
     if ((v = mlstack__json_get(s, "oneOf")) != NULL && v->type == MLSTACK__JSON_ARRAY) {
         if (v->len > 8) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "'not' of a oneOf of more than 8");
-        a = mlstack__js_add(mlstack__js_add(d, mlstack__js_node(j, MLSTACK__JSON_OBJECT, NULL)),
-                            mlstack__js_node(j, MLSTACK__JSON_ARRAY, "allOf"));
+        a = mlstack__js_add(mlstack__js_add(d, mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)),
+                            mlstack__js_made(j, MLSTACK__JSON_ARRAY, "allOf"));
         for (c = v->child; c; c = c->next) {
             if (!mlstack__js_add(a, mlstack__js_not_of(j, c))) return -1;
             for (e = c->next; e; e = e->next) { /* two hold */
-                mlstack__json *p = mlstack__js_add(mlstack__js_add(d, mlstack__js_node(j, MLSTACK__JSON_OBJECT, NULL)),
-                                                   mlstack__js_node(j, MLSTACK__JSON_ARRAY, "allOf"));
+                mlstack__json *p = mlstack__js_add(mlstack__js_add(d, mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)),
+                                                   mlstack__js_made(j, MLSTACK__JSON_ARRAY, "allOf"));
                 if (!mlstack__js_add(p, mlstack__js_copy(j, c, NULL)) ||
                     !mlstack__js_add(p, mlstack__js_copy(j, e, NULL)))
                     return -1;
@@ -24818,8 +24819,8 @@ static int mlstack__js_neg_applicators(mlstack__js *j, const mlstack__json *s, m
         const mlstack__json *th = mlstack__json_get(s, "then"), *el = mlstack__json_get(s, "else");
         for (e = th; e; e = e == th ? el : NULL) { /* (if, not then), (not if, not else) */
             if (!e) continue;
-            a = mlstack__js_add(mlstack__js_add(d, mlstack__js_node(j, MLSTACK__JSON_OBJECT, NULL)),
-                                mlstack__js_node(j, MLSTACK__JSON_ARRAY, "allOf"));
+            a = mlstack__js_add(mlstack__js_add(d, mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)),
+                                mlstack__js_made(j, MLSTACK__JSON_ARRAY, "allOf"));
             if (!mlstack__js_add(a, e == th ? mlstack__js_copy(j, v, NULL) : mlstack__js_not_of(j, v)) ||
                 !mlstack__js_add(a, mlstack__js_not_of(j, e)))
                 return -1;
@@ -24831,14 +24832,14 @@ static int mlstack__js_neg_applicators(mlstack__js *j, const mlstack__json *s, m
     }
     if ((v = mlstack__json_get(s, "contains")) != NULL) {
         o = mlstack__js_add(d, mlstack__js_typed(j, MLSTACK__JT_ARR));
-        if (!mlstack__js_add(o, mlstack__js_node(j, MLSTACK__JSON_OBJECT, "items")) ||
+        if (!mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_OBJECT, "items")) ||
             !mlstack__js_add(o->child->next, mlstack__js_copy(j, v, "not")))
             return -1;
     }
     if ((v = mlstack__json_get(s, "items")) != NULL && v->type != MLSTACK__JSON_ARRAY &&
         v->type != MLSTACK__JSON_TRUE && !mlstack__json_get(s, "prefixItems")) {
         o = mlstack__js_add(d, mlstack__js_typed(j, MLSTACK__JT_ARR));
-        if (!mlstack__js_add(o, mlstack__js_node(j, MLSTACK__JSON_OBJECT, "contains")) ||
+        if (!mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_OBJECT, "contains")) ||
             !mlstack__js_add(o->child->next, mlstack__js_copy(j, v, "not")))
             return -1;
     }
@@ -24859,7 +24860,7 @@ static const mlstack__json *mlstack__js_negate(mlstack__js *j, const mlstack__js
     size_t z, old;
     int q;
     if (s->type == MLSTACK__JSON_TRUE || s->type == MLSTACK__JSON_FALSE)
-        return mlstack__js_node(j, s->type == MLSTACK__JSON_TRUE ? MLSTACK__JSON_FALSE : MLSTACK__JSON_TRUE, NULL);
+        return mlstack__js_made(j, s->type == MLSTACK__JSON_TRUE ? MLSTACK__JSON_FALSE : MLSTACK__JSON_TRUE, NULL);
     if (s->type != MLSTACK__JSON_OBJECT) {
         mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "a schema must be an object or a boolean");
         return NULL;
@@ -24890,8 +24891,8 @@ static const mlstack__json *mlstack__js_negate(mlstack__js *j, const mlstack__js
         mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "'not' of '%s' is not supported", v->key);
         return NULL;
     }
-    o = mlstack__js_node(j, MLSTACK__JSON_OBJECT, NULL);
-    d = mlstack__js_add(o, mlstack__js_node(j, MLSTACK__JSON_ARRAY, "anyOf"));
+    o = mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL);
+    d = mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_ARRAY, "anyOf"));
     if (!d) return NULL;
     if (j->n_negs == j->cap_negs) {
         int cap = j->cap_negs ? j->cap_negs * 2 : 16;
@@ -24990,6 +24991,83 @@ static int mlstack__js_flat_if(mlstack__js *j, const mlstack__json *s, const mls
     return mlstack__js_flat(j, t2, m + (el && th ? 2 : 1), cur, out, hops);
 }
 
+/* ---- dependencies: each "K present => X" as a split (K absent) | (K required, and X) ---- */
+
+static mlstack__json *mlstack__js_node(mlstack__js *j, mlstack__json_type type, const char *key, size_t key_len) {
+    mlstack__json *v = (mlstack__json *)mlstack__arena_alloc(&j->arena, sizeof *v);
+    if (!v) {
+        mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        return NULL;
+    }
+    memset(v, 0, sizeof *v);
+    v->type = type, v->key = key, v->key_len = key_len;
+    return v;
+}
+/* The two members of the split for the dependency d (key K; a list of names or a schema). */
+static mlstack__json *mlstack__js_dep_split(mlstack__js *j, const mlstack__json *d) {
+    mlstack__json *arr = mlstack__js_node(j, MLSTACK__JSON_ARRAY, NULL, 0);
+    mlstack__json *a = mlstack__js_node(j, MLSTACK__JSON_OBJECT, NULL, 0),
+                  *b = mlstack__js_node(j, MLSTACK__JSON_OBJECT, NULL, 0);
+    mlstack__json *ap = mlstack__js_node(j, MLSTACK__JSON_OBJECT, "properties", 10);
+    mlstack__json *no = mlstack__js_node(j, MLSTACK__JSON_FALSE, d->key, d->key_len);
+    mlstack__json *req = mlstack__js_node(j, MLSTACK__JSON_ARRAY, "required", 8);
+    mlstack__json *k = mlstack__js_node(j, MLSTACK__JSON_STRING, NULL, 0);
+    mlstack__json *all = mlstack__js_node(j, MLSTACK__JSON_ARRAY, "allOf", 5), *x;
+    if (!arr || !a || !b || !ap || !no || !req || !k || !all) return NULL;
+    if (d->type == MLSTACK__JSON_ARRAY) { /* the names as a "required" of their own */
+        mlstack__json *r2 = mlstack__js_node(j, MLSTACK__JSON_OBJECT, NULL, 0);
+        if (!r2 || !(x = mlstack__js_node(j, MLSTACK__JSON_ARRAY, "required", 8))) return NULL;
+        x->child = d->child, x->len = d->len;
+        r2->child = x, r2->len = 1;
+        x = r2;
+    } else { /* a copy without its siblings: allOf reads the list on */
+        if (!(x = mlstack__js_node(j, d->type, NULL, 0))) return NULL;
+        *x = *d;
+        x->next = NULL;
+    }
+    k->str = d->key, k->len = d->key_len;
+    req->child = k, req->len = 1;
+    all->child = x, all->len = 1;
+    req->next = all;
+    b->child = req, b->len = 2;
+    ap->child = no, ap->len = 1;
+    a->child = ap, a->len = 1;
+    arr->child = a, a->next = b, arr->len = 2;
+    return arr;
+}
+/* Appends to t (from *m, below cap) one anyOf split per dependency of s that constrains. */
+static int mlstack__js_flat_deps(mlstack__js *j, const mlstack__json *s, mlstack__jstodo *t, int *m, int cap) {
+    static const char *const kws[] = {"dependentRequired", "dependentSchemas", "dependencies"};
+    const mlstack__json *k, *c;
+    int q;
+    for (q = 0; q < 3; q++) {
+        if (!(k = mlstack__json_get(s, kws[q]))) continue;
+        if (k->type != MLSTACK__JSON_OBJECT)
+            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be an object", kws[q]);
+        for (c = k->child; c; c = c->next) {
+            const mlstack__json *e;
+            if (c->type == MLSTACK__JSON_TRUE || (c->type == MLSTACK__JSON_ARRAY && !c->child) ||
+                (c->type == MLSTACK__JSON_OBJECT && !c->child))
+                continue;
+            for (e = c->type == MLSTACK__JSON_ARRAY ? c->child : NULL; e; e = e->next)
+                if (e->type != MLSTACK__JSON_STRING)
+                    return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' lists must hold strings", kws[q]);
+            if (c->type != MLSTACK__JSON_ARRAY && c->type != MLSTACK__JSON_OBJECT && c->type != MLSTACK__JSON_FALSE)
+                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' members must be schemas or lists", kws[q]);
+            if (*m >= cap) return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "more than 64 dependencies");
+            if (c->type == MLSTACK__JSON_FALSE) { /* K may not appear */
+                mlstack__json *arr = mlstack__js_dep_split(j, c);
+                if (!arr) return -1;
+                t[*m].s = arr->child, t[(*m)++].negated = 0;
+                continue;
+            }
+            if (!(t[*m].s = mlstack__js_dep_split(j, c))) return -1;
+            t[(*m)++].negated = 3;
+        }
+    }
+    return 0;
+}
+
 static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, mlstack__jsbr *cur, mlstack__jsbrs *out,
                             int hops) {
     const mlstack__json *s, *k, *c;
@@ -25028,12 +25106,7 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     for (z = 0; z < sizeof mlstack__js_refused / sizeof mlstack__js_refused[0]; z++)
         if (mlstack__json_get(s, mlstack__js_refused[z]))
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", mlstack__js_refused[z]);
-    if ((k = mlstack__json_get(s, "dependencies")) != NULL)
-        for (c = k->type == MLSTACK__JSON_OBJECT ? k->child : NULL; c; c = c->next)
-            if (c->type != MLSTACK__JSON_ARRAY)
-                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
-                                        "unsupported keyword 'dependencies' with a schema (dependentSchemas)");
-    t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)(n + 80));
+    t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)(n + 160));
     if (!t2) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     memcpy(t2, todo, sizeof *t2 * (size_t)(n - 1));
     m = n - 1;
@@ -25074,6 +25147,7 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     if ((k = mlstack__json_get(s, "not")) != NULL) t2[m].s = k, t2[m++].negated = 1;
     if ((k = mlstack__json_get(s, "anyOf")) != NULL) t2[m].s = k, t2[m++].negated = 3;
     if ((k = mlstack__json_get(s, "oneOf")) != NULL) t2[m].s = k, t2[m++].negated = 2;
+    if (mlstack__js_flat_deps(j, s, t2, &m, n + 159)) return -1;
     if ((k = mlstack__json_get(s, "if")) != NULL && j->draft >= 7)
         return mlstack__js_flat_if(j, s, k, t2, m, cur, out, hops + 1);
     return mlstack__js_flat(j, t2, m, cur, out, hops + 1);
@@ -25361,6 +25435,100 @@ static int mlstack__js_bound(mlstack__js *j, const mlstack__json *s, int lower, 
     return 0;
 }
 
+/* The integers that are multiples of both m (any decimal: p / 10^q) and k: multiples of
+   lcm(k, p / gcd(p, 10^q)), at most 100000. -1 (refused) beyond. */
+static long mlstack__js_mult_lcm(mlstack__js *j, const mlstack__json *m, long k, int integer) {
+    mlstack__jsdec d;
+    long p = 0, g, a, b, q;
+    const char *c;
+    if (mlstack__jsdec_parse(m->str, m->len, &d) == 0) {
+        for (c = d.i; *c && p <= 100000; c++) p = p * 10 + (*c - '0');
+        for (c = d.f; *c && p <= 100000; c++) p = p * 10 + (*c - '0');
+        if (*c) p = 0; /* more digits than fit: refused below */
+        if (d.f[0] && !integer) p = 0; /* numbers: their fractions would need a digit automaton */
+        for (q = (long)strlen(d.f); q > 0 && p % 2 == 0; q--) p /= 2; /* p / gcd(p, 10^q) */
+        for (q = (long)strlen(d.f); q > 0 && p % 5 == 0; q--) p /= 5;
+    }
+    if (p <= 0 || p > 100000)
+        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                "multipleOf whose integer multiples have a period above 100000 (or a non-integer "
+                                "multipleOf on numbers)");
+    for (a = k, b = p; b;) g = a % b, a = b, b = g; /* a = gcd(k, p) */
+    if (k / a > 100000 / p + 1 || k / a * p > 100000)
+        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "multipleOf together with a period above 100000");
+    return k / a * p;
+}
+
+/* m as p / 10^q with p * (q + 1) <= 100000 and 0 < q <= 9; -1 otherwise. */
+static int mlstack__js_dec_period(const mlstack__json *m, long *p, int *q) {
+    mlstack__jsdec d;
+    const char *c;
+    *p = 0;
+    if (mlstack__jsdec_parse(m->str, m->len, &d) || !d.f[0] || strlen(d.f) > 9) return -1;
+    *q = (int)strlen(d.f);
+    for (c = d.i; *c && *p <= 100000; c++) *p = *p * 10 + (*c - '0');
+    for (c = d.f; *c && *p <= 100000; c++) *p = *p * 10 + (*c - '0');
+    return *c || *p <= 0 || *p * (*q + 1) > 100000 ? -1 : 0;
+}
+/* Decimal multiples of m = p / 10^q (numbers, q > 0): the remainder of the digits read so far
+   times 10^(fraction digits still to come) mod p, one rule per (remainder, fraction digits):
+   I(r) in the integer part, H(r, f) after f fraction digits (dropped where no end is reachable). */
+static int mlstack__js_dec_multiples(mlstack__js *j, mlstack__buf *b, long p, int q) {
+    long pw[12], r, d;
+    int f, base = j->n_rules, hb = base + (int)p, ok = 1;
+    char *live = (char *)mlstack__arena_alloc(&j->arena, (size_t)p * (size_t)(q + 1));
+    char t[64];
+    mlstack__buf e = {0, 0, 0};
+    if (!live) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    if (mlstack__js_work(j, 24 * (uint64_t)p * (uint64_t)(q + 1))) return -1;
+    j->n_rules += (int)p * (q + 1);
+    for (pw[q] = 1 % p, f = q - 1; f >= 0; f--) pw[f] = pw[f + 1] * 10 % p;
+    for (f = q; f >= 1; f--) /* H(r, f) live: it may end, or a digit leads to a live one */
+        for (r = 0; r < p; r++) {
+            char *lv = &live[(size_t)f * (size_t)p + (size_t)r];
+            *lv = r * pw[f] % p == 0;
+            for (d = 0; d < 10 && f < q && !*lv; d++)
+                *lv = live[(size_t)(f + 1) * (size_t)p + (size_t)((r * 10 + d) % p)];
+        }
+    for (r = 0; r < p && ok; r++) /* P(r) = "." and at least one fraction digit, into H(., 1), inlined */
+        for (f = 0; f <= q && ok; f++) {
+            int alts = 0;
+            e.n = 0;
+            if (f && !live[(size_t)f * (size_t)p + (size_t)r]) continue;
+            if (r * pw[f] % p == 0) ok = mlstack__buf_puts(&e, "\"\""), alts++;
+            for (d = 0; d < 10 && ok && (f < q || !f); d++) {
+                long nr = (r * 10 + d) % p;
+                if (f && !live[(size_t)(f + 1) * (size_t)p + (size_t)nr]) continue;
+                snprintf(t, sizeof t, "%s\"%ld\" s%d", alts++ ? " | " : "", d,
+                         f ? hb + f * (int)p + (int)nr : base + (int)nr);
+                ok = mlstack__buf_puts(&e, t);
+            }
+            for (d = 0; d < 10 && ok && !f; d++) {
+                long nr = (r * 10 + d) % p;
+                if (!live[(size_t)p + (size_t)nr]) continue;
+                snprintf(t, sizeof t, "%s\".%ld\" s%d", alts++ ? " | " : "", d, hb + (int)nr);
+                ok = mlstack__buf_puts(&e, t);
+            }
+            if (ok) mlstack__js_emit(j, f ? hb + (f - 1) * (int)p + (int)r : base + (int)r, &e);
+        }
+    MLSTACK_FREE(e.p);
+    if (!ok) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    if (j->rc != MLSTACK_OK) return -1;
+    /* a leading 0 only alone or before the point: "0" then I(0)'s point part */
+    if (MLSTACK__JS_P(j, b, "(\"0\" (\"\"")) return -1;
+    for (d = 0; d < 10; d++)
+        if (live[(size_t)p + (size_t)(d % p)]) {
+            snprintf(t, sizeof t, " | \".%ld\" s%d", d, hb + (int)(d % p));
+            if (MLSTACK__JS_P(j, b, t)) return -1;
+        }
+    if (MLSTACK__JS_P(j, b, ")")) return -1;
+    for (d = 1; d < 10; d++) {
+        snprintf(t, sizeof t, " | \"%ld\" s%d", d, base + (int)(d % p));
+        if (MLSTACK__JS_P(j, b, t)) return -1;
+    }
+    return MLSTACK__JS_P(j, b, ")");
+}
+
 /* ---- one branch: the grammar of each type the branch allows ---- */
 
 static int mlstack__js_gen_list(mlstack__js *j, const mlstack__json *const *list, int n);
@@ -25376,8 +25544,9 @@ static int mlstack__js_put_rule(mlstack__js *j, mlstack__buf *b, int id) {
 static int mlstack__js_num_branch(mlstack__js *j, const mlstack__jsbr *br, int mask, mlstack__buf *b) {
     mlstack__jsdec lo, hi, d;
     int has_lo = 0, has_hi = 0, lo_ex = 0, hi_ex = 0, i, h, e = 0, integer = !(mask & MLSTACK__JT_NUM), alts = 0, r;
-    long mult = 0;
-    const mlstack__json *m;
+    long mult = 0, dp = 0;
+    int dq = 0;
+    const mlstack__json *m, *dec = NULL;
     for (i = 0; i < br->n_pos + br->n_neg; i++) {
         const mlstack__json *s = i < br->n_pos ? br->pos[i] : br->neg[i - br->n_pos];
         int q, neg = i >= br->n_pos;
@@ -25394,20 +25563,32 @@ static int mlstack__js_num_branch(mlstack__js *j, const mlstack__jsbr *br, int m
         if (!neg && (m = mlstack__json_get(s, "multipleOf")) != NULL) {
             if (m->type != MLSTACK__JSON_NUMBER || m->num <= 0)
                 return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'multipleOf' must be a positive number");
-            if (!m->is_int || m->i > 100000 || (mult && mult != m->i && mult % m->i && m->i % mult))
-                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
-                                        "multipleOf other than an integer up to 100000 (or two that do not divide)");
-            if (m->i > mult) mult = (long)m->i;
+            if (!integer && !m->is_int && !dec && !mult && mlstack__js_dec_period(m, &dp, &dq) == 0) {
+                dec = m; /* a decimal period on numbers: the digit automaton below */
+                continue;
+            }
+            if (dec || (mult = mlstack__js_mult_lcm(j, m, mult ? mult : 1, integer)) < 0)
+                return dec ? mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                              "two multipleOf, one of them decimal, on numbers")
+                           : -1;
             integer = 1;
         }
     }
     if (mask & MLSTACK__JT_NONINT) { /* not integer: a fraction ending in a digit other than 0, no exponent,
                                         at most 7 digits either side (a subset: a double still tells
                                         each of them from the integers, as validators read them) */
-        if (has_lo || has_hi || mult)
+        if (has_lo || has_hi || mult || dec)
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
                                     "'not integer' beside numeric bounds or multipleOf");
         return MLSTACK__JS_P(j, b, "\"-\"? (\"0\" | [1-9] [0-9]{0,6}) \".\" [0-9]{0,6} [1-9]") ? -1 : 1;
+    }
+    if (mult == 1) mult = 0; /* every integer */
+    if (dec) {
+        if (has_hi || (has_lo && (lo.neg || lo.i[0] || lo.f[0] || lo_ex)))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                    "multipleOf together with minimum / maximum (other than minimum 0)");
+        if (!has_lo && MLSTACK__JS_P(j, b, "\"-\"? ")) return -1;
+        return mlstack__js_dec_multiples(j, b, dp, dq) ? -1 : 1;
     }
     if (!has_lo && !has_hi && !mult) return MLSTACK__JS_P(j, b, integer ? "jint" : "jnum") ? -1 : 1;
     if (mult) {
@@ -25494,8 +25675,8 @@ static int mlstack__js_pattern(mlstack__js *j, mlstack__buf *b, const char *re, 
     while (bs + 1 < n && re[n - 2 - bs] == '\\') bs++;
     start = n && re[0] == '^';
     end = n && re[n - 1] == '$' && bs % 2 == 0;
-    if (!strcmp(kw, "format")) start = end = 1;
-    if ((start || end) && mlstack__js_top_alt(re, n))
+    if (!strcmp(kw, "format")) start = end = 2; /* the whole text, in a group: no anchor characters */
+    if ((start == 1 || end == 1) && mlstack__js_top_alt(re, n))
         return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
                                 "pattern with anchors inside a top-level alternation");
     if (MLSTACK__JS_P(j, b, start ? "(" : "(jcanon* ")) return -1;
@@ -25509,6 +25690,8 @@ static int mlstack__js_pattern(mlstack__js *j, mlstack__buf *b, const char *re, 
     }
     return MLSTACK__JS_P(j, b, end ? ")" : " jcanon*)");
 }
+
+static int mlstack__js_pattern_dfa(mlstack__js *j, mlstack__buf *b, const char *re, size_t n);
 
 static int mlstack__js_str_branch(mlstack__js *j, const mlstack__jsbr *br, mlstack__buf *b) {
     const mlstack__json *re = NULL, *v;
@@ -25552,6 +25735,10 @@ static int mlstack__js_str_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
         if (mn || mx >= 0)
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
                                     "minLength / maxLength together with a pattern or format");
+        if (!strcmp(kw, "pattern") &&
+            (strstr(rtext, "\\p") || strstr(rtext, "\\P") ||
+             ((rtext[0] == '^' || (rlen && rtext[rlen - 1] == '$')) && mlstack__js_top_alt(rtext, rlen))))
+            return mlstack__js_pattern_dfa(j, b, rtext, rlen);
         return MLSTACK__JS_P(j, b, "\"\\\"\" ") || mlstack__js_pattern(j, b, rtext, rlen, kw) ||
                        MLSTACK__JS_P(j, b, " \"\\\"\"")
                    ? -1
@@ -25562,6 +25749,19 @@ static int mlstack__js_str_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     else
         snprintf(t, sizeof t, "\"\\\"\" jchar{%ld,} \"\\\"\"", mn);
     return MLSTACK__JS_P(j, b, t) ? -1 : 1;
+}
+
+/* Records in the grammar text, as a comment line, a keyword accepted but not enforced (issue 47:
+   uniqueItems on items a grammar cannot keep apart). */
+static int mlstack__js_not_enforced(mlstack__js *j, const char *kw) {
+    size_t at = j->out->n, q;
+    if (!mlstack__buf_puts(j->out, "# not enforced: ") || !mlstack__buf_puts(j->out, kw) ||
+        !mlstack__buf_puts(j->out, " at ") || !mlstack__buf_puts(j->out, j->path_len ? j->path : "/") ||
+        !mlstack__buf_puts(j->out, "\n"))
+        return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    for (q = at; q + 1 < j->out->n; q++)
+        if ((unsigned char)j->out->p[q] < 0x20) j->out->p[q] = '?';
+    return 0;
 }
 
 /* The schema position i of an array has under member s (prefixItems / array-form items, then
@@ -25629,9 +25829,8 @@ static int mlstack__js_arr_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     }
     for (q = 0; q < br->n_pos; q++)
         if ((v = mlstack__json_get(br->pos[q], "uniqueItems")) != NULL && v->type == MLSTACK__JSON_TRUE &&
-            (mx < 0 || mx > 1))
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
-                                    "uniqueItems (not enforced by a grammar on these items)");
+            (mx < 0 || mx > 1) && mlstack__js_not_enforced(j, "uniqueItems"))
+            return -1;
     if (mx >= 0 && mx < mn) return 0;
     if (mn > 100000 || mx > 100000)
         return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "minItems / maxItems above 100000");
@@ -25711,6 +25910,714 @@ static uint32_t mlstack__js_cp_at(const char *s, size_t n, size_t *at) {
     *at += l ? l : 1;
     return cp;
 }
+/* ---- key languages: ECMAScript regexes -> one DFA over code points ----
+   patternProperties need the keys that match exactly a given set of patterns and none of the
+   named properties. The patterns (ECMA-262: literals, ., classes, \d \w \s as ECMAScript reads
+   them, \p{..} general categories, groups, alternation, greedy and lazy quantifiers; unanchored
+   means "contains a match") become one Thompson NFA each, then one DFA by subsets, in product with
+   a trie of the named keys. A DFA state's label is the set of patterns it has matched; the rules
+   made from it write keys in the canonical JSON spelling (jcanon). */
+
+#define MLSTACK__KRE_MAX_PAT 8
+#define MLSTACK__KRE_DIGIT(c) ((c) >= '0' && (c) <= '9')
+#define MLSTACK__KRE_XDIGIT(c) (MLSTACK__KRE_DIGIT(c) || (((c) | 32) >= 'a' && ((c) | 32) <= 'f'))
+#define MLSTACK__KRE_ALNUM(c) (MLSTACK__KRE_DIGIT(c) || (((c) | 32) >= 'a' && ((c) | 32) <= 'z'))
+#define MLSTACK__KRE_MAX_NODES 20000
+#define MLSTACK__KRE_MAX_STATES 4000
+
+typedef struct {
+    int32_t out1, out2, set; /* set -1: epsilon (out2 may be a second way), else one code point in it */
+} mlstack__kn;
+typedef struct {
+    int32_t at, n, trie, mask; /* NFA states ints[at..at+n), trie node (-1 off), patterns matched */
+} mlstack__kds;
+typedef struct {
+    mlstack__js *j;
+    mlstack__buf nodes, rng, sets; /* mlstack__kn; uint32 pairs; int32 (first pair, pairs) */
+    const unsigned char *p;
+    size_t n, i;
+    int n_pat, start[MLSTACK__KRE_MAX_PAT], fin[MLSTACK__KRE_MAX_PAT];
+    mlstack__buf trie; /* int32 quads: first child, next sibling, code point, terminal */
+    mlstack__buf bound; /* uint32 interval starts */
+    int n_int;
+    mlstack__buf ints, st; /* NFA state lists; mlstack__kds */
+    int32_t *trans, *hash;
+    int n_st, hmask;
+} mlstack__kre;
+
+#define MLSTACK__KN(k, i) (((mlstack__kn *)(k)->nodes.p)[i])
+#define MLSTACK__KDS(k, i) (((mlstack__kds *)(k)->st.p)[i])
+
+static int mlstack__kre_fail(mlstack__kre *k, const char *msg) {
+    char t[160];
+    snprintf(t, sizeof t, "regex: %s at offset %zu", msg, k->i);
+    return mlstack__js_fail(k->j, MLSTACK_ERR_UNSUPPORTED, "%s", t);
+}
+static int mlstack__kre_node(mlstack__kre *k, int32_t set, int32_t out1, int32_t out2) {
+    mlstack__kn nd;
+    int id = (int)(k->nodes.n / sizeof nd);
+    nd.out1 = out1, nd.out2 = out2, nd.set = set;
+    if (id >= MLSTACK__KRE_MAX_NODES) return mlstack__kre_fail(k, "more than 20000 NFA states");
+    if (!mlstack__buf_put(&k->nodes, &nd, sizeof nd) || mlstack__js_work(k->j, 2))
+        return mlstack__js_fail(k->j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    return id;
+}
+/* A set from ranges (pairs, scratch), optionally negated. Returns its index, -1 on error. */
+static int mlstack__kre_set(mlstack__kre *k, uint32_t *r, size_t n, int neg) {
+    int32_t hd[2];
+    size_t q, m = mlstack__grange_norm(r, n);
+    uint32_t lo = 0, pr[2];
+    hd[0] = (int32_t)(k->rng.n / sizeof pr), hd[1] = 0;
+    for (q = 0; q < m; q++) {
+        if (neg && r[2 * q] > lo) pr[0] = lo, pr[1] = r[2 * q] - 1;
+        else if (!neg)
+            pr[0] = r[2 * q], pr[1] = r[2 * q + 1];
+        lo = r[2 * q + 1] + 1;
+        if (neg && !(q ? r[2 * q] > r[2 * q - 1] + 1 : r[0] > 0)) continue;
+        if (!mlstack__buf_put(&k->rng, pr, sizeof pr)) goto oom;
+        hd[1]++;
+    }
+    if (neg && lo <= 0x10FFFF) {
+        pr[0] = lo, pr[1] = 0x10FFFF;
+        if (!mlstack__buf_put(&k->rng, pr, sizeof pr)) goto oom;
+        hd[1]++;
+    }
+    if (!mlstack__buf_put(&k->sets, hd, sizeof hd)) goto oom;
+    return (int)(k->sets.n / sizeof hd) - 1;
+oom:
+    return mlstack__js_fail(k->j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+}
+static int mlstack__kre_has(const mlstack__kre *k, int set, uint32_t cp) {
+    const int32_t *hd = (const int32_t *)k->sets.p + 2 * set;
+    const uint32_t *r = (const uint32_t *)k->rng.p + 2 * hd[0];
+    int lo = 0, hi = hd[1] - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (cp < r[2 * mid]) hi = mid - 1;
+        else if (cp > r[2 * mid + 1])
+            lo = mid + 1;
+        else
+            return 1;
+    }
+    return 0;
+}
+
+/* Adds the code points of a class escape (d w s D W S p P; ECMAScript's meaning) to sc. */
+static int mlstack__kre_class_esc(mlstack__kre *k, unsigned char c, mlstack__buf *sc) {
+    static const uint32_t d[] = {'0', '9'}, w[] = {'0', '9', 'A', 'Z', '_', '_', 'a', 'z'},
+                          sp[] = {9,      13,     32,     32,     0xA0,   0xA0,   0x1680, 0x1680, 0x2000, 0x200A,
+                                  0x2028, 0x2029, 0x202F, 0x202F, 0x205F, 0x205F, 0x3000, 0x3000, 0xFEFF, 0xFEFF};
+    const uint32_t *t = NULL;
+    uint32_t pr[2];
+    size_t n = 0, q, at = sc->n;
+    int neg = c == 'D' || c == 'W' || c == 'S' || c == 'P';
+    if (c == 'd' || c == 'D') t = d, n = 1;
+    else if (c == 'w' || c == 'W')
+        t = w, n = 4;
+    else if (c == 's' || c == 'S')
+        t = sp, n = 10;
+    else if (c == 'p' || c == 'P') { /* \p{L}, \p{Letter}, ...: a general category or a major class */
+        static const char *const names[] = {"L",  "Letter", "Lu",     "Ll",        "Lt", "Lm",
+                                            "Lo", "N",      "Number", "Nd",        "P",  "Punctuation",
+                                            "S",  "Symbol", "Z",      "Separator", "M",  "Mark"};
+        static const uint32_t masks[] = {MLSTACK__UCM_L,
+                                         MLSTACK__UCM_L,
+                                         1,
+                                         2,
+                                         4,
+                                         8,
+                                         16,
+                                         MLSTACK__UCM_N,
+                                         MLSTACK__UCM_N,
+                                         1u << 8,
+                                         MLSTACK__UCM_P,
+                                         MLSTACK__UCM_P,
+                                         MLSTACK__UCM_S,
+                                         MLSTACK__UCM_S,
+                                         MLSTACK__UCM_Z,
+                                         MLSTACK__UCM_Z,
+                                         MLSTACK__UCM_M,
+                                         MLSTACK__UCM_M};
+        size_t b, e;
+        uint32_t mask = 0, cp, run = 0;
+        int in = 0;
+        if (k->i >= k->n || k->p[k->i] != '{') return mlstack__kre_fail(k, "\\p without {name}");
+        for (b = e = k->i + 1; e < k->n && k->p[e] != '}'; e++) {}
+        for (q = 0; q < sizeof names / sizeof names[0]; q++)
+            if (e < k->n && strlen(names[q]) == e - b && !memcmp(names[q], k->p + b, e - b)) mask = masks[q];
+        if (!mask) return mlstack__kre_fail(k, "unsupported \\p{...} property");
+        k->i = e + 1;
+        if (mlstack__js_work(k->j, 0x110000 / 16)) return -1;
+        for (cp = 0; cp <= 0x110000; cp++) { /* the category's runs, from the tables */
+            int has = cp < 0x110000 && ((mask >> mlstack__ucat(cp)) & 1);
+            if (has && !in) run = cp, in = 1;
+            if (!has && in) {
+                in = 0, pr[0] = run, pr[1] = cp - 1;
+                if (!mlstack__buf_put(sc, pr, sizeof pr)) return -1;
+            }
+        }
+    } else
+        return 1;
+    if (t && !mlstack__buf_put(sc, t, 2 * n * sizeof *t)) return -1;
+    if (neg) { /* the complement of what was just added */
+        int s2;
+        size_t m = (sc->n - at) / sizeof pr;
+        uint32_t *r = (uint32_t *)(sc->p + at);
+        const int32_t *hd;
+        if ((s2 = mlstack__kre_set(k, r, m, 1)) < 0) return -1;
+        sc->n = at;
+        hd = (const int32_t *)k->sets.p + 2 * s2;
+        if (!mlstack__buf_put(sc, (const uint32_t *)k->rng.p + 2 * hd[0], (size_t)hd[1] * sizeof pr)) return -1;
+    }
+    return 0;
+}
+
+/* After a backslash outside the class escapes: one code point, or -1 (refused). */
+static int mlstack__kre_cp_esc(mlstack__kre *k, uint32_t *cp) {
+    unsigned char c = k->i < k->n ? k->p[k->i++] : 0;
+    const char *ctl = strchr("t\tn\nr\rf\fv\v0", c);
+    int digits = c == 'x' ? 2 : c == 'u' ? 4 : 0, q;
+    if (c && ctl && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v') {
+        *cp = c == '0' ? 0 : (uint32_t)(unsigned char)ctl[1];
+        return 0;
+    }
+    if (digits) {
+        int brace = c == 'u' && k->i < k->n && k->p[k->i] == '{';
+        *cp = 0;
+        k->i += (size_t)brace;
+        for (q = 0; brace ? k->i < k->n && k->p[k->i] != '}' && q < 6 : q < digits; q++, k->i++) {
+            unsigned char h = k->i < k->n ? k->p[k->i] : 0;
+            if (!MLSTACK__KRE_XDIGIT(h)) return mlstack__kre_fail(k, "bad \\x / \\u escape");
+            *cp = *cp * 16 + (uint32_t)(h <= '9' ? h - '0' : (h | 32) - 'a' + 10);
+        }
+        if (brace && (k->i >= k->n || k->p[k->i++] != '}')) return mlstack__kre_fail(k, "bad \\u{...}");
+        if (*cp > 0x10FFFF || (*cp >= 0xD800 && *cp < 0xE000)) return mlstack__kre_fail(k, "surrogate or too high");
+        return 0;
+    }
+    if (!c || MLSTACK__KRE_ALNUM(c)) return mlstack__kre_fail(k, "unsupported escape (backreference, \\b, \\c, ...)");
+    k->i--;
+    k->i += (size_t)mlstack__utf8_decode(k->p + k->i, k->n - k->i, cp);
+    return 0;
+}
+/* One code point or class escape inside [...] or outside: ranges added to sc. */
+static int mlstack__kre_item(mlstack__kre *k, mlstack__buf *sc, uint32_t *cp, int *single) {
+    *single = 0;
+    if (k->p[k->i] == '\\') {
+        int r;
+        if (++k->i >= k->n) return mlstack__kre_fail(k, "a pattern ending in a backslash");
+        if ((r = mlstack__kre_class_esc(k, k->p[k->i++], sc)) <= 0) return r;
+        k->i--;
+        if (mlstack__kre_cp_esc(k, cp)) return -1;
+    } else
+        k->i += (size_t)mlstack__utf8_decode(k->p + k->i, k->n - k->i, cp);
+    *single = 1;
+    return 0;
+}
+static int mlstack__kre_class(mlstack__kre *k, mlstack__buf *sc) {
+    int neg = 0, single;
+    uint32_t cp, hi, pr[2];
+    size_t at = sc->n;
+    k->i++; /* [ */
+    if (k->i < k->n && k->p[k->i] == '^') neg = 1, k->i++;
+    while (k->i < k->n && k->p[k->i] != ']') {
+        if (mlstack__kre_item(k, sc, &cp, &single)) return -1;
+        if (!single) continue;
+        hi = cp;
+        if (k->i + 1 < k->n && k->p[k->i] == '-' && k->p[k->i + 1] != ']') {
+            k->i++;
+            if (mlstack__kre_item(k, sc, &hi, &single)) return -1;
+            if (!single || hi < cp) return mlstack__kre_fail(k, "bad class range");
+        }
+        pr[0] = cp, pr[1] = hi;
+        if (!mlstack__buf_put(sc, pr, sizeof pr)) return -1;
+    }
+    if (k->i >= k->n) return mlstack__kre_fail(k, "unterminated [");
+    k->i++;
+    return mlstack__kre_set(k, (uint32_t *)(sc->p + at), (sc->n - at) / sizeof pr, neg);
+}
+
+typedef struct {
+    int s, e; /* NFA fragment: start, and an epsilon end with nothing out yet */
+} mlstack__kfr;
+
+static int mlstack__kre_alt(mlstack__kre *k, int top, mlstack__kfr *f);
+
+static int mlstack__kre_atom(mlstack__kre *k, mlstack__kfr *f) {
+    unsigned char c = k->p[k->i];
+    mlstack__buf sc = {0, 0, 0};
+    int set = -1, single;
+    uint32_t cp, pr[2];
+    if (c == '(') {
+        k->i++;
+        if (k->i < k->n && k->p[k->i] == '?') {
+            if (k->i + 1 < k->n && k->p[k->i + 1] == ':') k->i += 2;
+            else if (k->i + 2 < k->n && k->p[k->i + 1] == '<' && k->p[k->i + 2] != '=' && k->p[k->i + 2] != '!') {
+                while (k->i < k->n && k->p[k->i] != '>') k->i++;
+                k->i++;
+            } else
+                return mlstack__kre_fail(k, "lookaround");
+        }
+        if (mlstack__kre_alt(k, 0, f)) return -1;
+        if (k->i >= k->n || k->p[k->i] != ')') return mlstack__kre_fail(k, "unbalanced (");
+        k->i++;
+        return 0;
+    }
+    if (c == '^' || c == '$') return mlstack__kre_fail(k, "an anchor inside the pattern");
+    if (c == '*' || c == '+' || c == '?' || c == ')') return mlstack__kre_fail(k, "nothing to repeat");
+    if (c == '[') set = mlstack__kre_class(k, &sc);
+    else if (c == '.') {
+        static const uint32_t nl[] = {10, 10, 13, 13, 0x2028, 0x2029};
+        uint32_t r[6];
+        memcpy(r, nl, sizeof r);
+        k->i++;
+        set = mlstack__kre_set(k, r, 3, 1);
+    } else if (mlstack__kre_item(k, &sc, &cp, &single) == 0) {
+        if (single) {
+            pr[0] = pr[1] = cp;
+            if (!mlstack__buf_put(&sc, pr, sizeof pr)) set = -2;
+        }
+        set = set == -2 ? -1 : mlstack__kre_set(k, (uint32_t *)sc.p, sc.n / sizeof pr, 0);
+    }
+    MLSTACK_FREE(sc.p);
+    if (set < 0) return mlstack__js_fail(k->j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    if ((f->e = mlstack__kre_node(k, -1, -1, -1)) < 0 || (f->s = mlstack__kre_node(k, set, f->e, -1)) < 0) return -1;
+    return 0;
+}
+
+/* {m}, {m,}, {m,n} at k->i: 1 when read (*mn, *mx; -1 unbounded), 0 when not a quantifier. */
+static int mlstack__kre_braces(mlstack__kre *k, long *mn, long *mx) {
+    size_t i = k->i + 1;
+    long a = 0, b;
+    if (i >= k->n || !MLSTACK__KRE_DIGIT(k->p[i])) return 0;
+    while (i < k->n && MLSTACK__KRE_DIGIT(k->p[i]) && a < 100000) a = a * 10 + (k->p[i++] - '0');
+    b = a;
+    if (i < k->n && k->p[i] == ',') {
+        i++, b = -1;
+        if (i < k->n && MLSTACK__KRE_DIGIT(k->p[i]))
+            for (b = 0; i < k->n && MLSTACK__KRE_DIGIT(k->p[i]) && b < 100000;) b = b * 10 + (k->p[i++] - '0');
+    }
+    if (i >= k->n || k->p[i] != '}') return 0;
+    k->i = i + 1, *mn = a, *mx = b;
+    return 1;
+}
+/* f then g. */
+static void mlstack__kre_cat(mlstack__kre *k, mlstack__kfr *f, const mlstack__kfr *g) {
+    MLSTACK__KN(k, f->e).out1 = g->s;
+    f->e = g->e;
+}
+/* f made optional (x?) or looped (x*). */
+static int mlstack__kre_opt(mlstack__kre *k, mlstack__kfr *f, int loop) {
+    int sk = mlstack__kre_node(k, -1, f->s, -1), e = mlstack__kre_node(k, -1, -1, -1);
+    if (sk < 0 || e < 0) return -1;
+    MLSTACK__KN(k, sk).out2 = e;
+    MLSTACK__KN(k, f->e).out1 = loop ? sk : e;
+    f->s = sk, f->e = e;
+    return 0;
+}
+/* An atom with its quantifier: copies made by reading the atom's text again. */
+static int mlstack__kre_piece(mlstack__kre *k, mlstack__kfr *f) {
+    size_t a0 = k->i, a1, end;
+    long mn = 1, mx = 1, q;
+    mlstack__kfr g;
+    if (mlstack__kre_atom(k, f)) return -1;
+    a1 = k->i;
+    if (k->i < k->n && strchr("*+?", k->p[k->i])) {
+        char c = (char)k->p[k->i++];
+        mn = c == '+', mx = c == '?' ? 1 : -1;
+    } else if (k->i < k->n && k->p[k->i] == '{' && !mlstack__kre_braces(k, &mn, &mx))
+        mn = mx = 1;
+    if (k->i < k->n && (mn != 1 || mx != 1) && k->p[k->i] == '?') k->i++; /* lazy: the same strings */
+    if (mx >= 0 && mx < mn) return mlstack__kre_fail(k, "{m,n} with n < m");
+    if ((mx < 0 ? mn + 1 : mx) * (long)(a1 - a0) > 4000) return mlstack__kre_fail(k, "a repetition too large");
+    end = k->i;
+    if (mx == 0) { /* x{0}: the empty string */
+        f->s = f->e = mlstack__kre_node(k, -1, -1, -1);
+        return f->s < 0 ? -1 : 0;
+    }
+    if (mn == 0 && mlstack__kre_opt(k, f, mx < 0)) return -1;
+    for (q = 1; q < mn; q++) { /* the other required copies */
+        k->i = a0;
+        if (mlstack__kre_atom(k, &g)) return -1;
+        mlstack__kre_cat(k, f, &g);
+    }
+    if (mn >= 1 && mx < 0) { /* x{m,}: x^m x* */
+        k->i = a0;
+        if (mlstack__kre_atom(k, &g) || mlstack__kre_opt(k, &g, 1)) return -1;
+        mlstack__kre_cat(k, f, &g);
+    }
+    for (q = mn ? mn : 1; mx >= 0 && q < mx; q++) { /* optional copies */
+        k->i = a0;
+        if (mlstack__kre_atom(k, &g) || mlstack__kre_opt(k, &g, 0)) return -1;
+        mlstack__kre_cat(k, f, &g);
+    }
+    k->i = end;
+    return 0;
+}
+
+/* Code points in any string: the loop of "contains" at an unanchored end. */
+static int mlstack__kre_any(mlstack__kre *k, mlstack__kfr *f) {
+    uint32_t r[2] = {0, 0x10FFFF};
+    int set = mlstack__kre_set(k, r, 1, 0);
+    if (set < 0 || (f->e = mlstack__kre_node(k, -1, -1, -1)) < 0 || (f->s = mlstack__kre_node(k, set, f->e, -1)) < 0)
+        return -1;
+    return mlstack__kre_opt(k, f, 1);
+}
+/* Alternatives up to ')' or the end; at the top, each may be anchored by ^ and $. */
+static int mlstack__kre_alt(mlstack__kre *k, int top, mlstack__kfr *f) {
+    int first = 1;
+    if (mlstack__js_work(k->j, 1 + k->n - k->i)) return -1;
+    for (;;) {
+        mlstack__kfr br, g;
+        int anch_s = 0, anch_e = 0;
+        if ((br.s = br.e = mlstack__kre_node(k, -1, -1, -1)) < 0) return -1;
+        if (top && k->i < k->n && k->p[k->i] == '^') anch_s = 1, k->i++;
+        while (k->i < k->n && k->p[k->i] != '|' && k->p[k->i] != ')') {
+            if (top && k->p[k->i] == '$' && (k->i + 1 == k->n || k->p[k->i + 1] == '|')) {
+                anch_e = 1, k->i++;
+                break;
+            }
+            if (mlstack__kre_piece(k, &g)) return -1;
+            mlstack__kre_cat(k, &br, &g);
+        }
+        if (top && !anch_s) {
+            if (mlstack__kre_any(k, &g)) return -1;
+            mlstack__kre_cat(k, &g, &br), br = g;
+        }
+        if (top && !anch_e) {
+            if (mlstack__kre_any(k, &g)) return -1;
+            mlstack__kre_cat(k, &br, &g);
+        }
+        if (first) *f = br;
+        else { /* f | br */
+            int s = mlstack__kre_node(k, -1, f->s, br.s), e = mlstack__kre_node(k, -1, -1, -1);
+            if (s < 0 || e < 0) return -1;
+            MLSTACK__KN(k, f->e).out1 = e, MLSTACK__KN(k, br.e).out1 = e;
+            f->s = s, f->e = e;
+        }
+        first = 0;
+        if (k->i >= k->n || k->p[k->i] != '|') break;
+        k->i++;
+    }
+    if (top && k->i < k->n) return mlstack__kre_fail(k, "unbalanced )");
+    return 0;
+}
+/* Adds pattern re (one more NFA). */
+static int mlstack__kre_add(mlstack__kre *k, const char *re, size_t n) {
+    mlstack__kfr f;
+    if (k->n_pat == MLSTACK__KRE_MAX_PAT) return mlstack__kre_fail(k, "more than 8 patterns on one object");
+    k->p = (const unsigned char *)re, k->n = n, k->i = 0;
+    if (mlstack__kre_alt(k, 1, &f)) return -1;
+    k->start[k->n_pat] = f.s, k->fin[k->n_pat++] = f.e;
+    return 0;
+}
+
+/* The names' trie: quads (first child, next sibling, code point, terminal); node 0 the root. */
+static int mlstack__kre_trie(mlstack__kre *k, const char *const *names, const size_t *lens, int n) {
+    int32_t root[4] = {-1, -1, 0, 0}, q;
+    if (!mlstack__buf_put(&k->trie, root, sizeof root)) return -1;
+    for (q = 0; q < n; q++) {
+        size_t at = 0;
+        int32_t node = 0;
+        if (mlstack__js_work(k->j, 4 + lens[q])) return -1;
+        while (at < lens[q]) {
+            uint32_t cp = mlstack__js_cp_at(names[q], lens[q], &at);
+            int32_t *t = (int32_t *)k->trie.p, c = t[4 * node], add[4];
+            while (c >= 0 && t[4 * c + 2] != (int32_t)cp) c = t[4 * c + 1];
+            if (c < 0) {
+                c = (int32_t)(k->trie.n / sizeof add);
+                add[0] = -1, add[1] = t[4 * node], add[2] = (int32_t)cp, add[3] = 0;
+                t[4 * node] = c;
+                if (!mlstack__buf_put(&k->trie, add, sizeof add)) return -1;
+            }
+            node = c;
+        }
+        ((int32_t *)k->trie.p)[4 * node + 3] = 1;
+    }
+    return 0;
+}
+static int mlstack__kre_u32cmp(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+/* Interval starts: every set's edges, each name character alone, and JSON's special characters. */
+static int mlstack__kre_bounds(mlstack__kre *k) {
+    static const uint32_t fixed[] = {0, 0x20, '"', '"' + 1, '\\', '\\' + 1, 0xD800, 0xE000};
+    const uint32_t *r = (const uint32_t *)k->rng.p;
+    const int32_t *t = (const int32_t *)k->trie.p;
+    size_t q, nr = k->rng.n / 8, nt = k->trie.n / 16, m = 0;
+    uint32_t *b;
+    if (!mlstack__buf_put(&k->bound, fixed, sizeof fixed)) return -1;
+    for (q = 0; q < nr; q++) {
+        uint32_t e[2];
+        e[0] = r[2 * q], e[1] = r[2 * q + 1] + 1;
+        if (!mlstack__buf_put(&k->bound, e, sizeof e)) return -1;
+    }
+    for (q = 1; q < nt; q++) {
+        uint32_t e[2];
+        e[0] = (uint32_t)t[4 * q + 2], e[1] = e[0] + 1;
+        if (!mlstack__buf_put(&k->bound, e, sizeof e)) return -1;
+    }
+    b = (uint32_t *)k->bound.p;
+    qsort(b, k->bound.n / 4, 4, mlstack__kre_u32cmp);
+    for (q = 0; q < k->bound.n / 4; q++)
+        if (b[q] <= 0x10FFFF && (!m || b[q] != b[m - 1])) b[m++] = b[q];
+    k->bound.n = m * 4;
+    k->n_int = (int)m;
+    return mlstack__js_work(k->j, 4 * (uint64_t)m);
+}
+
+/* The closure of seeds[0..n) (epsilon moves), kept sorted: the nodes that consume or end. */
+static int mlstack__kre_closure(mlstack__kre *k, int32_t *seeds, int n, int32_t *mark, int32_t stamp,
+                                mlstack__buf *out) {
+    int32_t *stack = seeds; /* seeds has room for every node: it is the stack */
+    int sp = n, q;
+    out->n = 0;
+    for (q = 0; q < n; q++) mark[seeds[q]] = stamp;
+    while (sp > 0) {
+        int32_t s = stack[--sp];
+        const mlstack__kn *nd = &MLSTACK__KN(k, s);
+        if (nd->set >= 0 || nd->out1 < 0) {
+            if (!mlstack__buf_put(out, &s, sizeof s)) return -1;
+            if (nd->set >= 0) continue;
+        }
+        if (nd->out1 >= 0 && mark[nd->out1] != stamp) mark[nd->out1] = stamp, stack[sp++] = nd->out1;
+        if (nd->out2 >= 0 && mark[nd->out2] != stamp) mark[nd->out2] = stamp, stack[sp++] = nd->out2;
+    }
+    qsort(out->p, out->n / 4, 4, mlstack__kre_u32cmp);
+    return mlstack__js_work(k->j, 1 + out->n / 4);
+}
+/* The DFA state for (NFA list, trie node): found or added. Returns its index, -1 on error. */
+static int mlstack__kre_state(mlstack__kre *k, const mlstack__buf *list, int32_t trie) {
+    uint32_t h = mlstack__ghash(list->p ? list->p : "", list->n) ^ ((uint32_t)trie * 0x9E3779B9u);
+    int32_t *slot;
+    mlstack__kds d;
+    int q;
+    for (h &= (uint32_t)k->hmask;; h = (h + 1) & (uint32_t)k->hmask) {
+        slot = &k->hash[h];
+        if (*slot < 0) break;
+        d = MLSTACK__KDS(k, *slot);
+        if (d.trie == trie && (size_t)d.n * 4 == list->n &&
+            (!list->n || !memcmp(k->ints.p + (size_t)d.at * 4, list->p, list->n)))
+            return *slot;
+    }
+    if (k->n_st >= MLSTACK__KRE_MAX_STATES) return mlstack__kre_fail(k, "more than 4000 DFA states for the keys");
+    d.at = (int32_t)(k->ints.n / 4), d.n = (int32_t)(list->n / 4), d.trie = trie, d.mask = 0;
+    for (q = 0; q < d.n; q++) {
+        int32_t s = ((const int32_t *)list->p)[q], p;
+        for (p = 0; p < k->n_pat; p++)
+            if (k->fin[p] == s) d.mask |= 1 << p;
+    }
+    if (!mlstack__buf_put(&k->ints, list->p, list->n) || !mlstack__buf_put(&k->st, &d, sizeof d))
+        return mlstack__js_fail(k->j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    *slot = k->n_st;
+    return k->n_st++;
+}
+/* Is state s a named key (excluded from every pattern's keys)? */
+static int mlstack__kre_named(const mlstack__kre *k, int s) {
+    int32_t t = MLSTACK__KDS(k, s).trie;
+    return t >= 0 && ((const int32_t *)k->trie.p)[4 * t + 3];
+}
+/* Builds every state and transition (trans[s * n_int + interval]) from the start. */
+static int mlstack__kre_dfa(mlstack__kre *k) {
+    int n_nodes = (int)(k->nodes.n / sizeof(mlstack__kn)), s, ii, q, rc = -1;
+    int32_t *mark = (int32_t *)mlstack__calloc((size_t)n_nodes + 1, sizeof(int32_t) * 2), *seeds, stamp = 0;
+    mlstack__buf list = {0, 0, 0}, tr = {0, 0, 0};
+    const uint32_t *b = (const uint32_t *)k->bound.p;
+    k->hmask = 8191;
+    k->hash = (int32_t *)MLSTACK_MALLOC(sizeof(int32_t) * (size_t)(k->hmask + 1));
+    if (!mark || !k->hash) goto done;
+    seeds = mark + n_nodes + 1;
+    memset(k->hash, 0xFF, sizeof(int32_t) * (size_t)(k->hmask + 1));
+    for (q = 0; q < k->n_pat; q++) seeds[q] = k->start[q];
+    if (mlstack__kre_closure(k, seeds, k->n_pat, mark, ++stamp, &list) || mlstack__kre_state(k, &list, 0) < 0)
+        goto done;
+    for (s = 0; s < k->n_st; s++) {
+        mlstack__kds d = MLSTACK__KDS(k, s);
+        if (mlstack__js_work(k->j, (uint64_t)k->n_int * (uint64_t)(1 + d.n))) goto done;
+        for (ii = 0; ii < k->n_int; ii++) {
+            uint32_t lo = b[ii], hi = ii + 1 < k->n_int ? b[ii + 1] - 1 : 0x10FFFF;
+            int32_t trie = -1, n = 0, to;
+            if (lo >= 0xD800 && lo < 0xE000) to = -1;
+            else {
+                for (q = 0; q < d.n; q++) {
+                    const mlstack__kn *nd = &MLSTACK__KN(k, ((int32_t *)k->ints.p)[d.at + q]);
+                    if (nd->set >= 0 && mlstack__kre_has(k, nd->set, lo)) seeds[n++] = nd->out1;
+                }
+                if (d.trie >= 0 && lo == hi) {
+                    const int32_t *t = (const int32_t *)k->trie.p;
+                    for (trie = t[4 * d.trie]; trie >= 0 && t[4 * trie + 2] != (int32_t)lo;) trie = t[4 * trie + 1];
+                }
+                if (mlstack__kre_closure(k, seeds, n, mark, ++stamp, &list) ||
+                    (to = mlstack__kre_state(k, &list, trie)) < 0)
+                    goto done;
+                d = MLSTACK__KDS(k, s); /* st may have moved */
+            }
+            if (!mlstack__buf_put(&tr, &to, sizeof to)) goto done;
+        }
+    }
+    rc = 0;
+done:
+    if (rc && k->j->rc == MLSTACK_OK) mlstack__js_fail(k->j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    k->trans = (int32_t *)tr.p;
+    MLSTACK_FREE(mark);
+    MLSTACK_FREE(list.p);
+    return rc;
+}
+/* The state after the key text (UTF-8) from the start. */
+static int mlstack__kre_walk(const mlstack__kre *k, const char *key, size_t n) {
+    size_t at = 0;
+    int s = 0;
+    while (at < n && s >= 0) {
+        uint32_t cp = mlstack__js_cp_at(key, n, &at);
+        const uint32_t *b = (const uint32_t *)k->bound.p;
+        int lo = 0, hi = k->n_int - 1;
+        while (lo < hi) { /* the last interval starting at or before cp */
+            int mid = (lo + hi + 1) / 2;
+            if (b[mid] <= cp) lo = mid;
+            else
+                hi = mid - 1;
+        }
+        s = k->trans[(size_t)s * (size_t)k->n_int + (size_t)lo];
+    }
+    return s;
+}
+static void mlstack__kre_free(mlstack__kre *k) {
+    MLSTACK_FREE(k->nodes.p), MLSTACK_FREE(k->rng.p), MLSTACK_FREE(k->sets.p), MLSTACK_FREE(k->trie.p);
+    MLSTACK_FREE(k->bound.p), MLSTACK_FREE(k->ints.p), MLSTACK_FREE(k->st.p), MLSTACK_FREE(k->trans);
+    MLSTACK_FREE(k->hash);
+}
+
+/* The JSON spellings (jcanon) of code points lo..hi as GBNF alternatives: a class for the plain
+   ones, a literal for each escaped one. */
+static int mlstack__kre_spell(mlstack__buf *e, uint32_t lo, uint32_t hi, int *alts) {
+    char t[48];
+    for (; lo <= hi && (lo < 0x20 || lo == '"' || lo == '\\'); lo++) {
+        static const char esc[] = "btn\0fr"; /* 8..13 */
+        if (lo == '"' || lo == '\\') t[0] = '\\', t[1] = (char)lo, t[2] = 0;
+        else if (lo >= 8 && lo <= 13 && lo != 11)
+            t[0] = '\\', t[1] = esc[lo - 8], t[2] = 0;
+        else
+            snprintf(t, sizeof t, "\\u00%02x", (unsigned)lo);
+        if ((*alts)++ && !mlstack__buf_puts(e, " | ")) return 0;
+        if (!mlstack__js_lit(e, t, strlen(t))) return 0;
+    }
+    if (lo > hi) return 1;
+    if ((*alts)++ && !mlstack__buf_puts(e, " | ")) return 0;
+    snprintf(t, sizeof t, "[\\U%08X-\\U%08X]", (unsigned)lo, (unsigned)hi);
+    return mlstack__buf_puts(e, t);
+}
+typedef struct {
+    int32_t to, ii;
+} mlstack__kedge;
+static int mlstack__kedge_cmp(const void *a, const void *b) {
+    const mlstack__kedge *x = (const mlstack__kedge *)a, *y = (const mlstack__kedge *)b;
+    return x->to != y->to ? (x->to < y->to ? -1 : 1) : (x->ii < y->ii ? -1 : x->ii > y->ii);
+}
+/* State s's rule: the closing quote where acc[s], else a character and the rule of the state after. */
+static int mlstack__kre_state_rule(mlstack__kre *k, int s, const char *acc, const char *useful, int base,
+                                   mlstack__kedge *ed) {
+    const uint32_t *b = (const uint32_t *)k->bound.p;
+    const int32_t *tr = k->trans + (size_t)s * (size_t)k->n_int;
+    mlstack__buf e = {0, 0, 0};
+    int ne = 0, q, alts = 0, ok = 1;
+    char t[32];
+    if (acc[s]) ok = mlstack__buf_puts(&e, "\"\\\"\""), alts = 1;
+    for (q = 0; q < k->n_int; q++)
+        if (tr[q] >= 0 && useful[tr[q]]) ed[ne].to = tr[q], ed[ne++].ii = q;
+    qsort(ed, (size_t)ne, sizeof *ed, mlstack__kedge_cmp);
+    for (q = 0; q < ne && ok; q++) {
+        int in = 0;
+        if (alts++) ok = mlstack__buf_puts(&e, " | ");
+        ok = ok && mlstack__buf_puts(&e, "(");
+        for (; ok; q++) {
+            uint32_t lo = b[ed[q].ii], hi = ed[q].ii + 1 < k->n_int ? b[ed[q].ii + 1] - 1 : 0x10FFFF;
+            ok = mlstack__kre_spell(&e, lo, hi, &in);
+            if (q + 1 >= ne || ed[q + 1].to != ed[q].to) break;
+        }
+        snprintf(t, sizeof t, ") s%d", base + ed[q].to);
+        ok = ok && mlstack__buf_puts(&e, t);
+    }
+    if (!ok) {
+        MLSTACK_FREE(e.p);
+        return mlstack__js_fail(k->j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    }
+    mlstack__js_emit(k->j, base + s, &e);
+    MLSTACK_FREE(e.p);
+    return mlstack__js_work(k->j, 1 + (uint64_t)k->n_int);
+}
+/* The rule for the keys (quoted) whose states have acc set; -2: none. */
+static int mlstack__kre_rules(mlstack__kre *k, const char *acc) {
+    char *useful = (char *)mlstack__calloc((size_t)k->n_st, 1);
+    mlstack__kedge *ed = (mlstack__kedge *)mlstack__calloc((size_t)k->n_int, sizeof *ed);
+    int s, q, changed = 1, base, id = -2;
+    if (!useful || !ed) {
+        id = mlstack__js_fail(k->j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        goto done;
+    }
+    memcpy(useful, acc, (size_t)k->n_st);
+    while (changed) { /* the states from which an accepted key can still be finished */
+        changed = 0;
+        if (mlstack__js_work(k->j, (uint64_t)k->n_st * (uint64_t)k->n_int)) {
+            id = -1;
+            goto done;
+        }
+        for (s = 0; s < k->n_st; s++)
+            for (q = 0; q < k->n_int && !useful[s]; q++) {
+                int32_t t = k->trans[(size_t)s * (size_t)k->n_int + (size_t)q];
+                if (t >= 0 && useful[t]) useful[s] = 1, changed = 1;
+            }
+    }
+    if (!useful[0]) goto done;
+    base = k->j->n_rules;
+    k->j->n_rules += k->n_st + 1;
+    for (s = 0; s < k->n_st && k->j->rc == MLSTACK_OK; s++)
+        if (useful[s] && mlstack__kre_state_rule(k, s, acc, useful, base, ed)) break;
+    if (k->j->rc == MLSTACK_OK) {
+        mlstack__buf e = {0, 0, 0};
+        char t[48];
+        snprintf(t, sizeof t, "\"\\\"\" s%d", base);
+        if (!mlstack__buf_puts(&e, t)) mlstack__js_fail(k->j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        else
+            mlstack__js_emit(k->j, base + k->n_st, &e);
+        MLSTACK_FREE(e.p);
+        id = base + k->n_st;
+    }
+    if (k->j->rc != MLSTACK_OK) id = -1;
+done:
+    MLSTACK_FREE(useful);
+    MLSTACK_FREE(ed);
+    return id;
+}
+
+/* A pattern as a string value through the key automaton (for what the direct translation does not
+   read: \p{..} categories). */
+static int mlstack__js_pattern_dfa(mlstack__js *j, mlstack__buf *b, const char *re, size_t n) {
+    mlstack__kre k;
+    char *acc = NULL, t[32];
+    int r = -1, s;
+    memset(&k, 0, sizeof k);
+    k.j = j;
+    if (mlstack__kre_add(&k, re, n) || mlstack__kre_trie(&k, NULL, NULL, 0) || mlstack__kre_bounds(&k) ||
+        mlstack__kre_dfa(&k))
+        goto done;
+    if (!(acc = (char *)mlstack__calloc((size_t)k.n_st + 1, 1))) {
+        mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        goto done;
+    }
+    for (s = 0; s < k.n_st; s++) acc[s] = (char)(MLSTACK__KDS(&k, s).mask & 1);
+    r = mlstack__kre_rules(&k, acc);
+    if (r >= 0) {
+        snprintf(t, sizeof t, "s%d", r);
+        r = MLSTACK__JS_P(j, b, t) ? -1 : 1;
+    } else if (r == -2)
+        r = 0;
+done:
+    if (r < 0 && j->rc == MLSTACK_OK) mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    MLSTACK_FREE(acc);
+    mlstack__kre_free(&k);
+    return r;
+}
+
 /* A rule for the JSON strings (one spelling per character: jcanon) that are none of names[0..n)
    (sorted by bytes, each sharing the first `off` bytes). */
 static int mlstack__js_except(mlstack__js *j, const char *const *names, const size_t *lens, int n, size_t off) {
@@ -25812,9 +26719,10 @@ static int mlstack__js_name_cmp(const void *a, const void *b) {
 
 /* Object members: named ones in order (R(i, c): from name i on, c written), then extra ones
    (E(c)), with c counted up to cap for min/maxProperties. */
+#define MLSTACK__JS_MAX_EXTRA 32
 typedef struct {
     mlstack__jsprop *p;
-    int n, extra, key_rule; /* extra: the value rule of other keys (-2 none); key_rule: their keys */
+    int n, n_ex, ex_key[MLSTACK__JS_MAX_EXTRA], ex_val[MLSTACK__JS_MAX_EXTRA]; /* other keys: kinds of key, value */
     long mn, mx, cap;
     int *rule; /* (n + 1) x (cap + 1): rule ids, -2 infeasible, -3 not made */
 } mlstack__jsobj;
@@ -25832,12 +26740,14 @@ static int mlstack__js_obj_rule(mlstack__js *j, mlstack__jsobj *o, int i, long c
     *slot = id;
     if (i == o->n) {
         if (c >= o->mn) mlstack__buf_puts(&e, "\"\""), alts++;
-        if (o->extra != -2 && can_add && (sub = o->rule[(size_t)i * (size_t)(o->cap + 1) + (size_t)c1]) != -2) {
+        int x;
+        for (x = 0; x < o->n_ex && can_add && (sub = o->rule[(size_t)i * (size_t)(o->cap + 1) + (size_t)c1]) != -2;
+             x++) {
             snprintf(t, sizeof t, "%s%s", alts++ ? " | " : "", c ? "ws \",\" ws " : "");
             mlstack__buf_puts(&e, t);
-            mlstack__js_put_rule(j, &e, o->key_rule);
+            mlstack__js_put_rule(j, &e, o->ex_key[x]);
             mlstack__buf_puts(&e, "ws \":\" ws ");
-            mlstack__js_put_rule(j, &e, o->extra);
+            mlstack__js_put_rule(j, &e, o->ex_val[x]);
             snprintf(t, sizeof t, "s%d", sub);
             mlstack__buf_puts(&e, t);
         }
@@ -25941,9 +26851,132 @@ static int mlstack__js_obj_names(mlstack__js *j, const mlstack__jsbr *br, mlstac
     return 0;
 }
 
+/* patternProperties of an object branch: the patterns, which member they came from, and the key
+   automaton (on: 1 when built). */
+typedef struct {
+    mlstack__kre k;
+    const mlstack__json *schema[MLSTACK__KRE_MAX_PAT];
+    int q[MLSTACK__KRE_MAX_PAT], on;
+} mlstack__jspat;
+
+/* Builds kp when some pattern matters: a pattern whose schema is true changes nothing unless
+   additionalProperties (or strict tool arguments) would refuse the keys it matches. */
+static int mlstack__js_obj_pats(mlstack__js *j, const mlstack__jsbr *br, const mlstack__jsobj *o, mlstack__jspat *kp) {
+    const mlstack__json *v, *c;
+    int q, n = 0, matters = j->strict, i;
+    const char **names;
+    size_t *lens;
+    for (q = 0; q < br->n_pos; q++) {
+        if ((v = mlstack__json_get(br->pos[q], "additionalProperties")) != NULL && v->type != MLSTACK__JSON_TRUE &&
+            !(v->type == MLSTACK__JSON_OBJECT && !v->child))
+            matters = 1;
+        if (!(v = mlstack__json_get(br->pos[q], "patternProperties"))) continue;
+        if (v->type != MLSTACK__JSON_OBJECT)
+            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'patternProperties' must be an object");
+        for (c = v->child; c; c = c->next, n++)
+            matters |= !(c->type == MLSTACK__JSON_TRUE || (c->type == MLSTACK__JSON_OBJECT && !c->child));
+    }
+    if (!n || !matters) return 0;
+    if (n > MLSTACK__KRE_MAX_PAT)
+        return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "more than 8 patternProperties on one object");
+    for (q = 0; q < br->n_pos; q++)
+        if (mlstack__json_get(br->pos[q], "propertyNames"))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "propertyNames beside patternProperties");
+    memset(&kp->k, 0, sizeof kp->k);
+    kp->k.j = j, kp->on = 1;
+    for (q = 0; q < br->n_pos; q++)
+        for (c = (v = mlstack__json_get(br->pos[q], "patternProperties")) ? v->child : NULL; c; c = c->next) {
+            size_t old = mlstack__js_push(j, "patternProperties", 17);
+            kp->schema[kp->k.n_pat] = c, kp->q[kp->k.n_pat] = q;
+            i = mlstack__kre_add(&kp->k, c->key, c->key_len);
+            mlstack__js_pop(j, old);
+            if (i) return -1;
+        }
+    names = (const char **)mlstack__arena_alloc(&j->arena, sizeof *names * (size_t)(o->n + 1));
+    lens = (size_t *)mlstack__arena_alloc(&j->arena, sizeof *lens * (size_t)(o->n + 1));
+    if (!names || !lens) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    for (i = 0; i < o->n; i++) names[i] = o->p[i].key, lens[i] = o->p[i].len;
+    if (mlstack__kre_trie(&kp->k, names, lens, o->n) || mlstack__kre_bounds(&kp->k) || mlstack__kre_dfa(&kp->k)) {
+        if (j->rc == MLSTACK_OK) mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        return -1;
+    }
+    return 1;
+}
+
+/* The schemas a key's value must satisfy, given the properties schema of each member (NULL:
+   none there) folded in by the caller, and the patterns it matches (mask). */
+static int mlstack__js_key_list(const mlstack__jsbr *br, const mlstack__jspat *kp, int mask, const char *name,
+                                size_t len, const mlstack__json **list) {
+    int q, p, nl = 0;
+    for (q = 0; q < br->n_pos; q++) {
+        const mlstack__json *ps = name ? mlstack__json_get(br->pos[q], "properties") : NULL, *v = NULL;
+        int matched = 0;
+        if (ps && ps->type == MLSTACK__JSON_OBJECT && strlen(name) == len) v = mlstack__json_get(ps, name);
+        if (v && nl < MLSTACK__JS_MAX_CONJ) list[nl++] = v;
+        for (p = 0; kp->on && p < kp->k.n_pat; p++)
+            if (kp->q[p] == q && (mask >> p & 1)) {
+                matched = 1;
+                if (nl < MLSTACK__JS_MAX_CONJ) list[nl++] = kp->schema[p];
+            }
+        if (!v && !matched && (v = mlstack__json_get(br->pos[q], "additionalProperties")) != NULL &&
+            nl < MLSTACK__JS_MAX_CONJ)
+            list[nl++] = v;
+    }
+    return nl;
+}
+
+/* Other keys through the automaton: one kind per value rule, its keys those of the DFA states
+   (not named) whose matched patterns lead to that rule. */
+static int mlstack__js_obj_extra_pats(mlstack__js *j, const mlstack__jsbr *br, mlstack__jsobj *o, mlstack__jspat *kp) {
+    int rule_of[1 << MLSTACK__KRE_MAX_PAT], s, x, m, q;
+    char *acc = (char *)mlstack__arena_alloc(&j->arena, (size_t)kp->k.n_st + 1);
+    const mlstack__json *list[MLSTACK__JS_MAX_CONJ];
+    if (!acc) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    for (m = 0; m < (1 << kp->k.n_pat); m++) rule_of[m] = -5;
+    for (s = 0; s < kp->k.n_st; s++) { /* the value rule of each label met */
+        int nl, has_addl = 0;
+        m = MLSTACK__KDS(&kp->k, s).mask;
+        if (mlstack__kre_named(&kp->k, s) || rule_of[m] != -5) continue;
+        nl = mlstack__js_key_list(br, kp, m, NULL, 0, list);
+        for (q = 0; q < br->n_pos; q++) has_addl |= mlstack__json_get(br->pos[q], "additionalProperties") != NULL;
+        rule_of[m] = !m && j->strict && !has_addl ? -2 : mlstack__js_gen_list(j, list, nl);
+        if (rule_of[m] == -1) return -1;
+    }
+    for (m = 0; m < (1 << kp->k.n_pat); m++) {
+        int r = rule_of[m], key;
+        if (r == -5 || r == -2) continue;
+        for (x = 0; x < o->n_ex && o->ex_val[x] != r; x++) {}
+        if (x < o->n_ex) continue;
+        for (s = 0; s < kp->k.n_st; s++)
+            acc[s] = !mlstack__kre_named(&kp->k, s) && rule_of[MLSTACK__KDS(&kp->k, s).mask] == r;
+        if ((key = mlstack__kre_rules(&kp->k, acc)) == -1) return -1;
+        if (key == -2) continue;
+        if (o->n_ex == MLSTACK__JS_MAX_EXTRA)
+            return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "more than 32 kinds of pattern keys");
+        o->ex_key[o->n_ex] = key, o->ex_val[o->n_ex++] = r;
+    }
+    return 0;
+}
+/* Other keys without patterns: additionalProperties' values under propertyNames' keys or any
+   key but the named ones. */
+static int mlstack__js_obj_extra(mlstack__js *j, const mlstack__jsbr *br, mlstack__jsobj *o) {
+    const mlstack__json *list[MLSTACK__JS_MAX_CONJ], *v;
+    int nl = 0, q, val, key;
+    for (q = 0; q < br->n_pos && nl < MLSTACK__JS_MAX_CONJ; q++)
+        if ((v = mlstack__json_get(br->pos[q], "additionalProperties")) != NULL) list[nl++] = v;
+    val = j->strict && !nl ? -2 : mlstack__js_gen_list(j, list, nl);
+    if (val == -1) return -1;
+    if (val == -2 || o->n > 512) return 0; /* no other keys beside hundreds of named ones (a subset) */
+    key = mlstack__js_obj_keys(j, br, o);
+    if (key == -1) return -1;
+    if (key != -2) o->n_ex = 1, o->ex_key[0] = key, o->ex_val[0] = val;
+    return 0;
+}
+
 static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlstack__buf *b) {
     mlstack__jsobj o;
-    const mlstack__json *v, *c, *list[MLSTACK__JS_MAX_CONJ];
+    mlstack__jspat kp;
+    const mlstack__json *v, *list[MLSTACK__JS_MAX_CONJ];
     size_t total = 0;
     int q, i, nl, r;
     char t[64];
@@ -25953,18 +26986,6 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
         const mlstack__json *s = br->pos[q];
         if ((v = mlstack__json_get(s, "properties")) != NULL && v->type == MLSTACK__JSON_OBJECT) total += v->len;
         if ((v = mlstack__json_get(s, "required")) != NULL && v->type == MLSTACK__JSON_ARRAY) total += v->len;
-        if ((v = mlstack__json_get(s, "dependentRequired")) != NULL ||
-            (v = mlstack__json_get(s, "dependencies")) != NULL)
-            if (v->type == MLSTACK__JSON_OBJECT && v->child)
-                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", v->key);
-        if ((v = mlstack__json_get(s, "patternProperties")) != NULL && v->type == MLSTACK__JSON_OBJECT) {
-            const mlstack__json *a = mlstack__json_get(s, "additionalProperties");
-            for (c = v->child; c; c = c->next)
-                if (!(c->type == MLSTACK__JSON_TRUE || (c->type == MLSTACK__JSON_OBJECT && !c->child)) ||
-                    (a && a->type != MLSTACK__JSON_TRUE))
-                    return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
-                                            "patternProperties with a schema or beside additionalProperties");
-        }
         if ((v = mlstack__json_get(s, "minProperties")) != NULL && v->type == MLSTACK__JSON_NUMBER &&
             (long)ceil(v->num) > o.mn)
             o.mn = (long)ceil(v->num);
@@ -25976,29 +26997,27 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     o.p = (mlstack__jsprop *)mlstack__arena_alloc(&j->arena, sizeof *o.p * (total + 1));
     if (!o.p) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     if (mlstack__js_obj_names(j, br, &o, total)) return -1;
+    kp.on = 0;
+    if (mlstack__js_obj_pats(j, br, &o, &kp) < 0) goto fail;
     for (i = 0; i < o.n && j->rc == MLSTACK_OK; i++) { /* each name's value: all that apply to it */
         size_t o1 = mlstack__js_push(j, "properties", 10), o2 = mlstack__js_push(j, o.p[i].key, o.p[i].len);
         mlstack__buf e = {0, 0, 0};
-        nl = 0;
-        for (q = 0; q < br->n_pos; q++) {
-            const mlstack__json *ps = mlstack__json_get(br->pos[q], "properties");
-            v = ps && ps->type == MLSTACK__JSON_OBJECT ? mlstack__json_get(ps, o.p[i].key) : NULL;
-            if (v && strlen(o.p[i].key) != o.p[i].len) v = NULL;
-            if (!v) v = mlstack__json_get(br->pos[q], "additionalProperties");
-            if (v) list[nl++] = v;
-        }
+        int mask = kp.on ? MLSTACK__KDS(&kp.k, mlstack__kre_walk(&kp.k, o.p[i].key, o.p[i].len)).mask : 0;
+        nl = mlstack__js_key_list(br, &kp, mask, o.p[i].key, o.p[i].len, list);
         r = mlstack__js_gen_list(j, list, nl);
         mlstack__js_pop(j, o2);
         mlstack__js_pop(j, o1);
-        if (r == -1) return -1;
+        if (r == -1) goto fail;
         if (r == -2) {
-            if (o.p[i].required) return 0;
+            if (o.p[i].required) goto none;
             o.p[i].rule = -2;
             continue;
         }
         o.p[i].rule = j->n_rules++;
-        if (!mlstack__js_canon_quote(&e, o.p[i].key, o.p[i].len))
-            return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        if (!mlstack__js_canon_quote(&e, o.p[i].key, o.p[i].len)) {
+            mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+            goto fail;
+        }
         {
             mlstack__buf l = {0, 0, 0};
             mlstack__js_lit(&l, e.p, e.n);
@@ -26009,18 +27028,10 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
         }
         MLSTACK_FREE(e.p);
     }
-    nl = 0;
-    o.extra = 0;
-    for (q = 0; q < br->n_pos; q++)
-        if ((v = mlstack__json_get(br->pos[q], "additionalProperties")) != NULL) list[nl++] = v;
-    o.extra = j->strict && !nl ? -2 : mlstack__js_gen_list(j, list, nl);
-    if (o.extra == -1) return -1;
-    if (o.extra != -2 && o.n > 512) o.extra = -2; /* no other keys beside hundreds of named ones (a subset) */
-    if (o.extra != -2) {
-        o.key_rule = mlstack__js_obj_keys(j, br, &o);
-        if (o.key_rule == -1) return -1;
-        if (o.key_rule == -2) o.extra = -2;
-    }
+    if (j->rc != MLSTACK_OK || (kp.on ? mlstack__js_obj_extra_pats(j, br, &o, &kp) : mlstack__js_obj_extra(j, br, &o)))
+        goto fail;
+    if (kp.on) mlstack__kre_free(&kp.k);
+    kp.on = 0;
     o.cap = o.mx >= 0 ? o.mx : (o.mn > 1 ? o.mn : 1);
     if ((double)(o.n + 1) * (double)(o.cap + 1) > 1e6)
         return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "properties x min/maxProperties above a million states");
@@ -26042,7 +27053,7 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
         int *row = &o.rule[(size_t)o.n * (size_t)(o.cap + 1)];
         long cc;
         for (cc = 0; cc < o.cap; cc++)
-            if (row[cc] == -3 && o.extra != -2 && (o.mx < 0 || cc < o.mx)) row[cc + 1] = -3;
+            if (row[cc] == -3 && o.n_ex && (o.mx < 0 || cc < o.mx)) row[cc + 1] = -3;
     }
     for (i = o.n; i >= 0 && j->rc == MLSTACK_OK; i--) {
         long cc;
@@ -26055,6 +27066,12 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     if (r == -2) return 0;
     snprintf(t, sizeof t, "\"{\" ws s%d ws \"}\"", r);
     return MLSTACK__JS_P(j, b, t) ? -1 : 1;
+none:
+    if (kp.on) mlstack__kre_free(&kp.k);
+    return 0;
+fail:
+    if (kp.on) mlstack__kre_free(&kp.k);
+    return -1;
 }
 
 /* Strings under a made 'not enum' (mlstack__js_neg_values): any but the listed ones, when no

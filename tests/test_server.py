@@ -239,8 +239,8 @@ def structured_http(port, model):
             (dict(response_format={"type": "yaml"}), "response_format", ["json_schema"]),
             (dict(response_format={"type": "json_schema", "json_schema": {"schema": {}}}), "response_format", ["name"]),
             (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {
-                "type": "object", "properties": {"x": {"type": "array", "uniqueItems": True}}}}}]),
-             "tools", ["uniqueItems", "/0/function/parameters/properties/x"]),
+                "type": "object", "properties": {"x": {"type": "array", "unevaluatedItems": False}}}}}]),
+             "tools", ["unevaluatedItems", "/0/function/parameters/properties/x"]),
             (dict(tools=[{"type": "function", "function": {"name": "bad name"}}]), "tools", ["name"]),
             (dict(tools=TOOLS, tool_choice={"type": "function", "function": {"name": "nope"}}), "tool_choice", ["nope"]),
             (dict(tool_choice="required"), "tool_choice", ["needs tools"]),
