@@ -111,6 +111,7 @@
                                                                      instead of the built-in pool
      MLSTACK_NO_NEON            undefined   implementation file      leave the AArch64 NEON kernels out
      MLSTACK_NO_AVX2/_NO_AVX512 undefined   implementation file      leave those x86 kernels out
+                                                                     (_NO_AVX2 leaves AVX-512 and AMX out too)
      MLSTACK_NO_TEMPLATE        undefined   implementation file      leave the Jinja interpreter out (>>template):
                                                                      chat templates still load, rendering them
                                                                      fails MLSTACK_ERR_UNSUPPORTED
@@ -467,6 +468,10 @@ typedef struct mlstack_model_info {
                                         config.json say; without them MLSTACK_POOLING_LAST; -1: a
                                         pooling mode mlstack_embed does not have */
     int normalize;                   /* 1: modules.json has a Normalize module (L2), or no modules.json */
+    uint64_t kv_elems_per_token;     /* KV cache elements one position takes over all attention layers
+                                        (bytes: x 2 for F16/BF16, x 4 for F32): 2 n_kv_heads head_dim a
+                                        layer; latent attention (DeepSeek): kv_lora_rank +
+                                        qk_rope_head_dim a layer, the latent and the rope key */
 } mlstack_model_info;
 
 /* Opens a model folder: config.json, generation_config.json (optional),
@@ -1432,7 +1437,8 @@ typedef struct mlstack_request_status {
 } mlstack_request_status;
 
 /* Cache and scheduler accounting. Pages: a page holds page_tokens positions of every attention
-   layer; on models with recurrent layers page_bytes also counts its share of the state snapshots
+   layer that stores KV (layers that read another layer's KV, Gemma 4's shared-KV layers, hold
+   none); on models with recurrent layers page_bytes also counts its share of the state snapshots
    kept at page ends (the kv_mem budget holds those and every sequence's state too). */
 typedef struct mlstack_cache_stats {
     int n_pages;                /* pages in the pool (the kv_mem budget / page_bytes) */
@@ -1725,6 +1731,8 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
       sections call outside its #if !defined(MLSTACK_NO_...), or gives it a stub in the #else.
    6. A kernel with many tile shapes calls one MLSTACK__NOINLINE function per shape (see there)
       rather than inlining them all into one switch: compile time grows faster than a function.
+      Each shape costs a compile: a rare one (a matrix's last outputs) is made of a common one
+      (mlstack__tile_nvec) rather than compiled for itself.
    7. Check with `make build/mlstack` (the six parts, gcc) and `make compile-tests` (each part
       with clang); the slowest part sets the build's wall time, their sum its CPU time. */
 #define MLSTACK__N_PARTS 6
@@ -16805,6 +16813,19 @@ MLSTACK__FN void mlstack__rope_apply(float *v, int Dh, const float *cs) {
 #else
 #define MLSTACK__NOINLINE
 #endif
+/* Vectors a tile computes with `left` of a group's vectors left: `step`, except at the end of a
+   matrix whose outputs are not a multiple of 64, where several rows take what is left and one
+   row goes two vectors at a time, so that the 1-row kernels need no 1 x 4 or 1 x 6 tile (each
+   shape is a function to compile; these ends are rare, and a tile decides only which outputs
+   are summed together, never in what order: the same bits). */
+static MLSTACK__ALWAYS_INLINE int mlstack__tile_nvec(int left, int step, int rows) {
+    return left >= step ? step : rows == 1 ? 2 : left;
+}
+/* tiles mlstack__tile_nvec makes of vt vectors */
+static MLSTACK__ALWAYS_INLINE int mlstack__tile_passes(int vt, int step, int rows) {
+    int left = vt % step;
+    return vt / step + (left == 0 ? 0 : rows == 1 ? left / 2 : 1);
+}
 /* A hint that the line at p will be read soon (no effect on results; nothing where the compiler
    has no builtin for it). */
 #if defined(__GNUC__) || defined(__clang__)
@@ -17009,7 +17030,7 @@ mlstack__p16f_tile_avx2(const unsigned char *wp, size_t lds, const float *x, siz
 /* clang-format off */
 #define MLSTACK__P16F_AVX2_ALL(F, WT_) \
     F(WT_, 6, 2) F(WT_, 5, 2) F(WT_, 4, 2) F(WT_, 3, 2) F(WT_, 2, 4) F(WT_, 2, 2) \
-    F(WT_, 1, 8) F(WT_, 1, 6) F(WT_, 1, 4) F(WT_, 1, 2)
+    F(WT_, 1, 8) F(WT_, 1, 2)
 #define MLSTACK__P16F_AVX2_SHAPES(F) \
     MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_F32) MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_F16) \
     MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_BF16)
@@ -17017,7 +17038,7 @@ MLSTACK__P16F_AVX2_SHAPES(MLSTACK__P16F_AVX2_FN)
 /* clang-format on */
 static MLSTACK__T_AVX2 void mlstack__mm_p16f_rows_avx2(const mlstack__weight *w, const float *x, float *y, int B,
                                                        int o0, int o1) {
-    int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, v0, es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
+    int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, v0, nvec, es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
     int kc = es == 4 && B > 6 && B <= 32 ? MLSTACK__MM_KC / 2 : MLSTACK__MM_KC; /* inputs a step */
     size_t pb = mlstack__p16_bytes(w->wtype, n), ldy = (size_t)w->n_out;
     for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
@@ -17025,7 +17046,7 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_rows_avx2(const mlstack__weight *w,
         int vt = 2 * ((nv + 15) / 16 < gp ? (nv + 15) / 16 : gp); /* vectors to compute */
         size_t lds = (size_t)gp * 16 * (size_t)es, pfs; /* bytes per input */
         int npass = 0; /* passes over each step, every block of rows together */
-        for (b = 0; b < B; b += 6) npass += (vt + MLSTACK__P16F_STEP_AVX2(B - b) - 1) / MLSTACK__P16F_STEP_AVX2(B - b);
+        for (b = 0; b < B; b += 6) npass += mlstack__tile_passes(vt, MLSTACK__P16F_STEP_AVX2(B - b), B - b);
         pfs = (lds + (size_t)npass - 1) / (size_t)npass; /* per input: the step's bytes over all passes */
         for (k0 = 0; k0 < n; k0 += kc) {
             int kn = n - k0 < kc ? n - k0 : kc, resume = k0 > 0;
@@ -17036,12 +17057,12 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_rows_avx2(const mlstack__weight *w,
             for (b = 0; b < B; b += 6) {
                 int rb = B - b < 6 ? B - b : 6, step = MLSTACK__P16F_STEP_AVX2(rb);
                 const float *xb = x + (size_t)b * n + k0;
-                for (v0 = 0; v0 < vt; v0 += step, pass++) {
-                    int nvec = vt - v0 < step ? vt - v0 : step;
+                for (v0 = 0; v0 < vt; v0 += nvec, pass++) {
                     float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
                     const float *bb = bias ? bias + 8 * v0 : NULL;
                     const unsigned char *pf = B > 2 || es == 2 ? src + ahead + (size_t)pass * (size_t)kn * pfs : NULL;
                     const unsigned char *wv = src + (size_t)v0 * 8 * es;
+                    nvec = mlstack__tile_nvec(vt - v0, step, rb);
 #define MLSTACK__P16F_AVX2(WT_, RB_, NV_)                                                                          \
     case (WT_) * 128 + (RB_) * 16 + (NV_):                                                                         \
         mlstack__p16f_avx2_##WT_##_##RB_##_##NV_(wv, lds, xb, (size_t)n, yb, ldy, kn, resume, bb, nv - 8 * v0, pf, \
@@ -17177,7 +17198,7 @@ mlstack__p16q_tile_avx2(int q8, const unsigned char *wp, int gp, int v0, const m
         mlstack__p16q_tile_avx2(Q, wp, gp, v0, xq, ldx, nb, y, ldy, bias, nvt, pf, pfs, RB_, NV_);                 \
     }
 /* clang-format off */
-#define MLSTACK__P16Q_AVX2_ALL(F, Q) F(Q, 4, 2) F(Q, 3, 2) F(Q, 1, 8) F(Q, 1, 6) F(Q, 1, 4) F(Q, 1, 2)
+#define MLSTACK__P16Q_AVX2_ALL(F, Q) F(Q, 4, 2) F(Q, 3, 2) F(Q, 1, 8) F(Q, 1, 2)
 MLSTACK__P16Q_AVX2_ALL(MLSTACK__P16Q_AVX2_FN, 0)
 MLSTACK__P16Q_AVX2_ALL(MLSTACK__P16Q_AVX2_FN, 1)
 /* clang-format on */
@@ -17185,6 +17206,7 @@ MLSTACK__P16Q_AVX2_ALL(MLSTACK__P16Q_AVX2_FN, 1)
 static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                   int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, q8 = w->wtype == MLSTACK__W_Q8_0, np = mlstack__p16_panels(w->n_out), p, b, v0, rb;
+    int nvec;
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
         int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, nv = o1 - p * 16;
@@ -17199,13 +17221,13 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, cons
             step = rb == 1 ? 8 : 2;
             npass = (vt + step - 1) / step; /* per block, each pass fetches its share of the next group */
             pfs = MLSTACK__P16_GROUP * pb / ((size_t)npass * (size_t)nb);
-            for (v0 = 0; v0 < vt; v0 += step) {
-                int nvec = vt - v0 < step ? vt - v0 : step;
+            for (v0 = 0; v0 < vt; v0 += nvec) {
                 float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
                 const float *bb = bias ? bias + 8 * v0 : NULL;
                 const unsigned char *pf = B > 1 && b == 0 && p + 2 * MLSTACK__P16_GROUP <= np
                                               ? wp + MLSTACK__P16_GROUP * pb + (size_t)(v0 / step) * (size_t)nb * pfs
                                               : NULL;
+                nvec = mlstack__tile_nvec(vt - v0, step, rb);
 #define MLSTACK__P16Q_AVX2(Q, RB_, NV_)                                                                            \
     case (Q) * 128 + (RB_) * 16 + (NV_):                                                                           \
         mlstack__p16q_avx2_##Q##_##RB_##_##NV_(wp, gp, v0, xb, (size_t)nb, nb, yb, ldy, bb, nv - 8 * v0, pf, pfs); \
@@ -17501,8 +17523,8 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
         mlstack__kqp_tile_avx2(wp, gp, v0, xq, ldx, nsb, y, ldy, bias, nvt, WT_, RB_, NV_);                         \
     }
 /* clang-format off */
-#define MLSTACK__KQP_AVX2_ALL(F, WT_) F(WT_, 2, 4) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 6) F(WT_, 1, 4) F(WT_, 1, 2)
-#define MLSTACK__KQP_AVX2_SPLIT(F, WT_) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 6) F(WT_, 1, 4) F(WT_, 1, 2)
+#define MLSTACK__KQP_AVX2_ALL(F, WT_) F(WT_, 2, 4) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 2)
+#define MLSTACK__KQP_AVX2_SPLIT(F, WT_) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 2)
 #define MLSTACK__KQP_AVX2_SHAPES(F) \
     MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_0) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_1) \
     MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q4_K) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_K) \
@@ -17513,7 +17535,7 @@ MLSTACK__KQP_AVX2_SHAPES(MLSTACK__KQP_AVX2_FN)
 static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                  int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), np = mlstack__p16_panels(w->n_out);
-    int split = mlstack__kqp_fmt_of(w->wtype).split, wt = w->wtype, p, b, v0;
+    int split = mlstack__kqp_fmt_of(w->wtype).split, wt = w->wtype, p, b, v0, nvec;
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     const unsigned char *packed = MLSTACK__PACKED(w);
     for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
@@ -17524,10 +17546,10 @@ static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const
         for (b = 0; b < B; b += 2) {
             int rb = B - b < 2 ? B - b : 2, step = split ? (rb == 1 ? 8 : 2) : (rb == 1 ? 8 : 4);
             const mlstack__q8x *xb = xq + (size_t)b * nb;
-            for (v0 = 0; v0 < vt; v0 += step) {
-                int nvec = vt - v0 < step ? vt - v0 : step;
+            for (v0 = 0; v0 < vt; v0 += nvec) {
                 float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
                 const float *bb = bias ? bias + 8 * v0 : NULL;
+                nvec = mlstack__tile_nvec(vt - v0, step, rb);
 #define MLSTACK__KQP_AVX2(WT_, RB_, NV_)                                                                    \
     case (WT_) * 64 + (RB_) * 16 + (NV_):                                                                   \
         mlstack__kqp_avx2_##WT_##_##RB_##_##NV_(wp, gp, v0, xb, (size_t)nb, nsb, yb, ldy, bb, nv - 8 * v0); \
@@ -18075,7 +18097,7 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
    the first engine on this path starts; the attention chunk ops and activation quantization
    are vectorized here too. Part 5 (PARTS in >>platform): the AVX2 functions its tables name
    are MLSTACK__FN in >>avx2 (part 4), so they are not compiled twice. */
-#if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX512)
+#if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX512) && !defined(MLSTACK_NO_AVX2) /* it calls AVX2 kernels */
 #define MLSTACK__HAVE_AVX512 1
 #if defined(__GNUC__) || defined(__clang__)
 #define MLSTACK__T_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
@@ -27680,8 +27702,8 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
    layer_types value that marks those layers and their module; the layer kinds and the sizes of
    their state are data (mlstack__state_floats, mlstack__mix_*_width), the mixers live in >>forward.
    Not supported (refused with the name): bidirectional attention, clip_qkv, and on more than
-   one rank MoE, OLMo-2-style whole q/k norms, the LayerNorm families (StableLM, GPT-NeoX) and
-   hybrids. */
+   one rank MoE, OLMo-2-style whole q/k norms, the LayerNorm families (StableLM, GPT-NeoX),
+   hybrids and multi-head latent attention (DeepSeek). */
 
 #define MLSTACK__MAX_TYPED_LAYERS 1024 /* layers an explicit layer_types list may describe */
 #define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
@@ -27701,9 +27723,12 @@ enum {
 enum {
     MLSTACK__LAYER_ATTN = 0,
     MLSTACK__LAYER_CONV = 1, /* gated short convolution (LFM2): B, C, x = xn Win; y = C * conv(B * x) */
-    MLSTACK__LAYER_MAMBA2 = 2, /* Mamba2 mixer (conv1d, SSD recurrence): not implemented yet */
-    MLSTACK__LAYER_DELTANET = 3, /* gated delta-net linear attention: not implemented yet */
+    MLSTACK__LAYER_MAMBA2 = 2, /* Mamba2 mixer (conv1d, SSD recurrence) */
+    MLSTACK__LAYER_DELTANET = 3, /* gated delta-net linear attention */
     MLSTACK__LAYER_MLP = 4, /* no token mixing: the layer is its FFN alone (Nemotron-H "mlp" blocks) */
+    /* attention and a Mamba2 mixer side by side on the same normed input, their outputs summed
+       (Falcon-H1): KV pages and a Mamba2 state */
+    MLSTACK__LAYER_ATTN_SSM = 5,
     MLSTACK__LAYER_KINDS_
 };
 /* mlstack__config.qk_norm: the norm of queries and keys before RoPE (numbers travel in rank messages) */
@@ -27725,7 +27750,8 @@ enum {
     MLSTACK__ROPE_LLAMA3,
     MLSTACK__ROPE_YARN,
     MLSTACK__ROPE_LONGROPE,
-    MLSTACK__ROPE_DYNAMIC
+    MLSTACK__ROPE_DYNAMIC,
+    MLSTACK__ROPE_PROPORTIONAL /* Gemma 4: the first rot_pairs frequencies of head_dim, the rest 0 */
 };
 
 /* Family traits (flags of mlstack__family). */
@@ -27779,6 +27805,35 @@ enum {
     0x200000000ull /* router scores are sigmoids, chosen with each layer's expert_bias
                                                  (use_expert_bias), renormalized with + 1e-6, times
                                                  routed_scaling_factor; layers below num_dense_layers dense (LFM2-MoE) */
+/* DeepSeek V2/V3: multi-head latent attention (mlstack__cfg_mla, >>forward mlstack__mla_layer): q
+   from q_proj or q_a_proj -> q_a_layernorm -> q_b_proj, kv_a_proj_with_mqa -> the latent
+   (kv_lora_rank, kv_a_layernorm) and one shared rope key, kv_b_proj -> per-head k_nope and v;
+   MoE layers from first_k_dense_replace on with shared_experts beside the routed ones, softmax
+   scores routed greedy or group_limited_greedy, never renormalized, times routed_scaling_factor */
+#define MLSTACK__F_MLA 0x100000000000000ull
+/* DeepSeek V3: rope_interleave read (default on), noaux_tc routing: sigmoid scores, chosen with
+   mlp.gate.e_score_correction_bias within the groups ranked by their two best */
+#define MLSTACK__F_MLA_V3 0x200000000000000ull
+/* Gemma 4 (text): RMSNorm weights applied as stored, scores unscaled (q and k are normalized),
+   v normalized per head without a weight, a layer_scalar per layer, num_kv_shared_layers (the
+   last layers read an earlier layer's KV, >>model mlstack__layer_kind), per-layer input
+   embeddings (hidden_size_per_layer_input), attention_k_eq_v (v = k's projection) */
+#define MLSTACK__F_GEMMA4 0x10000000000000ull
+/* router scores are sigmoids; experts chosen by score + e_score_correction_bias within the
+   topk_group best of n_group groups (a group scores the sum of its two best), the chosen scores
+   renormalized (norm_topk_prob, + 1e-20), times routed_scaling_factor; ungated experts beside an
+   ungated shared expert; the MoE layers are the "moe" blocks (Nemotron-H) */
+#define MLSTACK__F_GROUP_ROUTER 0x10000000000ull
+/* Falcon-H1's multipliers: embedding, lm_head, attention in/out, key, ssm in/out, the sections
+   of the mixers' in_proj output (ssm_multipliers), the MLP's gate and down (mlp_multipliers) */
+#define MLSTACK__F_MUP 0x20000000000ull
+/* GGUF forms (llama.cpp's converter): (1 + w) norms are stored as 1 + w; delta-net value heads
+   are stored tiled (key head k's r-th value head at r Hk + k; rows of the value projections, the
+   conv's v channels, A and dt_bias, and ssm_out's input columns), not grouped as in Hugging Face */
+#define MLSTACK__F_GGUF_NORM_PLUS 0x1000000000000000ull
+#define MLSTACK__F_GGUF_V_TILED 0x2000000000000000ull
+#define MLSTACK__F_GGUF_EMBD_NORM 0x4000000000000000ull /* GGUF names the final norm token_embd_norm (LFM2) */
+#define MLSTACK__F_GGUF_POST_ATTN 0x8000000000000000ull /* GGUF names the pre-FFN norm post_attention_norm */
 #define MLSTACK__MAX_EXPERTS 512
 #define MLSTACK__MAX_DN_DIM 1024 /* delta-net head dims and conv width the config may give */
 
@@ -27827,11 +27882,15 @@ typedef struct mlstack__fam_ssm { /* config keys of Mamba2 mixers (mix.kind MLST
     const char *heads, *head_dim, *state, *groups, *conv, *expand, *conv_bias, *proj_bias, *eps;
     int layout; /* MLSTACK__SSM_*: where the mixers sit */
     int nope; /* 1: no RoPE unless position_embedding_type is "rope" (Granite 4.0-H); 2: never (Nemotron-H) */
+    /* the mixer's width when the config gives it (NULL or null: expand x hidden_size); out_proj's
+       bias when it has a key of its own (NULL: proj_bias) */
+    const char *inner, *out_bias;
 } mlstack__fam_ssm;
 enum {
     MLSTACK__SSM_HYBRID = 0, /* layers named by layer_types, each with its FFN (Granite 4.0-H) */
     MLSTACK__SSM_ALONE = 1, /* every layer a mixer alone, no FFN (Mamba2) */
-    MLSTACK__SSM_BLOCKS = 2 /* one block a layer: a mixer, attention or an MLP alone (Nemotron-H) */
+    MLSTACK__SSM_BLOCKS = 2, /* one block a layer: a mixer, attention or an MLP alone (Nemotron-H) */
+    MLSTACK__SSM_PARALLEL = 3 /* every layer attention and a mixer side by side, then its FFN (Falcon-H1) */
 };
 typedef struct mlstack__family {
     const char *arch; /* config.json architectures[0] */
@@ -27857,15 +27916,20 @@ typedef struct mlstack__family {
 #define MLSTACK__EXPERTS(block, n_key, ff_key) {block, "gate_proj", "up_proj", "down_proj", n_key, ff_key}
 #define MLSTACK__LLAMA_NAMES {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
 #define MLSTACK__NO_MIXER {0, NULL, NULL, NULL}
-#define MLSTACK__NO_SSM {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0}
+#define MLSTACK__NO_SSM {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL}
 #define MLSTACK__MIX_DELTANET {MLSTACK__LAYER_DELTANET, "linear_attention", "linear_attn", NULL}
 #define MLSTACK__F_GEMMA (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED)
-/* Qwen3.5 / Qwen3-Next: (1 + w) norms, per-head q/k norms, gated attention beside delta-net layers */
-#define MLSTACK__F_QWEN35 \
-    (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_DELTANET | MLSTACK__F_ATTN_GATE)
+/* Qwen3.5 / Qwen3-Next: (1 + w) norms (GGUF stores 1 + w), per-head q/k norms, gated attention
+   beside delta-net layers */
+#define MLSTACK__F_QWEN35                                                                              \
+    (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_DELTANET | MLSTACK__F_ATTN_GATE | \
+     MLSTACK__F_GGUF_NORM_PLUS | MLSTACK__F_GGUF_POST_ATTN)
 #define MLSTACK__OPTS_QWEN35 {"hidden_act", 1, 0, 0, NULL, 0.25f, NULL}
 #define MLSTACK__QWEN35_VL_NAMES \
     {"model.language_model", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+#define MLSTACK__F_GEMMA4_ROW                                                                     \
+    (MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED | MLSTACK__F_FINAL_SOFTCAP | MLSTACK__F_LAYER_ROPE | \
+     MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_GEMMA4)
 /* clang-format off */
 static const mlstack__family mlstack__families[] = {
     /* class name, GGUF name, traits,
@@ -27887,6 +27951,12 @@ static const mlstack__family mlstack__families[] = {
          MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_FINAL_SOFTCAP | MLSTACK__F_LAYER_ROPE | MLSTACK__F_QK_NORM_HEAD,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"Gemma4ForCausalLM", NULL, MLSTACK__F_GEMMA4_ROW,
+         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"Gemma4ForConditionalGeneration", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_TEXT_CONFIG,
+         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
+         MLSTACK__DENSE, MLSTACK__QWEN35_VL_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Phi3ForCausalLM", NULL, 0,
          MLSTACK__NORMS_PRE, {"qkv_proj", "gate_up_proj"}, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"GraniteForCausalLM", NULL, MLSTACK__F_MULTIPLIERS,
@@ -27938,15 +28008,15 @@ static const mlstack__family mlstack__families[] = {
          {"attention_layernorm", NULL, "feedforward_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     /* hybrids: recurrent layers beside attention */
-    {"Lfm2ForCausalLM", NULL, MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD,
+    {"Lfm2ForCausalLM", "lfm2", MLSTACK__F_TIED | MLSTACK__F_GGUF_EMBD_NORM | MLSTACK__F_QK_NORM_HEAD,
          {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
          {NULL, NULL, "embedding_norm", NULL, NULL, "out_proj", "w3", "w2", "feed_forward", "w1", "q_layernorm",
           "k_layernorm"},
          {MLSTACK__LAYER_CONV, "conv", "conv", "block_auto_adjust_ff_dim"}, MLSTACK__NO_SSM},
-    {"Qwen3_5ForCausalLM", NULL, MLSTACK__F_QWEN35,
+    {"Qwen3_5ForCausalLM", "qwen35", MLSTACK__F_QWEN35 | MLSTACK__F_GGUF_V_TILED,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES,
          MLSTACK__MIX_DELTANET, MLSTACK__NO_SSM},
-    {"Qwen3_5MoeForCausalLM", NULL, MLSTACK__F_QWEN35 | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_NORM_TOPK,
+    {"Qwen3_5MoeForCausalLM", "qwen35moe", MLSTACK__F_QWEN35 | MLSTACK__F_GGUF_V_TILED | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_NORM_TOPK,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35,
          MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__MIX_DELTANET, MLSTACK__NO_SSM},
     /* their vision-language checkpoints, text only (the vision tower is skipped with a note) */
@@ -27958,36 +28028,51 @@ static const mlstack__family mlstack__families[] = {
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35,
          MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__QWEN35_VL_NAMES,
          MLSTACK__MIX_DELTANET, MLSTACK__NO_SSM},
-    {"Qwen3NextForCausalLM", NULL,
+    {"Qwen3NextForCausalLM", "qwen3next",
          MLSTACK__F_QWEN35 | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_SPARSE_STEP | MLSTACK__F_QKVZ_GROUPED |
              MLSTACK__F_TOPK_NORM_ON,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35,
          MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__MIX_DELTANET, MLSTACK__NO_SSM},
-    {"Lfm2MoeForCausalLM", NULL, MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SIGMOID_ROUTER,
+    {"Lfm2MoeForCausalLM", "lfm2moe", MLSTACK__F_TIED | MLSTACK__F_GGUF_EMBD_NORM | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SIGMOID_ROUTER,
          {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
          {"feed_forward", "w1", "w3", "w2", "num_experts", "moe_intermediate_size"},
          {NULL, NULL, "embedding_norm", NULL, NULL, "out_proj", "w3", "w2", "feed_forward", "w1", "q_layernorm",
           "k_layernorm"},
          {MLSTACK__LAYER_CONV, "conv", "conv", NULL}, MLSTACK__NO_SSM},
-    {"Mamba2ForCausalLM", NULL, 0,
+    {"Mamba2ForCausalLM", "mamba2", 0,
          {"norm", NULL, NULL, NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
          {"backbone", "embeddings", "norm_f", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
          {MLSTACK__LAYER_MAMBA2, NULL, "mixer", NULL},
          {"num_heads", "head_dim", "state_size", "n_groups", "conv_kernel", "expand", "use_conv_bias", "use_bias",
-          "layer_norm_epsilon", MLSTACK__SSM_ALONE, 0}},
-    {"GraniteMoeHybridForCausalLM", NULL, MLSTACK__F_MULTIPLIERS | MLSTACK__F_EXPERTS_3D,
+          "layer_norm_epsilon", MLSTACK__SSM_ALONE, 0, NULL, NULL}},
+    {"GraniteMoeHybridForCausalLM", "granitehybrid", MLSTACK__F_MULTIPLIERS | MLSTACK__F_EXPERTS_3D,
          MLSTACK__NORMS_PRE, {NULL, "input_linear"}, {"hidden_act", 1, 0, 0, NULL, 0, "shared_intermediate_size"},
          {"block_sparse_moe", "input_linear", NULL, "output_linear", "num_local_experts", "intermediate_size"},
          {NULL, NULL, NULL, NULL, NULL, NULL, NULL, "output_linear", "shared_mlp", NULL, NULL, NULL},
          {MLSTACK__LAYER_MAMBA2, "mamba", "mamba", NULL},
          {"mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv", "mamba_expand",
-          "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps", MLSTACK__SSM_HYBRID, 1}},
-    {"NemotronHForCausalLM", NULL, MLSTACK__F_PLAIN_MLP,
-         {"norm", NULL, NULL, NULL}, MLSTACK__UNFUSED, {"mlp_hidden_act", 1, 0, 0, NULL, 0, NULL}, MLSTACK__DENSE,
+          "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps", MLSTACK__SSM_HYBRID, 1, NULL, NULL}},
+    /* multi-head latent attention (MLA): the KV cache holds each position's latent and rope key */
+    {"DeepseekV2ForCausalLM", NULL, MLSTACK__F_MLA,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
+         MLSTACK__EXPERTS("mlp", "n_routed_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"DeepseekV3ForCausalLM", NULL, MLSTACK__F_MLA | MLSTACK__F_MLA_V3 | MLSTACK__F_TOPK_NORM_ON,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
+         MLSTACK__EXPERTS("mlp", "n_routed_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"NemotronHForCausalLM", "nemotron_h", MLSTACK__F_PLAIN_MLP | MLSTACK__F_GROUP_ROUTER | MLSTACK__F_TOPK_NORM_ON,
+         {"norm", NULL, NULL, NULL}, MLSTACK__UNFUSED, {"mlp_hidden_act", 1, 0, 0, NULL, 0, NULL},
+         {"mixer", "up_proj", NULL, "down_proj", "n_routed_experts", "moe_intermediate_size"},
          {"backbone", "embeddings", "norm_f", NULL, "mixer", NULL, NULL, NULL, "mixer", NULL, NULL, NULL},
          {MLSTACK__LAYER_MAMBA2, NULL, "mixer", NULL},
          {"mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", NULL, "use_conv_bias",
-          "use_bias", "layer_norm_epsilon", MLSTACK__SSM_BLOCKS, 2}},
+          "use_bias", "layer_norm_epsilon", MLSTACK__SSM_BLOCKS, 2, NULL, NULL}},
+    {"FalconH1ForCausalLM", NULL, MLSTACK__F_MUP,
+         {"input_layernorm", NULL, "pre_ff_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
+         {NULL, NULL, "final_layernorm", NULL, NULL, NULL, NULL, NULL, "feed_forward", NULL, NULL, NULL},
+         {MLSTACK__LAYER_MAMBA2, NULL, "mamba", NULL},
+         {"mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv", "mamba_expand",
+          "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps", MLSTACK__SSM_PARALLEL, 0, "mamba_d_ssm",
+          "projectors_bias"}},
 };
 /* clang-format on */
 
@@ -28000,6 +28085,7 @@ typedef struct mlstack__rope_cfg {
     float beta_fast, beta_slow, mscale, mscale_all_dim; /* yarn */
     int truncate; /* yarn: floor/ceil the correction range */
     int n_factors; /* longrope: entries in short/long (rotary dims / 2) */
+    int rot_pairs; /* proportional: rotating pairs, int(partial_rotary_factor head_dim / 2) */
     float short_f[MLSTACK__MAX_ROPE_PAIRS], long_f[MLSTACK__MAX_ROPE_PAIRS];
 } mlstack__rope_cfg;
 
@@ -28011,7 +28097,22 @@ typedef struct mlstack__ssm_cfg {
     int conv_bias, proj_bias;
     int norm_groups; /* groups of the gated RMSNorm over inner (Mamba2: G) */
     float eps, dt_min, dt_max; /* gated norm epsilon; dt clamped to [dt_min, dt_max] */
+    int gate_norm; /* MLSTACK__GATE_NORM_*: the output's gate and norm */
+    int out_bias; /* out_proj has a bias */
+    int has_mup; /* in_proj's output times mup[] by section z | x | B | C | dt (Falcon-H1) */
+    float mup[5];
 } mlstack__ssm_cfg;
+enum {
+    MLSTACK__GATE_NORM_AFTER = 0, /* y = RMSNorm(y * silu(z)) (Mamba2) */
+    MLSTACK__GATE_NORM_BEFORE = 1, /* y = RMSNorm(y) * silu(z) (Falcon-H1 mamba_norm_before_gate) */
+    MLSTACK__GATE_NORM_NONE = 2 /* y = y * silu(z), no norm (Falcon-H1 without mamba_rms_norm) */
+};
+/* Multipliers around the blocks (Falcon-H1; 1: none): the attention's input, its keys after the
+   projection, its output; the mixer's input and output; the MLP's gate before the activation
+   and its output; the logits. */
+typedef struct mlstack__mults {
+    float attn_in, key, attn_out, ssm_in, ssm_out, mlp_gate, mlp_down, logits;
+} mlstack__mults;
 
 typedef struct mlstack__config {
     int arch; /* index into mlstack__families */
@@ -28045,7 +28146,19 @@ typedef struct mlstack__config {
     float swiglu_alpha, swiglu_limit; /* MLSTACK__ACT_SWIGLU_OAI: sigmoid gain and clamp */
     int moe_sigmoid, moe_bias; /* F_SIGMOID_ROUTER: sigmoid scores; chosen with expert_bias */
     float moe_scale; /* routing weights times this (routed_scaling_factor; 1: none) */
+    int moe_latent; /* the experts' width in and out (moe_latent_size, projected from and to D); 0: D */
     unsigned char layer_moe[MLSTACK__MAX_TYPED_LAYERS]; /* with n_experts: layer l is MoE */
+    float moe_norm_eps; /* sigmoid routers: added to the top-k weights' sum before they are renormalized */
+    /* grouped routing (DeepSeek): experts in moe_groups groups, only the moe_topk_groups best groups
+       chosen from, a group ranked by its best score (MLSTACK__GROUPS_MAX) or the sum of its two
+       best scores + bias (MLSTACK__GROUPS_TOP2; Nemotron-H, DeepSeek V3); 0: none */
+    int moe_groups, moe_topk_groups, moe_group_rank;
+    /* multi-head latent attention (F_MLA; mla_rank 0: none): kv_lora_rank r, q_lora_rank (0: q_proj),
+       qk_nope_head_dim, qk_rope_head_dim, v_head_dim; rope pairs interleaved (2i, 2i + 1); the
+       shared experts' width (n_shared_experts x moe_intermediate_size). head_dim is then r +
+       qk_rope_head_dim, the width of a query after W_UK is absorbed into it and of the one KV
+       head (the latent and the rope key); n_kv_heads 1; rot_dim qk_rope_head_dim. */
+    int mla_rank, mla_q_rank, mla_nope, mla_rope, mla_v, mla_interleave, mla_shared_ff;
     /* hybrids: recurrent layers beside attention (n_recurrent 0: every layer attends) */
     unsigned char layer_kind[MLSTACK__MAX_TYPED_LAYERS]; /* MLSTACK__LAYER_* (with n_recurrent) */
     int n_recurrent; /* layers that are not attention */
@@ -28054,12 +28167,20 @@ typedef struct mlstack__config {
     int conv_bias; /* the conv layers' convolution and projections have biases (LFM2 conv_bias) */
     size_t state_floats; /* one sequence's recurrent state, every layer (>>kvcache) */
     mlstack__ssm_cfg ssm; /* the Mamba2 mixers (kind MLSTACK__LAYER_MAMBA2) */
+    mlstack__mults mult;
     int nope; /* no rotary embedding on q and k (Granite 4.0-H "nope") */
     /* gated delta-net layers: key heads of dk dims, value heads (a multiple of them) of dv dims,
        the causal conv's width */
     int dn_k_heads, dn_v_heads, dn_k_dim, dn_v_dim, dn_conv;
     int attn_gate; /* F_ATTN_GATE: attention output times sigmoid of q_proj's second half */
+    int norm_plus_stored; /* F_NORM_PLUS_ONE norms are stored as 1 + w (GGUF): applied as stored */
+    int dn_v_tiled; /* delta-net value heads stored tiled (GGUF, F_GGUF_V_TILED): their input rows are
+                       put back grouped at load; outputs go to the tiled columns ssm_out reads */
     int text_only; /* F_TEXT_CONFIG with a vision_config: its vision tower is not loaded */
+    /* F_GEMMA4: v RMSNorm per head (no weight); k_eq_v: layers without v_proj take v = xn Wk
+       (full layers with attention_k_eq_v); the last n_kv_shared layers read the KV of the last
+       earlier layer of their type and store none; ple_dim: per-layer input width (0: none) */
+    int v_norm, k_eq_v, n_kv_shared, ple_dim, ple_vocab; /* ple_vocab: rows of the per-layer table */
     int32_t bos_id;
     int n_eos;
     int32_t eos_ids[MLSTACK_MAX_EOS];
@@ -28081,6 +28202,7 @@ typedef struct mlstack__layer {
     int moe;
     mlstack__weight router, *experts, sh_gate, sh_up, sh_down, sh_router;
     const float *expert_bias; /* (E,) added to the scores to choose experts (F_SIGMOID_ROUTER), or NULL */
+    mlstack__weight moe_lin, moe_lout; /* latent experts: (latent, D) before them, (D, latent) after */
     /* what mixes the tokens (MLSTACK__LAYER_*): attention reads block kv_layer of each KV page; a
        recurrent layer its state at state_off floats into the sequence's (>>kvcache), with its
        input projection w_in, its output projection in wo (wq/wk/wv unused) */
@@ -28091,11 +28213,24 @@ typedef struct mlstack__layer {
     /* Mamba2 (in_proj in w_in, out_proj in wo, conv1d in conv_w / conv_b): dt_bias, A =
        -exp(A_log) and the D skip (H each), the gated norm's weight (inner) */
     const float *ssm_dt_bias, *ssm_a, *ssm_d, *ssm_norm;
+    mlstack__weight w_mix_out; /* the mixer's out_proj where wo is the attention's (ATTN_SSM) */
     mlstack__weight wqg; /* gated attention: the gate rows of q_proj (H Dh, D) */
     /* gated delta-net: w_in (W, D) holds the rows q | k | v | z | b | a (W = 2 Hk dk + 2 Hv dv +
        2 Hv), wo (D, Hv dv), the conv (C, dn_conv) runs over the C = 2 Hk dk + Hv dv channels
        q | k | v; per value head -exp(A_log) and dt_bias; the gated output norm's weight (dv) */
     const float *dn_neg_a, *dn_dt_bias, *dn_norm;
+    /* latent attention (mla_rank): wq is q_proj or q_b_proj after wqa (q_a_proj) and q_a_norm; wk
+       is kv_a_proj_with_mqa (latent | rope key), kv_a_norm the latent's norm; kv_b_proj as f32
+       copies: w_uk (H r, dn) each head's W_UK transposed (absorbed into its query), w_uv (H dv, r)
+       each head's W_UV (applied to its attention-weighted latent) */
+    mlstack__weight wqa, w_uk, w_uv;
+    const float *q_a_norm, *kv_a_norm;
+    /* F_GEMMA4: kv_shared: no k/v of its own, reads block kv_layer (its source's); x times
+       layer_scale at the end of the layer; per-layer input: x += norm((act(x Wg) * ple) Wp) */
+    int kv_shared, v_from_k; /* v_from_k: no v_proj, v = xn Wk (attention_k_eq_v full layers) */
+    float layer_scale;
+    mlstack__weight w_ple_gate, w_ple_proj;
+    const float *ple_norm;
 } mlstack__layer;
 
 struct mlstack_model {
@@ -28128,6 +28263,13 @@ struct mlstack_model {
     uint64_t mapped_panel_bytes; /* P16 panels used in place from a file saved with them */
     uint64_t packed_bytes; /* P16 panels made from rows by mlstack__model_pack */
     int head_quant; /* desc.head_quant; -1: desc.keep_head */
+    /* per-layer input embeddings (cfg.ple_dim): the table (vocab, L P) as stored and its scale
+       sqrt(P) in its dtype, the projection (L P, D) of the embeddings and its norm (P) */
+    const void *ple_embed;
+    mlstack_dtype ple_dtype;
+    float ple_scale;
+    mlstack__weight ple_proj;
+    const float *ple_norm, *ones; /* ones: (head_dim) weight of the v norm */
 };
 
 static int mlstack__json_int(const mlstack__json *v, int64_t *out) {
@@ -28254,8 +28396,9 @@ static mlstack_result mlstack__cfg_num(const mlstack__json *obj, const char *key
 }
 
 /* Nemotron-H's blocks, one a layer: layers_block_type (or layer_types) as a list of
-   "linear_attention" / "mamba", "full_attention" / "attention", "mlp" (and "moe", refused), or
-   hybrid_override_pattern as a string of M, *, - (and E); their count is the layer count. */
+   "linear_attention" / "mamba", "full_attention" / "attention", "mlp", "moe", or
+   hybrid_override_pattern as a string of M, *, -, E; their count is the layer count. A "moe"
+   block is an MLP block whose FFN is the experts (layer_moe). */
 static mlstack_result mlstack__cfg_blocks(mlstack__config *c, const mlstack__json *root, const char *file,
                                           mlstack_error *err) {
     const mlstack__json *v = mlstack__json_get(root, "layers_block_type"), *e;
@@ -28270,21 +28413,22 @@ static mlstack_result mlstack__cfg_blocks(mlstack__config *c, const mlstack__jso
                              "%s: %s needs its blocks: layers_block_type (a list) or hybrid_override_pattern", file,
                              c->architecture);
     for (e = pat ? NULL : v->child; pat ? pat[n] != 0 : e != NULL; e = e ? e->next : NULL, n++) {
-        static const char *const names[5] = {"linear_attention", "mamba", "full_attention", "attention", "mlp"};
+        static const char *const names[6] = {"linear_attention", "mamba", "full_attention", "attention", "mlp", "moe"};
         if (n >= MLSTACK__MAX_TYPED_LAYERS)
             return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: more than %d blocks", file, MLSTACK__MAX_TYPED_LAYERS);
-        if (pat) k = pat[n] == 'M' ? 0 : pat[n] == '*' ? 2 : pat[n] == '-' ? 4 : 5;
+        if (pat) k = pat[n] == 'M' ? 0 : pat[n] == '*' ? 2 : pat[n] == '-' ? 4 : pat[n] == 'E' ? 5 : 6;
         else
-            for (k = 0; k < 5 && !mlstack__json_is_str(e, names[k]); k++) {}
-        if (k == 5)
+            for (k = 0; k < 6 && !mlstack__json_is_str(e, names[k]); k++) {}
+        if (k == 6)
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                                  "%s: block %d of %s is not supported (supported: Mamba2 \"M\", attention \"*\", MLP "
-                                 "\"-\"; not MoE \"E\")",
+                                 "\"-\", MoE \"E\")",
                                  file, n, c->architecture);
         c->layer_kind[n] = (unsigned char)(k < 2   ? MLSTACK__LAYER_MAMBA2
                                            : k < 4 ? MLSTACK__LAYER_ATTN
                                                    : MLSTACK__LAYER_MLP);
-        c->n_recurrent += k < 2 || k == 4;
+        c->layer_moe[n] = (unsigned char)(k == 5);
+        c->n_recurrent += k < 2 || k >= 4;
     }
     if (!n) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no blocks", file);
     c->n_layers = n;
@@ -28409,6 +28553,18 @@ static mlstack_result mlstack__cfg_rope_one(mlstack__config *c, mlstack__rope_cf
         if (c->rot_dim / 2 > MLSTACK__MAX_ROPE_PAIRS || c->rot_dim < 4)
             return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: dynamic RoPE with %d rotary dims (4 to %d supported)",
                                  file, c->rot_dim, 2 * MLSTACK__MAX_ROPE_PAIRS);
+    } else if (mlstack__json_is_str(ty, "proportional")) {
+        /* Gemma 4: pairs (i, i + head_dim / 2) rotate for i < int(partial_rotary_factor
+           head_dim / 2) with theta^(-2i / head_dim) / factor; the other pairs do not move */
+        float prf;
+        t->kind = MLSTACK__ROPE_PROPORTIONAL;
+        if ((r = mlstack__cfg_num(rs, "factor", 1, 1e-6, 1e6, &t->factor, file, err)) ||
+            (r = mlstack__cfg_num(rs, "partial_rotary_factor", 1, 0, 1, &prf, file, err)))
+            return r;
+        t->rot_pairs = (int)floor((double)prf * c->head_dim / 2);
+        if (c->rot_dim != c->head_dim)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: proportional RoPE is supported for %s only", file,
+                                 "Gemma 4");
     } else if (mlstack__json_is_str(ty, "linear")) {
         t->kind = MLSTACK__ROPE_LINEAR;
         if ((r = mlstack__cfg_float(rs, "factor", 0, &t->factor, file, err)) != MLSTACK_OK) return r;
@@ -28469,7 +28625,7 @@ static mlstack_result mlstack__cfg_rope_one(mlstack__config *c, mlstack__rope_cf
         return MLSTACK__FAIL(
             err, MLSTACK_ERR_UNSUPPORTED,
             "%s: rope_scaling type \"%.40s\" is not supported (supported: default, linear, llama3, yarn, "
-            "longrope, dynamic)",
+            "longrope, dynamic, proportional)",
             file, ty->type == MLSTACK__JSON_STRING ? ty->str : "?");
     }
     return MLSTACK_OK;
@@ -28515,6 +28671,7 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
                                   &prf, file, err)) != MLSTACK_OK)
             return r;
     }
+    if (c->fam->flags & MLSTACK__F_GEMMA4) prf = 1; /* whole heads (proportional RoPE leaves pairs still) */
     c->rot_dim = (int)((float)c->head_dim * prf) / 2 * 2; /* transformers: int(head_dim * factor) */
     if (c->rot_dim < 2)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: partial_rotary_factor %g leaves no rotary dims", file, prf);
@@ -28623,6 +28780,145 @@ static mlstack_result mlstack__cfg_deltanet(mlstack__config *c, const mlstack__j
     return MLSTACK_OK;
 }
 
+enum { MLSTACK__GROUPS_MAX = 1, MLSTACK__GROUPS_TOP2 = 2 };
+
+/* Grouped sigmoid routing (F_GROUP_ROUTER, Nemotron-H): n_group groups of experts, the best
+   topk_group kept, routed_scaling_factor, the ungated shared expert's width, the experts' latent
+   width (moe_latent_size, at most hidden_size). */
+static mlstack_result mlstack__cfg_group_router(mlstack__config *c, const mlstack__json *root, const char *file,
+                                                mlstack_error *err) {
+    mlstack_result r;
+    int gsize;
+    c->moe_sigmoid = c->moe_bias = 1;
+    c->moe_norm_eps = 1e-20f;
+    c->moe_group_rank = MLSTACK__GROUPS_TOP2;
+    if ((r = mlstack__cfg_num(root, "routed_scaling_factor", 1, 1e-6, 1e6, &c->moe_scale, file, err)) ||
+        (r = mlstack__cfg_int(root, "n_group", 1, &c->moe_groups, file, err)) ||
+        (r = mlstack__cfg_int(root, "topk_group", 1, &c->moe_topk_groups, file, err)) ||
+        (r = mlstack__cfg_int(root, "moe_shared_expert_intermediate_size", 0, &c->shared_ff, file, err)))
+        return r;
+    gsize = c->n_experts / c->moe_groups;
+    if (c->n_experts % c->moe_groups || gsize < 2 || c->moe_topk_groups > c->moe_groups ||
+        c->n_experts_used > c->moe_topk_groups * gsize)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: %d experts in n_group %d groups, topk_group %d, %d per token (groups of at least 2 "
+                             "experts, no more groups kept than there are, enough experts in them for the top k)",
+                             file, c->n_experts, c->moe_groups, c->moe_topk_groups, c->n_experts_used);
+    if (!mlstack__json_is_null(mlstack__json_get(root, "moe_latent_size")) &&
+        ((r = mlstack__cfg_int(root, "moe_latent_size", 0, &c->moe_latent, file, err)) || c->moe_latent > c->n_embd))
+        return r ? r
+                 : MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: moe_latent_size %d is above hidden_size %d", file,
+                                 c->moe_latent, c->n_embd);
+    return MLSTACK_OK;
+}
+
+/* A config key that may be absent or null, else must be the string want. */
+static mlstack_result mlstack__cfg_str_is(const mlstack__json *root, const char *key, const char *want,
+                                          const char *file, mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, key);
+    if (mlstack__json_is_null(v) || mlstack__json_is_str(v, want)) return MLSTACK_OK;
+    return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s = \"%.40s\" is not supported (supported: %s)", file, key,
+                         v->type == MLSTACK__JSON_STRING ? v->str : "?", want);
+}
+
+/* DeepSeek's experts: dense layers below first_k_dense_replace, shared experts, the routing
+   (V2: softmax scores, greedy or group_limited_greedy, never renormalized; V3: noaux_tc). */
+static mlstack_result mlstack__cfg_mla_moe(mlstack__config *c, const mlstack__json *root, const char *file,
+                                           mlstack_error *err) {
+    int v3 = (c->fam->flags & MLSTACK__F_MLA_V3) != 0, dense, freq, shared, i;
+    const mlstack__json *tm = mlstack__json_get(root, "topk_method"), *ns = mlstack__json_get(root, "n_shared_experts");
+    int64_t w = 0;
+    mlstack_result r;
+    if ((r = mlstack__cfg_num(root, "routed_scaling_factor", v3 ? 2.5 : 1.0, 1e-6, 1e6, &c->moe_scale, file, err)) ||
+        (r = mlstack__cfg_int(root, "moe_layer_freq", 1, &freq, file, err)) ||
+        (r = mlstack__cfg_str_is(root, "scoring_func", v3 ? "sigmoid" : "softmax", file, err)) ||
+        (v3 && (r = mlstack__cfg_str_is(root, "topk_method", "noaux_tc", file, err))))
+        return r;
+    if (freq != 1)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: moe_layer_freq %d (1 supported)", file, freq);
+    if (!mlstack__json_is_null(ns) && (!mlstack__json_int(ns, &w) || w < 0 || w > 64))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: n_shared_experts must be 0 to 64", file);
+    shared = mlstack__json_is_null(ns) ? (v3 ? 1 : 2) : (int)w;
+    c->mla_shared_ff = shared * c->moe_ff;
+    if (c->mla_shared_ff > c->n_ff)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: shared experts %d wide, wider than intermediate_size %d (not supported)", file,
+                             c->mla_shared_ff, c->n_ff);
+    w = v3 ? 3 : 0;
+    if (!mlstack__json_is_null(mlstack__json_get(root, "first_k_dense_replace")) &&
+        (!mlstack__json_int(mlstack__json_get(root, "first_k_dense_replace"), &w) || w < 0 || w > c->n_layers))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: first_k_dense_replace must be 0 to %d", file, c->n_layers);
+    dense = (int)w;
+    for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = (unsigned char)(i >= dense);
+    c->norm_topk = v3 && c->norm_topk; /* V2's router never renormalizes (transformers) */
+    c->moe_sigmoid = c->moe_bias = v3;
+    c->moe_norm_eps = 1e-20f; /* V3: the top-k sum + 1e-20 */
+    if (v3) c->moe_group_rank = MLSTACK__GROUPS_TOP2;
+    else if (mlstack__json_is_str(tm, "group_limited_greedy"))
+        c->moe_group_rank = MLSTACK__GROUPS_MAX;
+    else if ((r = mlstack__cfg_str_is(root, "topk_method", "greedy", file, err)))
+        return r;
+    if (!c->moe_group_rank) return MLSTACK_OK;
+    if ((r = mlstack__cfg_int(root, "n_group", v3 ? 8 : 0, &c->moe_groups, file, err)) ||
+        (r = mlstack__cfg_int(root, "topk_group", v3 ? 4 : 0, &c->moe_topk_groups, file, err)))
+        return r;
+    if (c->n_experts % c->moe_groups || c->moe_topk_groups > c->moe_groups ||
+        (v3 && c->n_experts / c->moe_groups < 2) ||
+        c->moe_topk_groups * (c->n_experts / c->moe_groups) < c->n_experts_used)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: n_group %d, topk_group %d do not fit %d experts, %d per token (groups must divide "
+                             "the experts, %shold at least num_experts_per_tok together)",
+                             file, c->moe_groups, c->moe_topk_groups, c->n_experts, c->n_experts_used,
+                             v3 ? "have 2 or more each, " : "");
+    return MLSTACK_OK;
+}
+
+/* Multi-head latent attention (F_MLA): the ranks and head widths, the one KV head it caches
+   (latent | rope key), the softmax scale (qk_nope + qk_rope)^-0.5, times mscale^2 with yarn's
+   mscale_all_dim (transformers' yarn_apply_mscale). After the rotary tables are read. */
+#define MLSTACK__MLA_MAX 65536 /* widest latent, q LoRA rank and head part an MLA config may give */
+static mlstack_result mlstack__cfg_mla(mlstack__config *c, const mlstack__json *root, const char *file,
+                                       mlstack_error *err) {
+    mlstack_result r;
+    const mlstack__rope_cfg *t = &c->rope[0];
+    double scale;
+    if (!(c->fam->flags & MLSTACK__F_MLA)) return MLSTACK_OK;
+    if ((r = mlstack__cfg_int(root, "kv_lora_rank", 0, &c->mla_rank, file, err)) ||
+        (!mlstack__json_is_null(mlstack__json_get(root, "q_lora_rank")) &&
+         (r = mlstack__cfg_int(root, "q_lora_rank", 0, &c->mla_q_rank, file, err))) ||
+        (r = mlstack__cfg_int(root, "qk_nope_head_dim", 128, &c->mla_nope, file, err)) ||
+        (r = mlstack__cfg_int(root, "qk_rope_head_dim", 64, &c->mla_rope, file, err)) ||
+        (r = mlstack__cfg_int(root, "v_head_dim", 128, &c->mla_v, file, err)))
+        return r;
+    if (c->mla_rank > MLSTACK__MLA_MAX || c->mla_q_rank > MLSTACK__MLA_MAX || c->mla_nope > c->mla_rank ||
+        c->mla_v > MLSTACK__MLA_MAX || c->mla_rope % 2 || c->mla_rope / 2 > MLSTACK__MAX_ROPE_PAIRS ||
+        (int64_t)c->n_heads * (c->mla_rank + c->mla_rope) > (1 << 30) || (int64_t)c->n_heads * c->mla_v > (1 << 30))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: latent attention with kv_lora_rank %d, q_lora_rank %d, qk_nope_head_dim %d, "
+                             "qk_rope_head_dim %d, v_head_dim %d is not supported (qk_nope_head_dim up to "
+                             "kv_lora_rank, an even qk_rope_head_dim up to %d)",
+                             file, c->mla_rank, c->mla_q_rank, c->mla_nope, c->mla_rope, c->mla_v,
+                             2 * MLSTACK__MAX_ROPE_PAIRS);
+    if (c->attn_bias || c->o_bias)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: attention_bias with latent attention is not supported",
+                             file);
+    if (t->kind == MLSTACK__ROPE_LONGROPE || t->kind == MLSTACK__ROPE_DYNAMIC)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s RoPE with latent attention is not supported", file,
+                             t->kind == MLSTACK__ROPE_LONGROPE ? "longrope" : "dynamic");
+    c->mla_interleave =
+        !(c->fam->flags & MLSTACK__F_MLA_V3) || mlstack__json_bool(mlstack__json_get(root, "rope_interleave"), 1);
+    c->head_dim = c->mla_rank + c->mla_rope;
+    c->n_kv_heads = 1;
+    c->rot_dim = c->mla_rope;
+    scale = pow((double)(c->mla_nope + c->mla_rope), -0.5);
+    if (t->kind != MLSTACK__ROPE_DEFAULT && t->mscale_all_dim > 0 && t->factor > 1) {
+        double ms = 0.1 * t->mscale_all_dim * log((double)t->factor) + 1.0;
+        scale = scale * ms * ms;
+    }
+    c->attn_scale = (float)scale;
+    return MLSTACK_OK;
+}
+
 /* Mixture of experts: the expert count and width, top k, renormalization, the shared expert and
    which layers are MoE (decoder_sparse_step, mlp_only_layers). */
 static mlstack_result mlstack__cfg_moe(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -28656,8 +28952,11 @@ static mlstack_result mlstack__cfg_moe(mlstack__config *c, const mlstack__json *
         return r;
     if ((f->flags & MLSTACK__F_SPARSE_STEP) && (r = mlstack__cfg_int(root, "decoder_sparse_step", 1, &step, file, err)))
         return r;
-    for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = (unsigned char)((i + 1) % step == 0);
+    for (i = 0; i < c->n_layers && !(f->flags & MLSTACK__F_GROUP_ROUTER); i++) /* else: the "moe" blocks */
+        c->layer_moe[i] = (unsigned char)((i + 1) % step == 0);
     c->moe_scale = 1;
+    c->moe_norm_eps = 1e-6f;
+    if ((f->flags & MLSTACK__F_GROUP_ROUTER) && (r = mlstack__cfg_group_router(c, root, file, err))) return r;
     if (f->flags & MLSTACK__F_SIGMOID_ROUTER) {
         int dense = 0;
         c->moe_sigmoid = 1;
@@ -28684,7 +28983,7 @@ static mlstack_result mlstack__cfg_moe(mlstack__config *c, const mlstack__json *
     }
     if (!mlstack__json_is_null(mlstack__json_get(root, "clip_qkv")))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: clip_qkv is not supported", file);
-    return MLSTACK_OK;
+    return (f->flags & MLSTACK__F_MLA) ? mlstack__cfg_mla_moe(c, root, file, err) : MLSTACK_OK;
 }
 
 /* Which layers slide, and (hybrids) which are the family's recurrent layers: layer_types, else
@@ -28743,7 +29042,7 @@ static mlstack_result mlstack__cfg_ssm(mlstack__config *c, const mlstack__json *
     mlstack__ssm_cfg *s = &c->ssm;
     const mlstack__json *v;
     mlstack_result r;
-    int expand = 2;
+    int expand = 2, width;
     if ((r = mlstack__cfg_int(root, k->heads, 0, &s->heads, file, err)) ||
         (r = mlstack__cfg_int(root, k->state, 128, &s->state, file, err)) ||
         (r = mlstack__cfg_int(root, k->groups, 1, &s->groups, file, err)) ||
@@ -28757,15 +29056,17 @@ static mlstack_result mlstack__cfg_ssm(mlstack__config *c, const mlstack__json *
                              "%s: %s x hidden_size %d x %d, conv window %d (at most 64), %d heads in %d groups (the "
                              "groups must divide the heads)",
                              file, k->expand ? k->expand : "expand", expand, c->n_embd, s->conv, s->heads, s->groups);
+    width = expand * c->n_embd; /* or as the config gives it (Falcon-H1 mamba_d_ssm) */
+    if (k->inner && !mlstack__json_is_null(mlstack__json_get(root, k->inner)) &&
+        ((r = mlstack__cfg_int(root, k->inner, 0, &width, file, err)) || width > (1 << 24)))
+        return r ? r : MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %s %d is above 2^24", file, k->inner, width);
     v = mlstack__json_get(root, k->head_dim);
-    if (k->expand && (mlstack__json_is_null(v) || mlstack__json_is_str(v, "auto")))
-        s->head_dim = expand * c->n_embd / s->heads;
+    if (k->expand && (mlstack__json_is_null(v) || mlstack__json_is_str(v, "auto"))) s->head_dim = width / s->heads;
     else if ((r = mlstack__cfg_int(root, k->head_dim, 0, &s->head_dim, file, err)) != MLSTACK_OK)
         return r;
     /* the mixer's width: expand x hidden_size, or heads x head_dim where the family has no expand
        key (Nemotron-H) */
-    s->inner = k->expand ? expand * c->n_embd
-                         : (int)((int64_t)s->heads * s->head_dim > (1 << 24) ? -1 : s->heads * s->head_dim);
+    s->inner = k->expand ? width : (int)((int64_t)s->heads * s->head_dim > (1 << 24) ? -1 : s->heads * s->head_dim);
     if ((int64_t)s->heads * s->head_dim != s->inner || (int64_t)s->inner * s->state > (1 << 30) ||
         (int64_t)s->groups * s->state > (1 << 24))
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
@@ -28777,10 +29078,156 @@ static mlstack_result mlstack__cfg_ssm(mlstack__config *c, const mlstack__json *
     s->norm_groups = s->groups;
     s->conv_bias = mlstack__json_bool(mlstack__json_get(root, k->conv_bias), 1);
     s->proj_bias = mlstack__json_bool(mlstack__json_get(root, k->proj_bias), 0);
+    s->out_bias = k->out_bias ? mlstack__json_bool(mlstack__json_get(root, k->out_bias), 0) : s->proj_bias;
+    s->gate_norm = MLSTACK__GATE_NORM_AFTER;
+    if (k->layout == MLSTACK__SSM_PARALLEL) /* Falcon-H1's keys and defaults */
+        s->gate_norm = !mlstack__json_bool(mlstack__json_get(root, "mamba_rms_norm"), 0) ? MLSTACK__GATE_NORM_NONE
+                       : mlstack__json_bool(mlstack__json_get(root, "mamba_norm_before_gate"), 1)
+                           ? MLSTACK__GATE_NORM_BEFORE
+                           : MLSTACK__GATE_NORM_AFTER;
     v = mlstack__json_get(root, "hidden_act");
     if (!mlstack__json_is_null(v) && !mlstack__json_is_str(v, "silu") && !mlstack__json_is_str(v, "swish"))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: the Mamba2 mixers of %s support hidden_act silu only",
                              file, c->architecture);
+    return MLSTACK_OK;
+}
+
+/* The layer whose KV layer l reads: l itself, or for the last n_kv_shared layers the last layer
+   before them of the same type (sliding or full); -1 when there is none. */
+static int mlstack__kv_source(const mlstack__config *c, int l) {
+    int first = c->n_layers - c->n_kv_shared, i;
+    if (l < first) return l;
+    for (i = first - 1; i >= 0; i--)
+        if (c->layer_sliding[i] == c->layer_sliding[l]) return i;
+    return -1;
+}
+
+/* Gemma 4's shared-KV layers and per-layer inputs: num_kv_shared_layers (each shared layer's
+   type needs an earlier layer of that type to read, as transformers requires), the per-layer
+   input width (absent: transformers' default 256; null or 0: none) and its vocabulary. */
+static mlstack_result mlstack__cfg_gemma4_layers(mlstack__config *c, const mlstack__json *root, const char *file,
+                                                 mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, "num_kv_shared_layers");
+    int64_t w = 0;
+    int l, first;
+    if (!mlstack__json_is_null(v) && (!mlstack__json_int(v, &w) || w < 0 || w >= c->n_layers))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: num_kv_shared_layers must be 0 to %d", file,
+                             c->n_layers - 1);
+    c->n_kv_shared = (int)w;
+    first = c->n_layers - c->n_kv_shared;
+    for (l = first; l < c->n_layers; l++)
+        if (mlstack__kv_source(c, l) < 0)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: shared-KV layer %d is %s, but no layer before %d is (num_kv_shared_layers %d)",
+                                 file, l, c->layer_sliding[l] ? "sliding" : "full", first, c->n_kv_shared);
+    if (c->n_kv_shared && mlstack__json_bool(mlstack__json_get(root, "use_double_wide_mlp"), 0))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: use_double_wide_mlp (wider MLPs in shared-KV layers) is not supported yet", file);
+    v = mlstack__json_get(root, "hidden_size_per_layer_input");
+    w = v ? 0 : 256;
+    if (!mlstack__json_is_null(v) &&
+        (!mlstack__json_int(v, &w) || w < 0 || w > (1 << 16) || w * c->n_layers > (1 << 24)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: hidden_size_per_layer_input must be 0 to 65536 (times the layers at most 2^24)",
+                             file);
+    c->ple_dim = (int)w;
+    c->ple_vocab = c->n_vocab;
+    if (c->ple_dim) {
+        mlstack_result r = mlstack__cfg_int(root, "vocab_size_per_layer_input", c->n_vocab, &c->ple_vocab, file, err);
+        if (r != MLSTACK_OK) return r;
+        if (c->ple_vocab > c->n_vocab)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: vocab_size_per_layer_input %d above vocab_size %d", file,
+                                 c->ple_vocab, c->n_vocab);
+    }
+    return MLSTACK_OK;
+}
+/* Gemma 4's text options (F_GEMMA4): the layer pattern (every 6th layer full unless layer_types
+   says otherwise; the last layer always full, as transformers forces it), shared-KV layers,
+   per-layer inputs, k = v layers; what the forward pass does not do (per-layer head sizes, the
+   MoE block, double-wide MLPs, bidirectional attention) is refused by name. */
+static mlstack_result mlstack__cfg_gemma4(mlstack__config *c, const mlstack__json *root, const char *file,
+                                          mlstack_error *err) {
+    const mlstack__json *v, *e;
+    int64_t w;
+    int l;
+    static const char *const keys[2] = {"global_head_dim", "num_global_key_value_heads"};
+    c->attn_scale = 1.0f; /* q and k are RMS-normalized: no 1 / sqrt(head_dim) */
+    c->v_norm = 1;
+    c->k_eq_v = mlstack__json_bool(mlstack__json_get(root, "attention_k_eq_v"), 0);
+    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d layers (at most %d supported for %s)", file, c->n_layers,
+                             MLSTACK__MAX_TYPED_LAYERS, c->architecture);
+    if (!c->has_layer_types)
+        for (l = 0; l < c->n_layers; l++) c->layer_sliding[l] = (unsigned char)((l + 1) % 6 != 0);
+    c->has_layer_types = 1;
+    c->layer_sliding[c->n_layers - 1] = 0;
+    /* per-layer head sizes: per_layer_config as transformers saves it (the layers that differ),
+       else full layers take global_head_dim (default 512) and, with k = v, num_global_key_value_heads */
+    for (l = 0; l < 2 && mlstack__json_is_null(mlstack__json_get(root, "per_layer_config")); l++) {
+        v = mlstack__json_get(root, keys[l]);
+        w = l ? c->n_kv_heads : 512;
+        if (!mlstack__json_is_null(v) && !mlstack__json_int(v, &w)) w = -1;
+        if (w != (l ? c->n_kv_heads : c->head_dim) && (l == 0 || c->k_eq_v))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: %s different from %s (full layers with other head sizes) is not supported yet",
+                                 file, keys[l], l ? "num_key_value_heads" : "head_dim");
+    }
+    v = mlstack__json_get(root, "per_layer_config");
+    for (e = v && v->type == MLSTACK__JSON_OBJECT ? v->child : NULL; e; e = e->next) {
+        const mlstack__json *hd = mlstack__json_get(e, "head_dim"), *kv = mlstack__json_get(e, "num_key_value_heads");
+        if ((!mlstack__json_is_null(hd) && (!mlstack__json_int(hd, &w) || w != c->head_dim)) ||
+            (!mlstack__json_is_null(kv) && (!mlstack__json_int(kv, &w) || w != c->n_kv_heads)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: per_layer_config with other head sizes per layer is not supported yet", file);
+    }
+    if (mlstack__json_bool(mlstack__json_get(root, "enable_moe_block"), 0) ||
+        mlstack__json_is_str(mlstack__json_get(root, "use_bidirectional_attention"), "all"))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: enable_moe_block and use_bidirectional_attention \"all\" are not supported", file);
+    return mlstack__cfg_gemma4_layers(c, root, file, err);
+}
+
+static void mlstack__mults_init(mlstack__mults *m) {
+    m->attn_in = m->key = m->attn_out = m->ssm_in = m->ssm_out = m->mlp_gate = m->mlp_down = m->logits = 1.0f;
+}
+
+/* A list of exactly n numbers in [-1e9, 1e9] (absent or null: out as it is). */
+static mlstack_result mlstack__cfg_floats(const mlstack__json *root, const char *key, int n, float *out,
+                                          const char *file, mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, key), *e;
+    int i = 0;
+    if (mlstack__json_is_null(v)) return MLSTACK_OK;
+    for (e = v->type == MLSTACK__JSON_ARRAY ? v->child : NULL; e; e = e->next, i++)
+        if (i >= n || e->type != MLSTACK__JSON_NUMBER || !(e->num >= -1e9 && e->num <= 1e9)) break;
+        else
+            out[i] = (float)e->num;
+    if (i != n || v->type != MLSTACK__JSON_ARRAY || e)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: \"%s\" must be a list of %d numbers", file, key, n);
+    return MLSTACK_OK;
+}
+
+/* Falcon-H1's multipliers (F_MUP), each 1 when absent: embedding_multiplier, lm_head_multiplier,
+   attention_in / attention_out / key / ssm_in / ssm_out multipliers, mlp_multipliers [gate, down]
+   and ssm_multipliers [z, x, B, C, dt]. */
+static mlstack_result mlstack__cfg_mup(mlstack__config *c, const mlstack__json *root, const char *file,
+                                       mlstack_error *err) {
+    mlstack__mults *m = &c->mult;
+    float mlp[2] = {1.0f, 1.0f};
+    mlstack_result r;
+    int i;
+    for (i = 0; i < 5; i++) c->ssm.mup[i] = 1.0f;
+    if ((r = mlstack__cfg_num(root, "embedding_multiplier", 1, -1e9, 1e9, &c->embed_scale, file, err)) ||
+        (r = mlstack__cfg_num(root, "lm_head_multiplier", 1, -1e9, 1e9, &m->logits, file, err)) ||
+        (r = mlstack__cfg_num(root, "attention_in_multiplier", 1, -1e9, 1e9, &m->attn_in, file, err)) ||
+        (r = mlstack__cfg_num(root, "attention_out_multiplier", 1, -1e9, 1e9, &m->attn_out, file, err)) ||
+        (r = mlstack__cfg_num(root, "key_multiplier", 1, -1e9, 1e9, &m->key, file, err)) ||
+        (r = mlstack__cfg_num(root, "ssm_in_multiplier", 1, -1e9, 1e9, &m->ssm_in, file, err)) ||
+        (r = mlstack__cfg_num(root, "ssm_out_multiplier", 1, -1e9, 1e9, &m->ssm_out, file, err)) ||
+        (r = mlstack__cfg_floats(root, "mlp_multipliers", 2, mlp, file, err)) ||
+        (r = mlstack__cfg_floats(root, "ssm_multipliers", 5, c->ssm.mup, file, err)))
+        return r;
+    m->mlp_gate = mlp[0], m->mlp_down = mlp[1];
+    for (i = 0; i < 5; i++) c->ssm.has_mup |= c->ssm.mup[i] != 1.0f;
     return MLSTACK_OK;
 }
 
@@ -28793,6 +29240,7 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     mlstack_result r;
     float qpas;
     int64_t w;
+    int i;
     c->tied = mlstack__json_bool(mlstack__json_get(root, "tie_word_embeddings"), (f->flags & MLSTACK__F_TIED) != 0);
     {
         int ab = mlstack__json_bool(mlstack__json_get(root, "attention_bias"), (f->flags & MLSTACK__F_NEOX_BIAS) != 0);
@@ -28830,6 +29278,7 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     c->embed_scale = f->flags & MLSTACK__F_EMBED_SQRT ? sqrtf((float)c->n_embd) : 1.0f;
     c->residual_scale = 1.0f;
     c->logits_div = 1.0f;
+    mlstack__mults_init(&c->mult);
     c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
     if (f->flags & MLSTACK__F_EMBED_SQRT) c->embed_scale = (float)sqrt((double)c->n_embd);
     if (f->flags & MLSTACK__F_QPAS) {
@@ -28845,6 +29294,7 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
             (r = mlstack__cfg_num(root, "logits_scaling", 1, 1e-9, 1e9, &c->logits_div, file, err)))
             return r;
     }
+    if ((f->flags & MLSTACK__F_MUP) && (r = mlstack__cfg_mup(c, root, file, err)) != MLSTACK_OK) return r;
     if (f->flags & MLSTACK__F_ATTN_SOFTCAP) {
         v = mlstack__json_get(root, "attn_logit_softcapping");
         if (!v) c->attn_softcap = f->opt.attn_softcap;
@@ -28857,11 +29307,13 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
         else if ((r = mlstack__cfg_num(root, "final_logit_softcapping", 0, 1e-6, 1e9, &c->final_softcap, file, err)))
             return r;
     }
-    if (f->moe.block &&
+    for (w = 0, i = 0; i < c->n_layers && i < MLSTACK__MAX_TYPED_LAYERS; i++) w += c->layer_moe[i];
+    if (f->moe.block && !((f->flags & MLSTACK__F_GROUP_ROUTER) && w == 0) && /* Nemotron-H without "moe" blocks */
         !((f->flags & MLSTACK__F_EXPERTS_3D) && mlstack__json_int(mlstack__json_get(root, f->moe.n_experts_key), &w) &&
           w == 0) &&
         (r = mlstack__cfg_moe(c, root, file, err)) != MLSTACK_OK)
         return r;
+    if ((f->flags & MLSTACK__F_GEMMA4) && (r = mlstack__cfg_gemma4(c, root, file, err)) != MLSTACK_OK) return r;
     /* options of these families that the forward pass does not implement: refused by name */
     if (mlstack__json_bool(mlstack__json_get(root, "use_bidirectional_attention"), 0))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: use_bidirectional_attention = true is not supported",
@@ -28946,6 +29398,7 @@ static mlstack_result mlstack__cfg_special_ids(mlstack__config *c, const mlstack
    sizes of the layout in >>kvcache. A conv layer keeps the last conv_k - 1 inputs of its
    convolution, (conv_k - 1, D) oldest first. */
 static size_t mlstack__state_floats(const mlstack__config *c, int kind) {
+    if (kind == MLSTACK__LAYER_ATTN_SSM) kind = MLSTACK__LAYER_MAMBA2; /* its mixer's (KV is in the pages) */
     switch (kind) {
     case MLSTACK__LAYER_CONV: return (size_t)(c->conv_k - 1) * (size_t)c->n_embd;
     case MLSTACK__LAYER_MAMBA2: /* the conv window, then the SSM state (H, P, N) */
@@ -28959,15 +29412,18 @@ static size_t mlstack__state_floats(const mlstack__config *c, int kind) {
 /* Widths of a recurrent kind's mixer (>>forward): floats of one row of its input x (the outputs
    of the layer's w_in) and of its output y (the inputs of wo), and of its scratch per call. */
 static int mlstack__mix_in_width(const mlstack__config *c, int kind) {
+    if (kind == MLSTACK__LAYER_ATTN_SSM) kind = MLSTACK__LAYER_MAMBA2;
     if (kind == MLSTACK__LAYER_DELTANET) /* q | k | v | z | b | a */
         return 2 * c->dn_k_heads * c->dn_k_dim + 2 * c->dn_v_heads * c->dn_v_dim + 2 * c->dn_v_heads;
     return kind == MLSTACK__LAYER_CONV ? 3 * c->n_embd : kind == MLSTACK__LAYER_MAMBA2 ? c->ssm.proj : 0;
 }
 static int mlstack__mix_out_width(const mlstack__config *c, int kind) {
+    if (kind == MLSTACK__LAYER_ATTN_SSM) kind = MLSTACK__LAYER_MAMBA2;
     if (kind == MLSTACK__LAYER_DELTANET) return c->dn_v_heads * c->dn_v_dim;
     return kind == MLSTACK__LAYER_CONV ? c->n_embd : kind == MLSTACK__LAYER_MAMBA2 ? c->ssm.inner : 0;
 }
 static size_t mlstack__mix_scratch_floats(const mlstack__config *c, int kind) {
+    if (kind == MLSTACK__LAYER_ATTN_SSM) kind = MLSTACK__LAYER_MAMBA2;
     if (kind == MLSTACK__LAYER_DELTANET) /* the conv's output over every channel, one row of dv */
         return (size_t)2 * c->dn_k_heads * c->dn_k_dim + (size_t)c->dn_v_heads * c->dn_v_dim + (size_t)c->dn_v_dim;
     return kind == MLSTACK__LAYER_MAMBA2 ? (size_t)c->ssm.conv_dim : 0;
@@ -28984,16 +29440,20 @@ static mlstack_result mlstack__cfg_mixer(mlstack__config *c, const mlstack__json
     int l;
     if (f->ssm.nope) /* Granite 4.0-H: "nope" (or absent) means no rotary; Nemotron-H: never */
         c->nope = f->ssm.nope == 2 || !mlstack__json_is_str(mlstack__json_get(root, "position_embedding_type"), "rope");
-    if (f->ssm.layout == MLSTACK__SSM_ALONE) { /* Mamba2: every layer is a mixer */
+    if (f->ssm.layout == MLSTACK__SSM_ALONE || f->ssm.layout == MLSTACK__SSM_PARALLEL) {
+        /* Mamba2: every layer is a mixer; Falcon-H1: every layer attention and a mixer */
         if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
             return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d layers (at most %d supported for %s)", file,
                                  c->n_layers, MLSTACK__MAX_TYPED_LAYERS, c->architecture);
-        for (l = 0; l < c->n_layers; l++) c->layer_kind[l] = MLSTACK__LAYER_MAMBA2;
+        for (l = 0; l < c->n_layers; l++)
+            c->layer_kind[l] = f->ssm.layout == MLSTACK__SSM_ALONE ? MLSTACK__LAYER_MAMBA2 : MLSTACK__LAYER_ATTN_SSM;
         c->n_recurrent = c->n_layers, c->has_layer_types = 1;
     }
     if (f->mix.kind == MLSTACK__LAYER_DELTANET && (r = mlstack__cfg_deltanet(c, root, file, err)) != MLSTACK_OK)
         return r;
-    c->n_kv_layers = c->n_layers - c->n_recurrent;
+    c->n_kv_layers = c->n_layers - c->n_recurrent - c->n_kv_shared; /* shared-KV layers store none */
+    for (l = 0; c->n_recurrent && l < c->n_layers; l++) /* ... and layers attend beside a mixer */
+        c->n_kv_layers += c->layer_kind[l] == MLSTACK__LAYER_ATTN_SSM;
     if (!f->mix.kind) return MLSTACK_OK;
     if (!c->has_layer_types)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types is required for %s (which layers are \"%s\")",
@@ -29044,18 +29504,19 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
                             *tied = mlstack__json_get(root, "tie_word_embeddings");
         if (!tc || tc->type != MLSTACK__JSON_OBJECT)
             return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s needs a text_config object", file, c->architecture);
-        c->text_only = !mlstack__json_is_null(mlstack__json_get(root, "vision_config"));
+        c->text_only = !mlstack__json_is_null(mlstack__json_get(root, "vision_config")) ||
+                       !mlstack__json_is_null(mlstack__json_get(root, "audio_config"));
         if ((r = mlstack__cfg_shape(c, tc, file, err)) || (r = mlstack__cfg_features(c, tc, file, err)) ||
             (r = mlstack__cfg_mixer(c, tc, file, err)) || (r = mlstack__cfg_layer_patterns(c, tc, file, err)) ||
             (r = mlstack__cfg_rope(c, tc, file, err)))
             return r;
-        if (mlstack__json_is_null(mlstack__json_get(tc, "tie_word_embeddings")) && !mlstack__json_is_null(tied))
+        if (!mlstack__json_is_null(tied)) /* transformers ties by the top-level config's key */
             c->tied = mlstack__json_bool(tied, 0);
         return mlstack__cfg_special_ids(c, mlstack__json_get(tc, "eos_token_id") ? tc : root, gen, file, err);
     }
     if ((r = mlstack__cfg_shape(c, root, file, err)) || (r = mlstack__cfg_features(c, root, file, err)) ||
         (r = mlstack__cfg_mixer(c, root, file, err)) || (r = mlstack__cfg_layer_patterns(c, root, file, err)) ||
-        (r = mlstack__cfg_rope(c, root, file, err)))
+        (r = mlstack__cfg_rope(c, root, file, err)) || (r = mlstack__cfg_mla(c, root, file, err)))
         return r;
     return mlstack__cfg_special_ids(c, root, gen, file, err);
 }
@@ -29108,6 +29569,8 @@ static float mlstack__rope_freqs(const mlstack__config *c, const mlstack__rope_c
         } else if (t->kind == MLSTACK__ROPE_LONGROPE) {
             if (inv_long) inv_long[i] = 1.0f / (t->long_f[i] * base_pow);
             f = 1.0f / (t->short_f[i] * base_pow);
+        } else if (t->kind == MLSTACK__ROPE_PROPORTIONAL) {
+            f = i < t->rot_pairs ? f / t->factor : 0.0f;
         }
         inv_freq[i] = f;
     }
@@ -29369,7 +29832,8 @@ static mlstack_result mlstack__model_norm_n(mlstack_model *m, const char *name, 
 }
 static mlstack_result mlstack__model_norm(mlstack_model *m, const char *name, int64_t n, const float **out,
                                           mlstack_error *err) {
-    return mlstack__model_norm_n(m, name, n, (m->cfg.fam->flags & MLSTACK__F_NORM_PLUS_ONE) != 0, out, err);
+    return mlstack__model_norm_n(m, name, n, (m->cfg.fam->flags & MLSTACK__F_NORM_PLUS_ONE) && !m->cfg.norm_plus_stored,
+                                 out, err);
 }
 
 /* Rows [r0, r1) of a fused projection as a weight of its own (the same bytes). Views carry no
@@ -29407,6 +29871,13 @@ static mlstack_result mlstack__qkv_deinterleave(mlstack_model *m, const mlstack_
     return MLSTACK_OK;
 }
 
+/* KV cache elements one position takes over every attention layer: a key and a value of each KV
+   head; latent attention keeps one key (latent | rope key) and no value (>>kvcache). */
+static uint64_t mlstack__kv_token_elems(const mlstack__config *c) {
+    uint64_t per_layer = (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (c->mla_rank ? 1u : 2u);
+    return (uint64_t)(c->n_recurrent || c->n_kv_shared ? c->n_kv_layers : c->n_layers) * per_layer;
+}
+
 /* Layer l's attention kind: its sliding window (layer_types, else the family's pattern) and
    its rotary table. */
 static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer *L) {
@@ -29418,9 +29889,13 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
     L->rope = slides && (c->fam->flags & MLSTACK__F_LAYER_ROPE) ? 1 : 0;
     L->kind = c->n_recurrent ? c->layer_kind[l] : (int)MLSTACK__LAYER_ATTN;
     L->kv_layer = L->state_off = 0;
+    L->kv_shared = c->n_kv_shared && l >= c->n_layers - c->n_kv_shared;
+    L->v_from_k = c->k_eq_v && !slides;
+    L->layer_scale = 1.0f;
     for (i = 0; i < l; i++) { /* the attention layers and the recurrent states before this one */
         int k = c->n_recurrent ? c->layer_kind[i] : (int)MLSTACK__LAYER_ATTN;
-        L->kv_layer += k == MLSTACK__LAYER_ATTN;
+        L->kv_layer += (k == MLSTACK__LAYER_ATTN || k == MLSTACK__LAYER_ATTN_SSM) &&
+                       (!L->kv_shared || i < mlstack__kv_source(c, l));
         L->state_off += mlstack__state_floats(c, k);
     }
     L->nope = c->nope || (l < MLSTACK__MAX_TYPED_LAYERS && c->layer_nope[l]) ||
@@ -29430,16 +29905,19 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
 /* sqrt(D) embedding scales (Gemma) are made in the embedding's dtype by transformers: for F16
    and BF16 tables the scale is rounded to that type (then multiplied in f32, exactly as the
    f32 reference does). */
-static void mlstack__embed_scale_dtype(mlstack__config *c, mlstack_dtype dt) {
-    if (!(c->fam->flags & MLSTACK__F_EMBED_SQRT)) return;
+static float mlstack__round_to(float v, mlstack_dtype dt) {
     if (dt == MLSTACK_DTYPE_F16) {
-        c->embed_scale = mlstack__f16_to_f32(mlstack__f32_to_f16(c->embed_scale));
+        v = mlstack__f16_to_f32(mlstack__f32_to_f16(v));
     } else if (dt == MLSTACK_DTYPE_BF16) {
         uint32_t x;
-        memcpy(&x, &c->embed_scale, 4);
+        memcpy(&x, &v, 4);
         x = (x + 0x7FFFu + ((x >> 16) & 1u)) & 0xFFFF0000u; /* round to nearest even */
-        memcpy(&c->embed_scale, &x, 4);
+        memcpy(&v, &x, 4);
     }
+    return v;
+}
+static void mlstack__embed_scale_dtype(mlstack__config *c, mlstack_dtype dt) {
+    if (c->fam->flags & MLSTACK__F_EMBED_SQRT) c->embed_scale = mlstack__round_to(c->embed_scale, dt);
 }
 
 /* The token embedding table: kept as Q8_0 / Q4_1 blocks when stored so, else a plain
@@ -29588,6 +30066,7 @@ static mlstack_result mlstack__map_layer_attn(mlstack_model *m, mlstack__layer *
         dst[0] = c->attn_gate ? &qg : &L->wq, dst[1] = &L->wk, dst[2] = &L->wv;
         rows3[0] = c->attn_gate ? 2 * q_dim : q_dim, rows3[1] = kv_dim, rows3[2] = kv_dim;
         for (pi = 0; pi < 3; pi++) {
+            if ((pi && L->kv_shared) || (pi == 2 && L->v_from_k)) continue; /* Gemma 4: none stored */
             snprintf(nm, sizeof nm, "%s.%s", attn, proj[pi]);
             if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), rows3[pi], c->n_embd, c->attn_bias, dst[pi], err)) !=
                 MLSTACK_OK)
@@ -29620,6 +30099,68 @@ static mlstack_result mlstack__map_layer_attn(mlstack_model *m, mlstack__layer *
     return MLSTACK_OK;
 }
 
+/* kv_b_proj (H (dn + dv), r) as MLA reads it: per head W_UK transposed and W_UV, f32 copies. */
+static mlstack_result mlstack__mla_kv_b(mlstack_model *m, mlstack__layer *L, const mlstack__weight *kvb,
+                                        mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int H = c->n_heads, R = c->mla_rank, dn = c->mla_nope, dv = c->mla_v, h, d, i;
+    float *uk = (float *)mlstack__model_own(m, sizeof(float) * (size_t)H * R * dn),
+          *uv = (float *)mlstack__model_own(m, sizeof(float) * (size_t)H * dv * R), *row;
+    row = (float *)mlstack__model_own(m, sizeof(float) * (size_t)R);
+    if (!uk || !uv || !row) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if (kvb->wtype != MLSTACK__W_F32 && kvb->wtype != MLSTACK__W_F16 && kvb->wtype != MLSTACK__W_BF16)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s stored as %s (F32, F16 or BF16 supported)", m->path,
+                             kvb->name, mlstack__wtype_name(kvb->wtype));
+    for (h = 0; h < H; h++)
+        for (d = 0; d < dn + dv; d++) {
+            mlstack__to_f32((mlstack_dtype)kvb->wtype,
+                            (const unsigned char *)kvb->data + (size_t)(h * (dn + dv) + d) * kvb->row_bytes, row,
+                            (size_t)R);
+            if (d >= dn) memcpy(uv + ((size_t)h * dv + (size_t)(d - dn)) * R, row, sizeof(float) * (size_t)R);
+            else
+                for (i = 0; i < R; i++) uk[((size_t)h * R + i) * dn + d] = row[i];
+        }
+    memset(&L->w_uk, 0, sizeof L->w_uk), memset(&L->w_uv, 0, sizeof L->w_uv);
+    L->w_uk.data = uk, L->w_uk.wtype = MLSTACK__W_F32, L->w_uk.n_out = H * R, L->w_uk.n_in = dn;
+    L->w_uv.data = uv, L->w_uv.wtype = MLSTACK__W_F32, L->w_uv.n_out = H * dv, L->w_uv.n_in = R;
+    L->w_uk.row_bytes = mlstack__row_bytes(MLSTACK__W_F32, dn);
+    L->w_uv.row_bytes = mlstack__row_bytes(MLSTACK__W_F32, R);
+    return MLSTACK_OK;
+}
+
+/* Layer l's latent attention (F_MLA): q (q_proj, or q_a_proj, its norm and q_b_proj),
+   kv_a_proj_with_mqa and its latent's norm, kv_b_proj, o_proj. */
+static mlstack_result mlstack__map_layer_mla(mlstack_model *m, mlstack__layer *L, const char *pre, const char *attn,
+                                             int l, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int H = c->n_heads, qd = c->n_heads * (c->mla_nope + c->mla_rope), D = c->n_embd, R = c->mla_rank;
+    mlstack__weight kvb;
+    mlstack_result r;
+    char name[256], nm[200];
+    memset(&kvb, 0, sizeof kvb);
+#define MLSTACK__MLA_W(key, rows, cols, w)        \
+    (snprintf(nm, sizeof nm, "%s.%s", attn, key), \
+     (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), rows, cols, 0, w, err)) != MLSTACK_OK)
+#define MLSTACK__MLA_N(key, n, v) \
+    (snprintf(nm, sizeof nm, "%s.%s.weight", attn, key), (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), n, v, err)))
+    if (c->mla_q_rank) {
+        if (MLSTACK__MLA_W("q_a_proj", c->mla_q_rank, D, &L->wqa) ||
+            MLSTACK__MLA_N("q_a_layernorm", c->mla_q_rank, &L->q_a_norm) ||
+            MLSTACK__MLA_W("q_b_proj", qd, c->mla_q_rank, &L->wq))
+            return r;
+    } else if (MLSTACK__MLA_W("q_proj", qd, D, &L->wq)) {
+        return r;
+    }
+    if (MLSTACK__MLA_W("kv_a_proj_with_mqa", R + c->mla_rope, D, &L->wk) ||
+        MLSTACK__MLA_N("kv_a_layernorm", R, &L->kv_a_norm) ||
+        MLSTACK__MLA_W("kv_b_proj", H * (c->mla_nope + c->mla_v), R, &kvb) ||
+        MLSTACK__MLA_W("o_proj", D, H * c->mla_v, &L->wo))
+        return r;
+#undef MLSTACK__MLA_W
+#undef MLSTACK__MLA_N
+    return mlstack__mla_kv_b(m, L, &kvb, err);
+}
+
 /* Layer l's mixture of experts: router, experts, and the shared expert where there is one. */
 static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
                                              mlstack_error *err) {
@@ -29627,7 +30168,7 @@ static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L
     const mlstack__family *f = c->fam;
     mlstack_result r;
     char name[256], nm[200];
-    int e;
+    int e, De = c->moe_latent ? c->moe_latent : c->n_embd; /* the experts' input and output width */
     L->moe = 1;
     L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
     if (!L->experts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -29650,20 +30191,33 @@ static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L
     }
     snprintf(nm, sizeof nm, "%s.gate", f->moe.block);
     if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, c->n_embd, 0, &L->router, err))) return r;
-    snprintf(nm, sizeof nm, "%s.expert_bias", f->moe.block);
+    snprintf(nm, sizeof nm, "%s.%s", f->moe.block,
+             f->flags & (MLSTACK__F_MLA_V3 | MLSTACK__F_GROUP_ROUTER) ? "gate.e_score_correction_bias" : "expert_bias");
     if (c->moe_bias && (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_experts, &L->expert_bias, err))) return r;
+    if (c->moe_latent) { /* Nemotron-H: experts in a latent width, projected from and back to D */
+        snprintf(nm, sizeof nm, "%s.fc1_latent_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), De, c->n_embd, c->mlp_bias, &L->moe_lin, err))) return r;
+        snprintf(nm, sizeof nm, "%s.fc2_latent_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, De, c->mlp_bias, &L->moe_lout, err))) return r;
+    }
     for (e = 0; e < c->n_experts; e++) {
         snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.gate);
-        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e], err)))
-            return r;
-        snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.up);
-        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e + 1], err)))
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, De, 0, &L->experts[3 * e], err))) return r;
+        snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.up ? f->moe.up : "");
+        if (f->moe.up && /* NULL: ungated experts, act(x W1) W2 with W1 as the gate */
+            (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, De, 0, &L->experts[3 * e + 1], err)))
             return r;
         snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.down);
-        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->moe_ff, 0, &L->experts[3 * e + 2], err)))
-            return r;
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), De, c->moe_ff, 0, &L->experts[3 * e + 2], err))) return r;
     }
-    if (c->shared_ff) {
+    if (c->shared_ff && (f->flags & MLSTACK__F_GROUP_ROUTER)) { /* one ungated shared expert, no gate */
+        snprintf(nm, sizeof nm, "%s.shared_experts.up_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, c->mlp_bias, &L->sh_gate, err)))
+            return r;
+        snprintf(nm, sizeof nm, "%s.shared_experts.down_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->shared_ff, c->mlp_bias, &L->sh_down, err)))
+            return r;
+    } else if (c->shared_ff) {
         snprintf(nm, sizeof nm, "%s.shared_expert.gate_proj", f->moe.block);
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_gate, err))) return r;
         snprintf(nm, sizeof nm, "%s.shared_expert.up_proj", f->moe.block);
@@ -29862,8 +30416,22 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
     } else if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
         if ((r = mlstack__map_layer_moe(m, L, pre, l, err)) != MLSTACK_OK) return r;
     }
-    if (L->moe && !(f->flags & MLSTACK__F_EXPERTS_3D)) { /* experts only */
-    } else if (f->fused.gate_up) { /* fused gate | up rows */
+    if (L->moe && (f->flags & MLSTACK__F_MLA)) { /* DeepSeek: ungated shared experts beside the routed ones */
+        static const char *const sh[3] = {"gate_proj", "up_proj", "down_proj"};
+        mlstack__weight *dst[3];
+        int i, F = c->mla_shared_ff;
+        dst[0] = &L->w_gate, dst[1] = &L->w_up, dst[2] = &L->w_down;
+        for (i = 0; i < 3 && F; i++) {
+            snprintf(nm, sizeof nm, "%s.shared_experts.%s", mlp, sh[i]);
+            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), i == 2 ? c->n_embd : F, i == 2 ? F : c->n_embd, 0,
+                                           dst[i], err)))
+                return r;
+        }
+        return MLSTACK_OK;
+    } else if (L->moe && !(f->flags & MLSTACK__F_EXPERTS_3D)) { /* experts only */
+    } else if (f->fused.gate_up && (snprintf(nm, sizeof nm, "%s.%s.weight", mlp, f->fused.gate_up),
+                                    mlstack__st_find(&m->st, MLSTACK__LNAME(nm)))) { /* fused gate | up rows
+                                                                                      (a GGUF has them apart) */
         mlstack__weight all;
         memset(&all, 0, sizeof all);
         snprintf(nm, sizeof nm, "%s.%s", mlp, f->fused.gate_up);
@@ -29962,11 +30530,11 @@ static mlstack_result mlstack__map_layer_qk_norm(mlstack_model *m, mlstack__laye
                 L->q_norm = dst;
         }
     } else if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
-        int plus = (f->flags & MLSTACK__F_NORM_PLUS_ONE) != 0;
+        int plus = (f->flags & MLSTACK__F_NORM_PLUS_ONE) && !c->norm_plus_stored;
         snprintf(nm, sizeof nm, "%s.%s.weight", attn, f->name.q_norm ? f->name.q_norm : "q_norm");
         if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME(nm), qn, plus, &L->q_norm, err))) return r;
         snprintf(nm, sizeof nm, "%s.%s.weight", attn, f->name.k_norm ? f->name.k_norm : "k_norm");
-        if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME(nm), kn, plus, &L->k_norm, err))) return r;
+        if (!L->kv_shared && (r = mlstack__model_norm_n(m, MLSTACK__LNAME(nm), kn, plus, &L->k_norm, err))) return r;
     }
     return MLSTACK_OK;
 }
@@ -30008,15 +30576,19 @@ static mlstack_result mlstack__map_layer_ssm(mlstack_model *m, mlstack__layer *L
     int h;
 #define MLSTACK__SSM_NAME(what) (snprintf(nm, sizeof nm, "%s.%s", mx, what), MLSTACK__LNAME(nm))
     if ((r = mlstack__model_linear(m, MLSTACK__SSM_NAME("in_proj"), s->proj, c->n_embd, s->proj_bias, &L->w_in, err)) ||
-        (r = mlstack__model_linear(m, MLSTACK__SSM_NAME("out_proj"), c->n_embd, s->inner, s->proj_bias, &L->wo, err)) ||
+        (r = mlstack__model_linear(m, MLSTACK__SSM_NAME("out_proj"), c->n_embd, s->inner, s->out_bias,
+                                   L->kind == MLSTACK__LAYER_ATTN_SSM ? &L->w_mix_out : &L->wo, err)) ||
         (r = mlstack__model_param(m, MLSTACK__SSM_NAME("conv1d.weight"), (int64_t)s->conv_dim * s->conv, &L->conv_w,
                                   err)) ||
         (s->conv_bias && (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("conv1d.bias"), s->conv_dim, &L->conv_b, err))) ||
         (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("dt_bias"), s->heads, &L->ssm_dt_bias, err)) ||
-        (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("A_log"), s->heads, &a_log, err)) ||
         (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("D"), s->heads, &L->ssm_d, err)) ||
-        (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("norm.weight"), s->inner, &L->ssm_norm, err)))
+        (s->gate_norm != MLSTACK__GATE_NORM_NONE &&
+         (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("norm.weight"), s->inner, &L->ssm_norm, err))))
         return r;
+    if (mlstack__st_find(&m->st, MLSTACK__SSM_NAME("A"))) /* GGUF: A = -exp(A_log) as llama.cpp stores it */
+        return mlstack__model_vec(m, name, s->heads, &L->ssm_a, err);
+    if ((r = mlstack__model_vec(m, MLSTACK__SSM_NAME("A_log"), s->heads, &a_log, err))) return r;
 #undef MLSTACK__SSM_NAME
     a = (float *)mlstack__model_own(m, sizeof(float) * (size_t)s->heads);
     if (!a) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -30053,37 +30625,118 @@ static void mlstack__copy_rows(unsigned char *dst, int to, const mlstack__weight
            (size_t)n * w->row_bytes);
 }
 
+/* Where value head h (Hugging Face order: key head h / G's (h % G)-th) is stored: there, or
+   tiled at (h % G) Hk + h / G (GGUF from llama.cpp's converter, c->dn_v_tiled). */
+static int mlstack__dn_stored_head(const mlstack__config *c, int h) {
+    int G = c->dn_v_heads / c->dn_k_heads;
+    return c->dn_v_tiled ? (h % G) * c->dn_k_heads + h / G : h;
+}
+
+/* The delta-net input projections as stored: Qwen3.5's in_proj_qkv, _z, _b, _a; Qwen3-Next's
+   in_proj_qkvz and in_proj_ba grouped per key head; or (Qwen3-Next GGUF) in_proj_qkv, _z and the
+   grouped in_proj_ba. Returns how many (src[0..n)), or 0 with *r set. */
+static int mlstack__dn_sources(mlstack_model *m, const char *pre, int l, mlstack__weight *src, mlstack_result *r,
+                               mlstack_error *err) {
+    static const char *const nm[5] = {"linear_attn.in_proj_qkv", "linear_attn.in_proj_z", "linear_attn.in_proj_b",
+                                      "linear_attn.in_proj_a", "linear_attn.in_proj_ba"};
+    const mlstack__config *c = &m->cfg;
+    int Hv = c->dn_v_heads, vd = Hv * c->dn_v_dim, C = 2 * c->dn_k_heads * c->dn_k_dim + vd, D = c->n_embd, i, n;
+    int rows[5];
+    char name[256];
+    rows[0] = C, rows[1] = vd, rows[2] = Hv, rows[3] = Hv, rows[4] = 2 * Hv;
+    if ((c->fam->flags & MLSTACK__F_QKVZ_GROUPED) &&
+        !mlstack__st_find(&m->st, MLSTACK__LNAME("linear_attn.in_proj_qkv.weight"))) {
+        if ((*r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.in_proj_qkvz"), C + vd, D, 0, &src[0], err)) ||
+            (*r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.in_proj_ba"), 2 * Hv, D, 0, &src[1], err)))
+            return 0;
+        return 2;
+    }
+    n = mlstack__st_find(&m->st, MLSTACK__LNAME("linear_attn.in_proj_ba.weight")) ? 3 : 4;
+    for (i = 0; i < n; i++)
+        if ((*r = mlstack__model_linear(m, MLSTACK__LNAME(nm[n == 3 && i == 2 ? 4 : i]), rows[n == 3 && i == 2 ? 4 : i],
+                                        D, 0, &src[i], err)))
+            return 0;
+    return n;
+}
+
+/* The rows q | k | v | z | b | a of w_in (W rows) from the n sources, value heads grouped. */
+static void mlstack__dn_gather(const mlstack__config *c, unsigned char *dst, const mlstack__weight *src, int n) {
+    int Hk = c->dn_k_heads, Hv = c->dn_v_heads, dk = c->dn_k_dim, dv = c->dn_v_dim, G = Hv / Hk;
+    int kd = Hk * dk, vd = Hv * dv, C = 2 * kd + vd, h;
+    if (n == 2) {
+        for (h = 0; h < Hk; h++) { /* group h: q (dk) k (dk) v (G dv) z (G dv); then b (G) a (G) */
+            int g0 = h * (2 * dk + 2 * G * dv);
+            mlstack__copy_rows(dst, h * dk, &src[0], g0, dk);
+            mlstack__copy_rows(dst, kd + h * dk, &src[0], g0 + dk, dk);
+            mlstack__copy_rows(dst, 2 * kd + h * G * dv, &src[0], g0 + 2 * dk, G * dv);
+            mlstack__copy_rows(dst, C + h * G * dv, &src[0], g0 + 2 * dk + G * dv, G * dv);
+            mlstack__copy_rows(dst, C + vd + h * G, &src[1], h * 2 * G, G);
+            mlstack__copy_rows(dst, C + vd + Hv + h * G, &src[1], h * 2 * G + G, G);
+        }
+        return;
+    }
+    mlstack__copy_rows(dst, 0, &src[0], 0, 2 * kd);
+    for (h = 0; h < Hv; h++) { /* value heads back in grouped order where they are stored tiled */
+        int s = mlstack__dn_stored_head(c, h);
+        mlstack__copy_rows(dst, 2 * kd + h * dv, &src[0], 2 * kd + s * dv, dv);
+        mlstack__copy_rows(dst, C + h * dv, &src[1], s * dv, dv);
+        if (n == 4) {
+            mlstack__copy_rows(dst, C + vd + h, &src[2], s, 1);
+            mlstack__copy_rows(dst, C + vd + Hv + h, &src[3], s, 1);
+        }
+    }
+    for (h = 0; n == 3 && h < Hk; h++) { /* b_h (G) a_h (G) per key head */
+        mlstack__copy_rows(dst, C + vd + h * G, &src[2], h * 2 * G, G);
+        mlstack__copy_rows(dst, C + vd + Hv + h * G, &src[2], h * 2 * G + G, G);
+    }
+}
+
+/* The conv taps, -exp(A_log) (or A as GGUF stores it) and dt_bias, value heads grouped. */
+static mlstack_result mlstack__dn_params(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                         mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int Hv = c->dn_v_heads, dv = c->dn_v_dim, kd = c->dn_k_heads * c->dn_k_dim, C = 2 * kd + Hv * dv, K = c->dn_conv;
+    int stored_a, h;
+    const float *alog = NULL, *dt = NULL, *conv = NULL;
+    float *na, *dtc, *cw;
+    mlstack_result r;
+    char name[256];
+    stored_a = mlstack__st_find(&m->st, MLSTACK__LNAME("linear_attn.A")) != NULL;
+    if ((r = mlstack__model_array(m, MLSTACK__LNAME("linear_attn.conv1d.weight"), (int64_t)C * K, &conv, err)) ||
+        (r = mlstack__model_vec(m, MLSTACK__LNAME(stored_a ? "linear_attn.A" : "linear_attn.A_log"), Hv, &alog, err)) ||
+        (r = mlstack__model_vec(m, MLSTACK__LNAME("linear_attn.dt_bias"), Hv, &dt, err)))
+        return r;
+    na = (float *)mlstack__model_own(m, sizeof(float) * (size_t)Hv);
+    dtc = (float *)mlstack__model_own(m, sizeof(float) * (size_t)Hv);
+    cw = (float *)mlstack__model_own(m, sizeof(float) * (size_t)C * (size_t)K);
+    if (!na || !dtc || !cw) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    memcpy(cw, conv, sizeof(float) * (size_t)2 * kd * K);
+    for (h = 0; h < Hv; h++) {
+        int s = mlstack__dn_stored_head(c, h);
+        na[h] = stored_a ? alog[s] : -mlstack__exp_canon(alog[s]);
+        dtc[h] = dt[s];
+        memcpy(cw + (size_t)(2 * kd + h * dv) * K, conv + (size_t)(2 * kd + s * dv) * K,
+               sizeof(float) * (size_t)dv * K);
+    }
+    L->dn_neg_a = na, L->dn_dt_bias = dtc, L->conv_w = cw;
+    return MLSTACK_OK;
+}
+
 /* Layer l's gated delta-net: the input projections gathered into one weight w_in of rows
-   q | k | v | z | b | a (Qwen3.5 stores in_proj_qkv, _z, _b, _a; Qwen3-Next in_proj_qkvz and
-   in_proj_ba with rows grouped per key head: q_h k_h v_h z_h and b_h a_h, each v_h, z_h, b_h,
-   a_h covering the value heads of key head h), out_proj, the conv, A_log (kept as -exp(A_log)),
-   dt_bias and the gated norm (applied as w). */
+   q | k | v | z | b | a (mlstack__dn_sources names what is stored; mlstack__dn_gather puts it in
+   this order), out_proj, the conv, A_log (kept as -exp(A_log)), dt_bias and the gated norm
+   (applied as w). */
 static mlstack_result mlstack__map_layer_delta(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
                                                mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
-    int Hk = c->dn_k_heads, Hv = c->dn_v_heads, dk = c->dn_k_dim, dv = c->dn_v_dim, G = Hv / Hk, D = c->n_embd;
-    int kd = Hk * dk, vd = Hv * dv, C = 2 * kd + vd, W = C + vd + 2 * Hv, n_src, i, h;
+    int Hv = c->dn_v_heads, dv = c->dn_v_dim, vd = Hv * dv, C = 2 * c->dn_k_heads * c->dn_k_dim + vd;
+    int W = C + vd + 2 * Hv, n_src, i;
     mlstack__weight src[4];
     unsigned char *dst;
-    float *na;
-    const float *alog;
-    mlstack_result r;
+    mlstack_result r = MLSTACK_OK;
     char name[256];
     memset(src, 0, sizeof src);
-    if (c->fam->flags & MLSTACK__F_QKVZ_GROUPED) {
-        n_src = 2;
-        if ((r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.in_proj_qkvz"), C + vd, D, 0, &src[0], err)) ||
-            (r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.in_proj_ba"), 2 * Hv, D, 0, &src[1], err)))
-            return r;
-    } else {
-        static const char *const nm[4] = {"linear_attn.in_proj_qkv", "linear_attn.in_proj_z", "linear_attn.in_proj_b",
-                                          "linear_attn.in_proj_a"};
-        int rows[4];
-        rows[0] = C, rows[1] = vd, rows[2] = Hv, rows[3] = Hv;
-        n_src = 4;
-        for (i = 0; i < 4; i++)
-            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm[i]), rows[i], D, 0, &src[i], err))) return r;
-    }
+    if (!(n_src = mlstack__dn_sources(m, pre, l, src, &r, err))) return r;
     for (i = 0; i < n_src; i++)
         if (src[i].packed || src[i].wtype != src[0].wtype)
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
@@ -30094,33 +30747,12 @@ static mlstack_result mlstack__map_layer_delta(mlstack_model *m, mlstack__layer 
     L->w_in.n_out = W;
     dst = (unsigned char *)mlstack__model_own(m, (size_t)W * src[0].row_bytes);
     if (!dst) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    if (n_src == 4) {
-        mlstack__copy_rows(dst, 0, &src[0], 0, C);
-        mlstack__copy_rows(dst, C, &src[1], 0, vd);
-        mlstack__copy_rows(dst, C + vd, &src[2], 0, Hv);
-        mlstack__copy_rows(dst, C + vd + Hv, &src[3], 0, Hv);
-    } else
-        for (h = 0; h < Hk; h++) { /* group h: q (dk) k (dk) v (G dv) z (G dv); then b (G) a (G) */
-            int g0 = h * (2 * dk + 2 * G * dv);
-            mlstack__copy_rows(dst, h * dk, &src[0], g0, dk);
-            mlstack__copy_rows(dst, kd + h * dk, &src[0], g0 + dk, dk);
-            mlstack__copy_rows(dst, 2 * kd + h * G * dv, &src[0], g0 + 2 * dk, G * dv);
-            mlstack__copy_rows(dst, C + h * G * dv, &src[0], g0 + 2 * dk + G * dv, G * dv);
-            mlstack__copy_rows(dst, C + vd + h * G, &src[1], h * 2 * G, G);
-            mlstack__copy_rows(dst, C + vd + Hv + h * G, &src[1], h * 2 * G + G, G);
-        }
+    mlstack__dn_gather(c, dst, src, n_src);
     L->w_in.data = dst;
-    if ((r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.out_proj"), D, vd, 0, &L->wo, err)) ||
-        (r = mlstack__model_array(m, MLSTACK__LNAME("linear_attn.conv1d.weight"), (int64_t)C * c->dn_conv, &L->conv_w,
-                                  err)) ||
-        (r = mlstack__model_vec(m, MLSTACK__LNAME("linear_attn.A_log"), Hv, &alog, err)) ||
-        (r = mlstack__model_vec(m, MLSTACK__LNAME("linear_attn.dt_bias"), Hv, &L->dn_dt_bias, err)) ||
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.out_proj"), c->n_embd, vd, 0, &L->wo, err)) ||
+        (r = mlstack__dn_params(m, L, pre, l, err)) ||
         (r = mlstack__model_vec(m, MLSTACK__LNAME("linear_attn.norm.weight"), dv, &L->dn_norm, err)))
         return r;
-    na = (float *)mlstack__model_own(m, sizeof(float) * (size_t)Hv);
-    if (!na) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    for (h = 0; h < Hv; h++) na[h] = -mlstack__exp_canon(alog[h]);
-    L->dn_neg_a = na;
     return MLSTACK_OK;
 }
 
@@ -30136,7 +30768,8 @@ static mlstack_result mlstack__map_layer_mixer(mlstack_model *m, mlstack__layer 
     mlstack_result r;
     char name[256], nm[200];
     float *w;
-    if (L->kind == MLSTACK__LAYER_MAMBA2) return mlstack__map_layer_ssm(m, L, pre, l, err);
+    if (L->kind == MLSTACK__LAYER_MAMBA2 || L->kind == MLSTACK__LAYER_ATTN_SSM)
+        return mlstack__map_layer_ssm(m, L, pre, l, err);
     if (L->kind == MLSTACK__LAYER_DELTANET) return mlstack__map_layer_delta(m, L, pre, l, err);
     if (L->kind != MLSTACK__LAYER_CONV)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: layer %d: recurrent layer kind %d is not implemented",
@@ -30166,7 +30799,58 @@ static mlstack_result mlstack__map_layer_mixer(mlstack_model *m, mlstack__layer 
     if (c->conv_bias && (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), D, &L->conv_b, err)) != MLSTACK_OK) return r;
     return MLSTACK_OK;
 }
+
+/* Gemma 4's layer l: its layer_scalar and, with per-layer inputs, their gate (P, D), projection
+   (D, P) and norm (D). */
+static mlstack_result mlstack__map_layer_gemma4(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                                mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const float *sc;
+    mlstack_result r;
+    char name[256];
+    if ((r = mlstack__model_vec(m, MLSTACK__LNAME("layer_scalar"), 1, &sc, err)) != MLSTACK_OK) return r;
+    L->layer_scale = sc[0];
+    if (!c->ple_dim) return MLSTACK_OK;
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME("per_layer_input_gate"), c->ple_dim, c->n_embd, 0, &L->w_ple_gate,
+                                   err)) ||
+        (r = mlstack__model_linear(m, MLSTACK__LNAME("per_layer_projection"), c->n_embd, c->ple_dim, 0, &L->w_ple_proj,
+                                   err)))
+        return r;
+    return mlstack__model_norm(m, MLSTACK__LNAME("post_per_layer_input_norm.weight"), c->n_embd, &L->ple_norm, err);
+}
+
 #undef MLSTACK__LNAME
+
+/* Gemma 4's model-wide parts: the v norm's unit weight and, with per-layer inputs, the table
+   embed_tokens_per_layer (rows looked up as stored, times sqrt(P) rounded to its dtype as
+   transformers scales it), per_layer_model_projection and per_layer_projection_norm. */
+static mlstack_result mlstack__map_gemma4(mlstack_model *m, const char *pre, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__st_tensor *t;
+    mlstack_result r;
+    char name[256];
+    float *ones = (float *)mlstack__model_own(m, sizeof(float) * (size_t)c->head_dim);
+    int i;
+    if (!ones) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    for (i = 0; i < c->head_dim; i++) ones[i] = 1.0f;
+    m->ones = ones;
+    if (!c->ple_dim) return MLSTACK_OK;
+    snprintf(name, sizeof name, "%s.embed_tokens_per_layer.weight", pre);
+    if ((r = mlstack__model_tensor(m, name, 2, c->ple_vocab, (int64_t)c->n_layers * c->ple_dim, &t, err))) return r;
+    m->ple_embed = m->st.files[t->file].data + t->begin;
+    m->ple_dtype = t->dtype;
+    if ((uintptr_t)m->ple_embed % (uintptr_t)mlstack__dtype_sizes[t->dtype]) {
+        void *copy = mlstack__model_own(m, (size_t)(t->end - t->begin));
+        if (!copy) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        memcpy(copy, m->ple_embed, (size_t)(t->end - t->begin));
+        m->ple_embed = copy;
+    }
+    m->ple_scale = mlstack__round_to(sqrtf((float)c->ple_dim), t->dtype);
+    snprintf(name, sizeof name, "%s.per_layer_model_projection", pre);
+    if ((r = mlstack__model_linear(m, name, c->n_layers * c->ple_dim, c->n_embd, 0, &m->ple_proj, err))) return r;
+    snprintf(name, sizeof name, "%s.per_layer_projection_norm.weight", pre);
+    return mlstack__model_norm(m, name, c->ple_dim, &m->ple_norm, err);
+}
 
 static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
@@ -30184,21 +30868,26 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     snprintf(name, sizeof name, "%s.%s.bias", pre, fm->name.final_norm ? fm->name.final_norm : "norm");
     if (c->layernorm && (r = mlstack__model_vec(m, name, c->n_embd, &m->final_norm_b, err)) != MLSTACK_OK) return r;
     if ((r = mlstack__map_head(m, head, t, err)) != MLSTACK_OK) return r;
+    if ((fm->flags & MLSTACK__F_GEMMA4) && (r = mlstack__map_gemma4(m, pre, err)) != MLSTACK_OK) return r;
     m->layers = (mlstack__layer *)mlstack__calloc((size_t)c->n_layers, sizeof *m->layers);
     if (!m->layers) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     for (l = 0; l < c->n_layers; l++) {
         mlstack__layer *L = &m->layers[l];
         int att, mlp_only, ffn;
         mlstack__layer_kind(c, l, L);
-        att = L->kind == MLSTACK__LAYER_ATTN, mlp_only = L->kind == MLSTACK__LAYER_MLP;
+        att = L->kind == MLSTACK__LAYER_ATTN || L->kind == MLSTACK__LAYER_ATTN_SSM;
+        mlp_only = L->kind == MLSTACK__LAYER_MLP;
         /* an FFN beside the mixer, but one block a layer: an MLP only in "mlp" blocks (Nemotron-H) */
         ffn = fm->ssm.layout == MLSTACK__SSM_BLOCKS ? mlp_only : fm->ssm.layout != MLSTACK__SSM_ALONE;
         if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
-            (!mlp_only && (r = att ? mlstack__map_layer_attn(m, L, pre, attn, l, err)
-                                   : mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK) ||
+            (!mlp_only && (r = att && c->mla_rank ? mlstack__map_layer_mla(m, L, pre, attn, l, err)
+                               : att              ? mlstack__map_layer_attn(m, L, pre, attn, l, err)
+                                                  : mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK) ||
+            (L->kind == MLSTACK__LAYER_ATTN_SSM && (r = mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK) ||
             (ffn && (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK) ||
             (att && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK) ||
-            (c->act == MLSTACK__ACT_XIELU && (r = mlstack__map_layer_xielu(m, L, pre, l, err)) != MLSTACK_OK))
+            (c->act == MLSTACK__ACT_XIELU && (r = mlstack__map_layer_xielu(m, L, pre, l, err)) != MLSTACK_OK) ||
+            ((fm->flags & MLSTACK__F_GEMMA4) && (r = mlstack__map_layer_gemma4(m, L, pre, l, err)) != MLSTACK_OK))
             return r;
         if (mlp_only) L->ffn_norm = L->attn_norm, L->attn_norm = NULL; /* the block's norm is its MLP's */
     }
@@ -30208,10 +30897,10 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
 /* The projection weights of layer l (l = -1: the LM head) into ws (room for
    MLSTACK__MAX_LAYER_WEIGHTS); returns how many. Absent ones (the dense MLP of a MoE layer, a
    shared expert the family lacks) are left out. */
-#define MLSTACK__MAX_LAYER_WEIGHTS (14 + 3 * MLSTACK__MAX_EXPERTS)
+#define MLSTACK__MAX_LAYER_WEIGHTS (18 + 3 * MLSTACK__MAX_EXPERTS)
 MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
     mlstack__layer *L;
-    mlstack__weight *all[13];
+    mlstack__weight *all[17];
     int n = 0, i;
     if (l < 0) {
         ws[0] = &m->lm_head;
@@ -30221,11 +30910,13 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
     all[0] = &L->wq, all[1] = &L->wk, all[2] = &L->wv, all[3] = &L->wo;
     all[4] = &L->w_gate, all[5] = &L->w_up, all[6] = &L->w_down;
     all[7] = &L->router, all[8] = &L->sh_gate, all[9] = &L->sh_up, all[10] = &L->sh_down;
-    all[11] = &L->w_in, all[12] = &L->wqg;
-    for (i = 0; i < 13; i++)
+    all[11] = &L->w_in, all[12] = &L->wqg, all[13] = &L->wqa, all[14] = &L->w_mix_out;
+    all[15] = &L->moe_lin, all[16] = &L->moe_lout;
+    for (i = 0; i < 17; i++)
         if (all[i]->data) ws[n++] = all[i];
     if (L->sh_router.data) ws[n++] = &L->sh_router;
-    for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++) ws[n++] = &L->experts[i];
+    for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++)
+        if (L->experts[i].data) ws[n++] = &L->experts[i]; /* ungated experts have no up */
     return n;
 }
 
@@ -31198,6 +31889,264 @@ static mlstack_result mlstack__gguf_cfg_layers(mlstack__config *c, const mlstack
     return MLSTACK_OK;
 }
 
+/* The special ids: BOS, and every end id (EOS, EOT, EOM) once. */
+static mlstack_result mlstack__gguf_cfg_tokens(mlstack__config *c, const mlstack__gguf *g, const char *path,
+                                               mlstack_error *err) {
+    static const char *const keys[3] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                                        "tokenizer.ggml.eom_token_id"};
+    int64_t id;
+    mlstack_error e2;
+    int k;
+    c->bos_id = -1;
+    c->n_eos = 0;
+    if (mlstack__gguf_find(g, "tokenizer.ggml.bos_token_id")) {
+        if (!mlstack__gguf_int(g, "tokenizer.ggml.bos_token_id", 0, c->n_vocab - 1, &id, &e2))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s", path, e2.message);
+        c->bos_id = (int32_t)id;
+    }
+    for (k = 0; k < 3; k++) {
+        int j, dup = 0;
+        if (!mlstack__gguf_find(g, keys[k])) continue;
+        if (!mlstack__gguf_int(g, keys[k], 0, c->n_vocab - 1, &id, &e2))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s", path, e2.message);
+        for (j = 0; j < c->n_eos; j++) dup |= c->eos_ids[j] == (int32_t)id;
+        if (!dup) c->eos_ids[c->n_eos++] = (int32_t)id;
+    }
+    return MLSTACK_OK;
+}
+
+/* ---- hybrids from GGUF ----
+   A hybrid's GGUF keys are turned into the config.json its safetensors folder would hold, which
+   is then parsed as any config.json is: both paths set the same fields. Each <arch>.* key is
+   written under every name a family reads it by (each family takes its own, ignores the rest);
+   layer kinds come from llama.cpp's per-layer arrays (head_count_kv 0: a recurrent layer;
+   recurrent_layers; Nemotron-H's feed_forward_length > 0: an MLP block). */
+static const struct {
+    const char *suffix, *names; /* <arch>.suffix -> config.json keys, space-separated */
+} mlstack__gguf_hybrid_keys[] = {
+    {"block_count", "num_hidden_layers"},
+    {"embedding_length", "hidden_size"},
+    {"feed_forward_length", "intermediate_size"},
+    {"attention.head_count", "num_attention_heads"},
+    {"attention.head_count_kv", "num_key_value_heads"},
+    {"attention.key_length", "head_dim"},
+    {"context_length", "max_position_embeddings"},
+    {"attention.layer_norm_rms_epsilon", "rms_norm_eps norm_eps layer_norm_epsilon"},
+    {"attention.layer_norm_epsilon", "rms_norm_eps norm_eps layer_norm_epsilon"},
+    {"rope.freq_base", "rope_theta"},
+    {"expert_count", "num_experts num_local_experts"},
+    {"expert_used_count", "num_experts_per_tok"},
+    {"expert_feed_forward_length", "moe_intermediate_size"},
+    {"expert_shared_feed_forward_length", "shared_expert_intermediate_size shared_intermediate_size"},
+    {"leading_dense_block_count", "num_dense_layers"},
+    {"expert_weights_scale", "routed_scaling_factor"},
+    {"expert_weights_norm", "norm_topk_prob"},
+    {"shortconv.l_cache", "conv_L_cache"},
+    {"ssm.conv_kernel", "linear_conv_kernel_dim conv_kernel mamba_d_conv"},
+    {"ssm.state_size", "linear_key_head_dim state_size mamba_d_state ssm_state_size"},
+    {"ssm.group_count", "linear_num_key_heads n_groups mamba_n_groups"},
+    {"ssm.time_step_rank", "linear_num_value_heads num_heads mamba_n_heads mamba_num_heads"},
+    {"full_attention_interval", "full_attention_interval"},
+    {"attention.scale", "attention_multiplier"},
+    {"embedding_scale", "embedding_multiplier"},
+    {"residual_scale", "residual_multiplier"},
+    {"logit_scale", "logits_scaling"},
+};
+
+/* Appends "name": text, for each name of the space-separated list. Returns 0 when out of memory. */
+static int mlstack__gj_put(mlstack__buf *b, const char *names, const char *text) {
+    int ok = 1;
+    while (ok && *names) {
+        size_t n = strcspn(names, " ");
+        ok = mlstack__buf_puts(b, ",\"") && mlstack__buf_put(b, names, n) && mlstack__buf_puts(b, "\":") &&
+             mlstack__buf_puts(b, text);
+        names += n;
+        while (*names == ' ') names++;
+    }
+    return ok;
+}
+
+/* A scalar key's value as JSON text ("" for a missing key, an array or a string). */
+static void mlstack__gj_value(const mlstack__gguf *g, const char *key, char *out, size_t cap) {
+    const mlstack__gguf_kv *kv = mlstack__gguf_find(g, key);
+    int64_t v;
+    double d;
+    out[0] = 0;
+    if (!kv || kv->type == MLSTACK__GGUF_ARRAY || kv->type == MLSTACK__GGUF_STRING) return;
+    if (kv->type == MLSTACK__GGUF_BOOL) snprintf(out, cap, "%s", mlstack__gguf_bool(g, key, 0) ? "true" : "false");
+    else if (mlstack__gguf_float(g, key, &d))
+        snprintf(out, cap, "%.9g", d);
+    else if (mlstack__gguf_int(g, key, INT64_MIN, INT64_MAX, &v, NULL))
+        snprintf(out, cap, "%lld", (long long)v);
+}
+
+/* Element i of a per-layer array of integers or bools (0 when it is not one, or is shorter). */
+static int64_t mlstack__gguf_layer_int(const mlstack__gguf *g, const mlstack__gguf_kv *kv, int i) {
+    const unsigned char *p;
+    int sz;
+    if (!kv || kv->type != MLSTACK__GGUF_ARRAY || (uint64_t)i >= kv->n) return 0;
+    sz = mlstack__gguf_type_sizes[kv->elem_type];
+    p = g->bytes + kv->off + (uint64_t)i * (uint64_t)sz;
+    switch (kv->elem_type) {
+    case MLSTACK__GGUF_U8:
+    case MLSTACK__GGUF_BOOL: return p[0];
+    case MLSTACK__GGUF_I8: return (int8_t)p[0];
+    case MLSTACK__GGUF_U16: return (int64_t)mlstack__le(p, 2);
+    case MLSTACK__GGUF_I16: return (int16_t)mlstack__le(p, 2);
+    case MLSTACK__GGUF_U32: return (int64_t)mlstack__le(p, 4);
+    case MLSTACK__GGUF_I32: return (int32_t)(uint32_t)mlstack__le(p, 4);
+    case MLSTACK__GGUF_U64:
+    case MLSTACK__GGUF_I64: return (int64_t)(mlstack__le(p, 8) & 0x7FFFFFFFFFFFFFFFull);
+    default: return 0;
+    }
+}
+
+/* Whether some layer has tensor blk.N.<rest>. */
+static int mlstack__gguf_any_layer(const mlstack__gguf *g, int n_layers, const char *rest) {
+    char nm[128];
+    int l;
+    for (l = 0; l < n_layers && l < MLSTACK__MAX_TYPED_LAYERS; l++) {
+        snprintf(nm, sizeof nm, "blk.%d.%s", l, rest);
+        if (mlstack__gguf_tensor_find(g, nm)) return 1;
+    }
+    return 0;
+}
+
+/* layer_types and the largest of the per-layer head_count_kv / feed_forward_length arrays. */
+static int mlstack__gj_layers(mlstack__buf *b, const mlstack__family *f, const mlstack__gguf *g, const char *arch,
+                              int n_layers) {
+    const mlstack__gguf_kv *kv, *ff, *rec;
+    char key[128], num[32];
+    int64_t kv_max = 0, ff_max = 0;
+    int ok = 1, l;
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
+    kv = mlstack__gguf_find(g, key);
+    snprintf(key, sizeof key, "%s.feed_forward_length", arch);
+    ff = mlstack__gguf_find(g, key);
+    snprintf(key, sizeof key, "%s.attention.recurrent_layers", arch);
+    rec = mlstack__gguf_find(g, key);
+    if (kv && kv->type != MLSTACK__GGUF_ARRAY) kv = NULL;
+    if (ff && ff->type != MLSTACK__GGUF_ARRAY) ff = NULL;
+    if (rec && rec->type != MLSTACK__GGUF_ARRAY) rec = NULL;
+    for (l = 0; l < n_layers; l++) {
+        if (mlstack__gguf_layer_int(g, kv, l) > kv_max) kv_max = mlstack__gguf_layer_int(g, kv, l);
+        if (mlstack__gguf_layer_int(g, ff, l) > ff_max) ff_max = mlstack__gguf_layer_int(g, ff, l);
+    }
+    if (kv)
+        snprintf(num, sizeof num, "%lld", (long long)kv_max), ok = ok && mlstack__gj_put(b, "num_key_value_heads", num);
+    if (ff)
+        snprintf(num, sizeof num, "%lld", (long long)ff_max), ok = ok && mlstack__gj_put(b, "intermediate_size", num);
+    if (f->ssm.layout == MLSTACK__SSM_ALONE || (!kv && !rec) || n_layers > MLSTACK__MAX_TYPED_LAYERS) return ok;
+    ok = ok && mlstack__buf_puts(b, ",\"layer_types\":[");
+    for (l = 0; ok && l < n_layers; l++) {
+        int attends = rec ? !mlstack__gguf_layer_int(g, rec, l) : mlstack__gguf_layer_int(g, kv, l) > 0;
+        const char *t = attends ? "full_attention"
+                        : f->ssm.layout == MLSTACK__SSM_BLOCKS && mlstack__gguf_layer_int(g, ff, l) > 0 ? "mlp"
+                        : f->mix.type                                                                   ? f->mix.type
+                                      : "linear_attention";
+        if (attends && f->mix.kind == MLSTACK__LAYER_MAMBA2 && f->ssm.layout == MLSTACK__SSM_HYBRID) t = "attention";
+        ok = mlstack__buf_puts(b, l ? ",\"" : "\"") && mlstack__buf_puts(b, t) && mlstack__buf_puts(b, "\"");
+    }
+    return ok && mlstack__buf_puts(b, "]");
+}
+
+/* Keys derived from others and from which tensors exist: the Mamba2 head width and expansion,
+   the partial rotary factor, conv and projection biases, the expert bias, a tied head. */
+static int mlstack__gj_derived(mlstack__buf *b, const mlstack__family *f, const mlstack__gguf *g, const char *arch,
+                               int n_layers) {
+    char key[128], num[64];
+    int64_t inner = 0, heads = 0, embd = 0, rot = 0, kl = 0;
+    int ok = 1;
+    snprintf(key, sizeof key, "%s.ssm.inner_size", arch);
+    mlstack__gguf_int(g, key, 1, 1 << 30, &inner, NULL);
+    snprintf(key, sizeof key, "%s.ssm.time_step_rank", arch);
+    mlstack__gguf_int(g, key, 1, 1 << 30, &heads, NULL);
+    snprintf(key, sizeof key, "%s.embedding_length", arch);
+    mlstack__gguf_int(g, key, 1, 1 << 30, &embd, NULL);
+    snprintf(key, sizeof key, "%s.rope.dimension_count", arch);
+    mlstack__gguf_int(g, key, 1, 1 << 16, &rot, NULL);
+    snprintf(key, sizeof key, "%s.attention.key_length", arch);
+    mlstack__gguf_int(g, key, 1, 1 << 16, &kl, NULL);
+    if (inner && heads && inner % heads == 0) {
+        snprintf(num, sizeof num, "%lld", (long long)(inner / heads));
+        ok = ok &&
+             mlstack__gj_put(b,
+                             f->ssm.layout == MLSTACK__SSM_ALONE ? "head_dim"
+                                                                 : "linear_value_head_dim mamba_d_head mamba_head_dim",
+                             num);
+    }
+    if (inner && embd && inner % embd == 0)
+        snprintf(num, sizeof num, "%lld", (long long)(inner / embd)),
+            ok = ok && mlstack__gj_put(b, "expand mamba_expand", num);
+    if (rot && kl)
+        snprintf(num, sizeof num, "%.9g", (double)rot / (double)kl),
+            ok = ok && mlstack__gj_put(b, "partial_rotary_factor", num);
+    ok = ok && mlstack__gj_put(b, "block_auto_adjust_ff_dim", "false") &&
+         mlstack__gj_put(b, "conv_bias",
+                         mlstack__gguf_any_layer(g, n_layers, "shortconv.in_proj.bias") ? "true" : "false") &&
+         mlstack__gj_put(b, "use_conv_bias mamba_conv_bias",
+                         mlstack__gguf_any_layer(g, n_layers, "ssm_conv1d.bias") ? "true" : "false") &&
+         mlstack__gj_put(b, "use_bias mamba_proj_bias",
+                         mlstack__gguf_any_layer(g, n_layers, "ssm_in.bias") ? "true" : "false") &&
+         mlstack__gj_put(b, "use_expert_bias",
+                         mlstack__gguf_any_layer(g, n_layers, "exp_probs_b.bias") ? "true" : "false") &&
+         mlstack__gj_put(b, "tie_word_embeddings", mlstack__gguf_tensor_find(g, "output.weight") ? "false" : "true") &&
+         mlstack__gj_put(b, "norm_topk_prob", "true") && /* llama.cpp's default (the key, when given, comes first) */
+         mlstack__gj_put(b, "mlp_hidden_act", "\"relu2\""); /* Nemotron-H's MLP blocks in llama.cpp */
+    snprintf(key, sizeof key, "%s.rope.scaling.finetuned", arch); /* Granite 4.0-H: RoPE only when set */
+    if (ok && mlstack__gguf_bool(g, key, 0)) ok = mlstack__gj_put(b, "position_embedding_type", "\"rope\"");
+    return ok;
+}
+
+static mlstack_result mlstack__gguf_config_hybrid(mlstack__config *c, const mlstack__gguf *g, const char *arch,
+                                                  const char *path, mlstack_error *err) {
+    const mlstack__family *f = c->fam;
+    const mlstack__gguf_tensor *emb = mlstack__gguf_tensor_find(g, "token_embd.weight");
+    mlstack__buf b = {0, 0, 0};
+    mlstack__json_doc doc;
+    char key[160], val[64];
+    int64_t n_layers = 0;
+    size_t k;
+    int ok;
+    mlstack_result r;
+    snprintf(key, sizeof key, "%s.block_count", arch);
+    if (!mlstack__gguf_int(g, key, 1, 1 << 16, &n_layers, NULL))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: missing or invalid key %s", path, key);
+    if (!emb || emb->n_dims != 2 || emb->ne[1] < 1 || emb->ne[1] > (1u << 30))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor token_embd.weight is missing or not 2-D", path);
+    ok = mlstack__buf_puts(&b, "{\"architectures\":[\"") && mlstack__buf_puts(&b, f->arch) &&
+         mlstack__buf_puts(&b, "\"]");
+    snprintf(val, sizeof val, "%llu", (unsigned long long)emb->ne[1]);
+    ok = ok && mlstack__gj_put(&b, "vocab_size", val);
+    for (k = 0; ok && k < sizeof mlstack__gguf_hybrid_keys / sizeof mlstack__gguf_hybrid_keys[0]; k++) {
+        snprintf(key, sizeof key, "%s.%s", arch, mlstack__gguf_hybrid_keys[k].suffix);
+        mlstack__gj_value(g, key, val, sizeof val);
+        if (f->ssm.layout == MLSTACK__SSM_ALONE &&
+            strncmp(mlstack__gguf_hybrid_keys[k].suffix, "attention.head", 14) == 0)
+            val[0] = 0; /* no attention: Mamba2's num_heads and head_dim are its mixer's */
+        if (f->ssm.layout == MLSTACK__SSM_ALONE &&
+            strcmp(mlstack__gguf_hybrid_keys[k].suffix, "attention.key_length") == 0)
+            val[0] = 0;
+        if (val[0]) ok = mlstack__gj_put(&b, mlstack__gguf_hybrid_keys[k].names, val);
+    }
+    ok = ok && mlstack__gj_layers(&b, f, g, arch, (int)n_layers) &&
+         mlstack__gj_derived(&b, f, g, arch, (int)n_layers) && mlstack__buf_puts(&b, "}");
+    if (!ok) {
+        MLSTACK_FREE(b.p);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    }
+    r = mlstack__json_parse(&doc, b.p, b.n, path, err);
+    if (r == MLSTACK_OK) {
+        r = mlstack__config_parse(c, doc.root, NULL, path, err);
+        mlstack__json_free(&doc);
+    }
+    MLSTACK_FREE(b.p);
+    if (r != MLSTACK_OK) return r;
+    c->norm_plus_stored = (c->fam->flags & MLSTACK__F_GGUF_NORM_PLUS) != 0;
+    c->dn_v_tiled = (c->fam->flags & MLSTACK__F_GGUF_V_TILED) != 0 && c->dn_k_heads != c->dn_v_heads;
+    return mlstack__gguf_cfg_tokens(c, g, path, err);
+}
+
 MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstack__gguf *g, const char *path,
                                                 mlstack_error *err) {
     const mlstack__gguf_tensor *emb = mlstack__gguf_tensor_find(g, "token_embd.weight");
@@ -31222,6 +32171,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: general.architecture = \"%s\" is not supported (supported: %s)", path, arch, names);
     }
+    if (c->fam->mix.kind) return mlstack__gguf_config_hybrid(c, g, arch, path, err);
     if ((r = mlstack__gguf_cfg_int(g, arch, "block_count", -1, 1, 1 << 16, &c->n_layers, path, err)) ||
         (r = mlstack__gguf_cfg_int(g, arch, "embedding_length", -1, 1, 1 << 30, &c->n_embd, path, err)) ||
         (r = mlstack__gguf_cfg_int(g, arch, "feed_forward_length", -1, 1, 1 << 30, &c->n_ff, path, err)) ||
@@ -31292,31 +32242,15 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     c->rope[0].theta = c->rope_theta;
     c->rope[0].factor = c->rope_factor;
     c->embed_scale = c->residual_scale = c->logits_div = c->moe_scale = 1.0f;
+    c->moe_norm_eps = 1e-6f; /* LFM2-MoE's renormalization */
+    mlstack__mults_init(&c->mult);
     c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
     if (mlstack__gguf_rope_rows(c) && c->attn_bias)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture Q/K biases (blk.0.attn_q.bias) are not supported", path, arch);
-    if ((r = mlstack__gguf_cfg_layers(c, g, arch, path, err)) != MLSTACK_OK) return r;
-    {
-        static const char *const keys[3] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
-                                            "tokenizer.ggml.eom_token_id"};
-        int64_t id;
-        mlstack_error e2;
-        c->bos_id = -1;
-        if (mlstack__gguf_find(g, "tokenizer.ggml.bos_token_id")) {
-            if (!mlstack__gguf_int(g, "tokenizer.ggml.bos_token_id", 0, c->n_vocab - 1, &id, &e2))
-                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s", path, e2.message);
-            c->bos_id = (int32_t)id;
-        }
-        for (k = 0; k < 3; k++) {
-            int j, dup = 0;
-            if (!mlstack__gguf_find(g, keys[k])) continue;
-            if (!mlstack__gguf_int(g, keys[k], 0, c->n_vocab - 1, &id, &e2))
-                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s", path, e2.message);
-            for (j = 0; j < c->n_eos; j++) dup |= c->eos_ids[j] == (int32_t)id;
-            if (!dup) c->eos_ids[c->n_eos++] = (int32_t)id;
-        }
-    }
+    if ((r = mlstack__gguf_cfg_layers(c, g, arch, path, err)) != MLSTACK_OK ||
+        (r = mlstack__gguf_cfg_tokens(c, g, path, err)) != MLSTACK_OK)
+        return r;
     return mlstack__gguf_config_more(c, g, arch, path, err);
 }
 
@@ -31327,22 +32261,90 @@ static int64_t mlstack__gguf_unpermute_src(int64_t r, int head_dim) {
     return h * head_dim + 2 * (rem % half) + rem / half;
 }
 
+/* A hybrid's layer tensor blk.N.<rest> -> the family's Hugging Face name after <prefix>.layers.N.
+   into out (0: not one of these). Roles: A attention, M the MLP, X the recurrent mixer, E the
+   experts' block; "ssm_a" is A = -exp(A_log) as stored (read as <X>.A, not A_log). */
+static int mlstack__gguf_hybrid_name(const mlstack__family *f, const char *rest, char *out, size_t cap) {
+    static const char *const map[][2] = {{"attn_q", "A.q_proj"},
+                                         {"attn_k", "A.k_proj"},
+                                         {"attn_v", "A.v_proj"},
+                                         {"attn_output", "A.o"},
+                                         {"attn_q_norm", "A.qn"},
+                                         {"attn_k_norm", "A.kn"},
+                                         {"ffn_gate", "M.g"},
+                                         {"ffn_up", "M.u"},
+                                         {"ffn_down", "M.d"},
+                                         {"shortconv.in_proj", "X.in_proj"},
+                                         {"shortconv.out_proj", "X.out_proj"},
+                                         {"shortconv.conv", "X.conv"},
+                                         {"ssm_in", "X.in_proj"},
+                                         {"ssm_out", "X.out_proj"},
+                                         {"ssm_conv1d", "X.conv1d"},
+                                         {"ssm_dt", "X.dt_bias"},
+                                         {"ssm_a", "X.A"},
+                                         {"ssm_d", "X.D"},
+                                         {"ssm_norm", "X.norm"},
+                                         {"attn_qkv", "X.in_proj_qkv"},
+                                         {"attn_gate", "X.in_proj_z"},
+                                         {"ssm_beta", "X.in_proj_b"},
+                                         {"ssm_alpha", "X.in_proj_a"},
+                                         {"ssm_ba", "X.in_proj_ba"},
+                                         {"ffn_gate_inp", "E.gate"},
+                                         {"exp_probs_b", "E.expert_bias"},
+                                         {"ffn_gate_inp_shexp", "E.shared_expert_gate"},
+                                         {"ffn_gate_shexp", "E.shared_expert.gate_proj"},
+                                         {"ffn_up_shexp", "E.shared_expert.up_proj"},
+                                         {"ffn_down_shexp", "E.shared_expert.down_proj"}};
+    const char *attn = f->name.attn ? f->name.attn : "self_attn", *mlp = f->name.mlp ? f->name.mlp : "mlp";
+    const char *moe = f->moe.block ? f->moe.block : mlp, *mx = f->mix.block ? f->mix.block : "mixer", *suffix;
+    size_t k, n;
+    for (k = 0; k < sizeof map / sizeof map[0]; k++) {
+        const char *h = map[k][1], *part;
+        n = strlen(map[k][0]);
+        if (strncmp(rest, map[k][0], n) != 0 || (rest[n] && rest[n] != '.')) continue;
+        suffix = rest + n; /* "", ".weight" or ".bias" */
+        if (strcmp(map[k][0], "ssm_dt") == 0 || strcmp(map[k][0], "exp_probs_b") == 0) suffix = "";
+        if (strcmp(map[k][0], "ssm_a") == 0 || strcmp(map[k][0], "ssm_d") == 0) suffix = "";
+        part = h + 2;
+        if (strcmp(part, "o") == 0) part = f->name.o_proj ? f->name.o_proj : "o_proj";
+        else if (strcmp(part, "qn") == 0)
+            part = f->name.q_norm ? f->name.q_norm : "q_norm";
+        else if (strcmp(part, "kn") == 0)
+            part = f->name.k_norm ? f->name.k_norm : "k_norm";
+        else if (strcmp(part, "g") == 0)
+            part = f->name.gate ? f->name.gate : "gate_proj";
+        else if (strcmp(part, "u") == 0)
+            part = f->name.up ? f->name.up : "up_proj";
+        else if (strcmp(part, "d") == 0)
+            part = f->name.down ? f->name.down : "down_proj";
+        snprintf(out, cap, "%s.%s%s", h[0] == 'A' ? attn : h[0] == 'M' ? mlp : h[0] == 'E' ? moe : mx, part, suffix);
+        return 1;
+    }
+    return 0;
+}
+
 /* The Hugging Face name of GGUF tensor t into name; sets *is_embed for the embedding table.
    Returns the head count whose q/k rows llama.cpp permuted for its rope (0 for other tensors). */
 static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gguf_tensor *t, char *name,
                                      size_t name_cap, int *is_embed) {
+    const mlstack__family *f = c->fam;
+    const char *pre = f->name.prefix ? f->name.prefix : "model";
     int layer = -1, permute_heads = 0;
-    if (strcmp(t->name, "token_embd.weight") == 0) snprintf(name, name_cap, "model.embed_tokens.weight"), *is_embed = 1;
-    else if (strcmp(t->name, "output_norm.weight") == 0)
-        snprintf(name, name_cap, "model.norm.weight");
+    if (strcmp(t->name, "token_embd.weight") == 0)
+        snprintf(name, name_cap, "%s.%s.weight", pre, f->name.embed ? f->name.embed : "embed_tokens"), *is_embed = 1;
+    else if (strcmp(t->name, "output_norm.weight") == 0 ||
+             ((f->flags & MLSTACK__F_GGUF_EMBD_NORM) && strcmp(t->name, "token_embd_norm.weight") == 0))
+        snprintf(name, name_cap, "%s.%s.weight", pre, f->name.final_norm ? f->name.final_norm : "norm");
     else if (strcmp(t->name, "output.weight") == 0)
-        snprintf(name, name_cap, "lm_head.weight");
+        snprintf(name, name_cap, "%s.weight", f->name.head ? f->name.head : "lm_head");
     else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers && strchr(t->name + 4, '.')) {
         const char *rest = strchr(t->name + 4, '.') + 1, *norm = mlstack__gguf_norm_hf(c->fam, rest);
-        char hf[64];
-        if (norm) snprintf(name, name_cap, "model.layers.%d.%s.weight", layer, norm);
+        char hf[96];
+        if (norm) snprintf(name, name_cap, "%s.layers.%d.%s.weight", pre, layer, norm);
+        else if (f->mix.kind && mlstack__gguf_hybrid_name(f, rest, hf, sizeof hf))
+            snprintf(name, name_cap, "%s.layers.%d.%s", pre, layer, hf);
         else if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf) || mlstack__gguf_hf_more_name(rest, hf, sizeof hf))
-            snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
+            snprintf(name, name_cap, "%s.layers.%d.%s", pre, layer, hf);
         else
             snprintf(name, name_cap, "%.90s", t->name);
         if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
@@ -31383,20 +32385,79 @@ static uint64_t mlstack__gguf_tied_head(const mlstack__gguf *g, const mlstack__g
     return in_place ? 0 : (out_row * rows + 63) & ~(uint64_t)63;
 }
 
+/* The Hugging Face shape of a float tensor: ne reversed; a hybrid's squeezed conv weights get
+   their (C, 1, K) back and its per-head vectors (ssm_a, ssm_d stored [1, H], ssm_norm [G, inner /
+   G]) are flat. */
+static void mlstack__gguf_hf_shape(const mlstack__config *c, const mlstack__gguf_tensor *t, mlstack__st_tensor *x) {
+    const char *rest = strncmp(t->name, "blk.", 4) == 0 && strchr(t->name + 4, '.') ? strchr(t->name + 4, '.') + 1 : "";
+    int k;
+    x->n_dims = t->n_dims;
+    for (k = 0; k < t->n_dims; k++) x->shape[k] = (int64_t)t->ne[t->n_dims - 1 - k];
+    if (!c->fam->mix.kind) return;
+    if (t->n_dims == 2 && (strcmp(rest, "shortconv.conv.weight") == 0 || strcmp(rest, "ssm_conv1d.weight") == 0)) {
+        x->n_dims = 3;
+        x->shape[0] = (int64_t)t->ne[1], x->shape[1] = 1, x->shape[2] = (int64_t)t->ne[0];
+    } else if (strcmp(rest, "ssm_a") == 0 || strcmp(rest, "ssm_d") == 0 || strcmp(rest, "ssm_norm.weight") == 0) {
+        x->n_dims = 1;
+        x->shape[0] = (int64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
+    }
+}
+
+/* A hybrid's experts as llama.cpp stores them, one [E, rows, in] tensor per projection
+   (blk.N.ffn_<gate|up|down>_exps.weight): the experts they hold (0: not one). Each expert's slice
+   holds at least 32 bytes of the file (tensors do not overlap): the entries made for a hostile
+   file stay proportional to its size. */
+static int mlstack__gguf_expert_count(const mlstack__config *c, const mlstack__gguf_tensor *t) {
+    const char *u = strstr(t->name, "_exps.weight");
+    return c->fam->mix.kind && strncmp(t->name, "blk.", 4) == 0 && strstr(t->name, ".ffn_") && c->fam->moe.block &&
+                   !(c->fam->flags & MLSTACK__F_EXPERTS_3D) && t->n_dims == 3 && u && strlen(u) == 12 && t->ne[2] > 0 &&
+                   t->ne[2] <= MLSTACK__MAX_EXPERTS && t->bytes / t->ne[2] >= 32
+               ? (int)t->ne[2]
+               : 0;
+}
+
+/* Entry x (the whole [E, rows, in] tensor t) becomes E entries x[0..E), expert e's rows named as the
+   family's per-expert tensors (<prefix>.layers.N.<block>.experts.e.<name>.weight). */
+static void mlstack__gguf_split_experts(const mlstack__config *c, const mlstack__gguf_tensor *t, mlstack__st_tensor *x,
+                                        char *names, size_t name_cap) {
+    const mlstack__family *f = c->fam;
+    const char *proj = strstr(t->name, ".ffn_") + 5, *hf;
+    mlstack__st_tensor whole = *x;
+    uint64_t slice;
+    int e, E = (int)t->ne[2], layer = atoi(t->name + 4);
+    hf = strncmp(proj, "gate", 4) == 0 ? f->moe.gate : strncmp(proj, "up", 2) == 0 ? f->moe.up : f->moe.down;
+    slice = (whole.end - whole.begin) / (uint64_t)E;
+    for (e = 0; e < E; e++) {
+        char *name = names + (size_t)e * name_cap;
+        x[e] = whole;
+        snprintf(name, name_cap, "%s.layers.%d.%s.experts.%d.%s.weight", f->name.prefix ? f->name.prefix : "model",
+                 layer, f->moe.block, e, hf ? hf : "?");
+        x[e].name = name;
+        x[e].n_dims = 2;
+        x[e].shape[0] = whole.n_dims == 3 ? whole.shape[1] : whole.shape[0] / E;
+        x[e].shape[1] = whole.n_dims == 3 ? whole.shape[2] : whole.shape[1];
+        x[e].begin = whole.begin + (uint64_t)e * slice;
+        x[e].end = x[e].begin + slice;
+    }
+}
+
 /* m->st from m->gguf: one "file" for the mapping, one for the copies made here. */
 MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *path, mlstack_error *err) {
     const mlstack__gguf *g = &m->gguf;
     const mlstack__config *c = &m->cfg;
     mlstack__st *st = &m->st;
-    uint64_t i, copy_bytes = 0;
+    uint64_t i, copy_bytes = 0, extra = 0;
     int pass, n = 0;
     char *names;
     unsigned char *copies = NULL;
-    const size_t name_cap = 96;
+    const size_t name_cap = 128;
     memset(st, 0, sizeof *st);
     st->files = (mlstack__st_file *)mlstack__calloc(2, sizeof *st->files);
-    st->tensors = (mlstack__st_tensor *)mlstack__calloc((size_t)g->n_tensors + 2, sizeof *st->tensors);
-    names = (char *)mlstack__model_own(m, ((size_t)g->n_tensors + 2) * name_cap);
+    for (i = 0; i < g->n_tensors; i++) /* experts split per expert: more entries */
+        if (mlstack__gguf_expert_count(c, &g->tensors[i]))
+            extra += (uint64_t)mlstack__gguf_expert_count(c, &g->tensors[i]) - 1;
+    st->tensors = (mlstack__st_tensor *)mlstack__calloc((size_t)(g->n_tensors + extra) + 2, sizeof *st->tensors);
+    names = (char *)mlstack__model_own(m, ((size_t)(g->n_tensors + extra) + 2) * name_cap);
     if (!st->files || !st->tensors || !names) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     st->n_files = 2;
     st->files[0].path = mlstack__strndup(path, strlen(path));
@@ -31412,7 +32473,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
             const mlstack__gguf_tensor *t = &g->tensors[i];
             mlstack__st_tensor *x = &st->tensors[n];
             char *name = names + (size_t)n * name_cap;
-            int k, keep, permute_heads = 0, quant = 0, is_embed = 0, is_float;
+            int keep, permute_heads = 0, quant = 0, is_embed = 0, is_float;
             uint64_t rows = t->ne[1] * t->ne[2] * t->ne[3],
                      row_bytes = t->ne[0] / mlstack__ggml_types[t->type].block * mlstack__ggml_types[t->type].size;
             /* the name */
@@ -31445,8 +32506,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                     x->dtype = t->type == MLSTACK__GGML_F16    ? MLSTACK_DTYPE_F16
                                : t->type == MLSTACK__GGML_BF16 ? MLSTACK_DTYPE_BF16
                                                                : MLSTACK_DTYPE_F32;
-                    x->n_dims = t->n_dims;
-                    for (k = 0; k < t->n_dims; k++) x->shape[k] = (int64_t)t->ne[t->n_dims - 1 - k];
+                    mlstack__gguf_hf_shape(c, t, x);
                 }
             }
             if (keep) {
@@ -31482,6 +32542,10 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                 off += (bytes + 63) & ~(uint64_t)63;
             }
             n++;
+            if (mlstack__gguf_expert_count(c, t)) {
+                if (pass == 1) mlstack__gguf_split_experts(c, t, x, name, name_cap);
+                n += mlstack__gguf_expert_count(c, t) - 1;
+            }
             /* a tied head of blocks: the embedding's blocks, in place (or repacked); a Q8_0 / Q4_1
                embedding stays blocks itself, and its tied head reads them as any tied head does */
             if (is_embed && c->tied && t->n_dims == 2 && t->ne[0] <= (uint64_t)INT_MAX / 8 && !quant &&
@@ -31625,6 +32689,13 @@ typedef struct mlstack__gw_tensor {
     uint64_t offset;
     uint32_t unpack; /* 0, or the GGML type (Q4_0, IQ4_NL) the stored rows are repacked from */
     size_t file_row; /* bytes of a row in the file */
+    int gate_heads; /* q_proj of gated attention: rows q_h | gate_h per head, from data (q) and data2 (gate) */
+    const unsigned char *data2;
+    /* delta-net value heads written tiled (llama.cpp's order): from row tile_base on, runs of
+       tile_dim rows per value head (tile_hk key heads, tile_g value heads each); tile_cols: the
+       columns instead (groups of tile_dim elements of each row) */
+    int tile_base, tile_dim, tile_hk, tile_g, tile_cols;
+    int flat; /* written as one dimension of ne[0] ne[1] elements */
 } mlstack__gw_tensor;
 
 /* t is weight w: written as the GGML type the quantizer made it as, when its rows hold that
@@ -31805,7 +32876,7 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
         snprintf(t_->name, sizeof t_->name, "%s", nm);                                              \
         t_->type = (ty), t_->n_dims = (nd), t_->ne[0] = (uint64_t)(e0), t_->ne[1] = (uint64_t)(e1); \
         t_->data = (const unsigned char *)(dat), t_->row_bytes = (rb), t_->permute_heads = (perm);  \
-        t_->unpack = 0, t_->file_row = (rb);                                                        \
+        t_->unpack = 0, t_->file_row = (rb), t_->gate_heads = 0, t_->tile_dim = 0, t_->flat = 0;    \
     } while (0)
 
 /* The embedding table (a tied head's blocks, or a Q8_0 copy of a float table for a Q4_1 head),
@@ -31839,13 +32910,97 @@ static int mlstack__gw_list_embed(mlstack_model *m, mlstack__gw_tensor *ts, int 
     } else
         MLSTACK__GW_T("token_embd.weight", mlstack__gw_type((int)m->embed_dtype), 2, c->n_embd, c->n_vocab, m->embed,
                       mlstack__row_bytes((int)m->embed_dtype, c->n_embd), 0);
-    MLSTACK__GW_T("output_norm.weight", MLSTACK__GGML_F32, 1, c->n_embd, 1, m->final_norm, (size_t)c->n_embd * 4, 0);
+    MLSTACK__GW_T(c->fam->flags & MLSTACK__F_GGUF_EMBD_NORM ? "token_embd_norm.weight" : "output_norm.weight",
+                  MLSTACK__GGML_F32, 1, c->n_embd, 1, m->final_norm, (size_t)c->n_embd * 4, 0);
     if (m->lm_head.data != m->embed && !tied_blocks) {
         MLSTACK__GW_T("output.weight", mlstack__gw_type(m->lm_head.wtype), 2, c->n_embd, c->n_vocab, m->lm_head.data,
                       m->lm_head.row_bytes, 0);
         mlstack__gw_made(&ts[*n_t - 1], &m->lm_head);
     }
     return ok;
+}
+
+/* A recurrent layer's mixer as llama.cpp names it: LFM2's short convolution (shortconv.in_proj,
+   .conv as [D, K] f32, .out_proj); a Mamba2 mixer (ssm_in, ssm_conv1d and its bias, ssm_dt.bias,
+   ssm_a = -exp(A_log) and ssm_d as [H, 1], ssm_norm as [G, inner / G], ssm_out). */
+static void mlstack__gw_list_mixer(const mlstack__config *c, const mlstack__layer *L, int l, mlstack__gw_tensor *ts,
+                                   int *n_t) {
+    char nm[64];
+    const char *in = L->kind == MLSTACK__LAYER_CONV ? "shortconv.in_proj" : "ssm_in",
+               *out = L->kind == MLSTACK__LAYER_CONV ? "shortconv.out_proj" : "ssm_out";
+    const mlstack__ssm_cfg *s = &c->ssm;
+    snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, in);
+    MLSTACK__GW_T(nm, mlstack__gw_type(L->w_in.wtype), 2, L->w_in.n_in, L->w_in.n_out, L->w_in.data, L->w_in.row_bytes,
+                  0);
+    mlstack__gw_made(&ts[*n_t - 1], &L->w_in);
+    snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, out);
+    MLSTACK__GW_T(nm, mlstack__gw_type(L->wo.wtype), 2, L->wo.n_in, L->wo.n_out, L->wo.data, L->wo.row_bytes, 0);
+    mlstack__gw_made(&ts[*n_t - 1], &L->wo);
+    if (L->kind == MLSTACK__LAYER_CONV) {
+        snprintf(nm, sizeof nm, "blk.%d.shortconv.conv.weight", l);
+        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, c->conv_k, c->n_embd, L->conv_w, (size_t)c->conv_k * 4, 0);
+        return;
+    }
+    snprintf(nm, sizeof nm, "blk.%d.ssm_conv1d.weight", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, s->conv, s->conv_dim, L->conv_w, (size_t)s->conv * 4, 0);
+    if (L->conv_b) {
+        snprintf(nm, sizeof nm, "blk.%d.ssm_conv1d.bias", l);
+        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, s->conv_dim, 1, L->conv_b, (size_t)s->conv_dim * 4, 0);
+    }
+    snprintf(nm, sizeof nm, "blk.%d.ssm_dt.bias", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, s->heads, 1, L->ssm_dt_bias, (size_t)s->heads * 4, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_a", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, 1, s->heads, L->ssm_a, 4, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_d", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, 1, s->heads, L->ssm_d, 4, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_norm.weight", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, s->inner / s->groups, s->groups, L->ssm_norm,
+                  (size_t)(s->inner / s->groups) * 4, 0);
+}
+
+/* Marks the last listed tensor's value heads to be written tiled (llama.cpp's order) from row
+   base on, dim rows (or, cols: elements of each row) per head. */
+static void mlstack__gw_tile(const mlstack__config *c, mlstack__gw_tensor *t, int base, int dim, int cols) {
+    if (c->dn_k_heads == c->dn_v_heads) return;
+    t->tile_base = base, t->tile_dim = dim, t->tile_cols = cols;
+    t->tile_hk = c->dn_k_heads, t->tile_g = c->dn_v_heads / c->dn_k_heads;
+}
+
+/* A delta-net mixer as llama.cpp's qwen35 names it: attn_qkv, attn_gate, ssm_beta, ssm_alpha (rows
+   of w_in), ssm_conv1d, ssm_a (-exp(A_log)), ssm_dt.bias, ssm_norm, ssm_out; value heads tiled. */
+static void mlstack__gw_list_delta(const mlstack__config *c, const mlstack__layer *L, int l, mlstack__gw_tensor *ts,
+                                   int *n_t) {
+    static const char *const nm4[4] = {"attn_qkv", "attn_gate", "ssm_beta", "ssm_alpha"};
+    int Hv = c->dn_v_heads, dv = c->dn_v_dim, kd = c->dn_k_heads * c->dn_k_dim, vd = Hv * dv, C = 2 * kd + vd, k;
+    int rows[4], first[4], K = c->dn_conv;
+    size_t rb = L->w_in.row_bytes;
+    char nm[64];
+    rows[0] = C, rows[1] = vd, rows[2] = Hv, rows[3] = Hv;
+    first[0] = 0, first[1] = C, first[2] = C + vd, first[3] = C + vd + Hv;
+    for (k = 0; k < 4; k++) {
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, nm4[k]);
+        MLSTACK__GW_T(nm, mlstack__gw_type(L->w_in.wtype), 2, L->w_in.n_in, rows[k],
+                      (const unsigned char *)L->w_in.data + (size_t)first[k] * rb, rb, 0);
+        mlstack__gw_made(&ts[*n_t - 1], &L->w_in);
+        mlstack__gw_tile(c, &ts[*n_t - 1], k ? 0 : 2 * kd, k < 2 ? dv : 1, 0);
+    }
+    snprintf(nm, sizeof nm, "blk.%d.ssm_conv1d.weight", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, K, C, L->conv_w, (size_t)K * 4, 0);
+    mlstack__gw_tile(c, &ts[*n_t - 1], 2 * kd, dv, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_a", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, 1, Hv, L->dn_neg_a, 4, 0);
+    ts[*n_t - 1].flat = 1;
+    mlstack__gw_tile(c, &ts[*n_t - 1], 0, 1, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_dt.bias", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, 1, Hv, L->dn_dt_bias, 4, 0);
+    ts[*n_t - 1].flat = 1;
+    mlstack__gw_tile(c, &ts[*n_t - 1], 0, 1, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_norm.weight", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, dv, 1, L->dn_norm, (size_t)dv * 4, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_out.weight", l);
+    MLSTACK__GW_T(nm, mlstack__gw_type(L->wo.wtype), 2, L->wo.n_in, L->wo.n_out, L->wo.data, L->wo.row_bytes, 0);
+    mlstack__gw_made(&ts[*n_t - 1], &L->wo);
+    if (!c->dn_v_tiled) mlstack__gw_tile(c, &ts[*n_t - 1], 0, dv, 1); /* read from GGUF: already tiled */
 }
 
 /* Each layer's norms, projections (q and k rows permuted for llama.cpp's rope), biases and q/k norms. */
@@ -31861,7 +33016,9 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         int k;
         for (k = 0; k < 4; k++) { /* the norms the layer has, by role */
             if (!norms[k]) continue;
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, mlstack__gguf_norm_names[k]);
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l,
+                     k == 1 && (c->fam->flags & MLSTACK__F_GGUF_POST_ATTN) ? "post_attention_norm"
+                                                                           : mlstack__gguf_norm_names[k]);
             MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, norms[k], (size_t)c->n_embd * 4, 0);
         }
         for (k = 0; k < 7; k++) {
@@ -31870,15 +33027,25 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
                        : k == 1                    ? c->n_kv_heads
                                                    : 0,
                 role = k == 4 && !L->w_up.data ? 5 : k; /* an ungated MLP's W1 (in w_gate) is ffn_up */
-            if (!ws[k]->data) continue;
+            if (!ws[k]->data || (k == 3 && L->kind != MLSTACK__LAYER_ATTN)) continue; /* wo: the mixer's */
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
-            MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data,
-                          ws[k]->row_bytes, perm);
+            MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in,
+                          k == 0 && L->wqg.data ? 2 * ws[k]->n_out : ws[k]->n_out, ws[k]->data, ws[k]->row_bytes, perm);
             mlstack__gw_made(&ts[*n_t - 1], ws[k]);
+            if (k == 0 && L->wqg.data) /* q_h | gate_h per head */
+                ts[*n_t - 1].gate_heads = c->n_heads, ts[*n_t - 1].data2 = (const unsigned char *)L->wqg.data;
             if (ws[k]->bias) {
                 snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
                 MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
             }
+        }
+        if (L->kind == MLSTACK__LAYER_DELTANET) {
+            mlstack__gw_list_delta(c, L, l, ts, n_t);
+            continue;
+        }
+        if (L->kind != MLSTACK__LAYER_ATTN) {
+            mlstack__gw_list_mixer(c, L, l, ts, n_t);
+            continue;
         }
         if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_QK_NORM));
@@ -31916,12 +33083,70 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
         c->rope[0].kind != MLSTACK__ROPE_LLAMA3)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: its RoPE scaling is not written to GGUF (none, linear and llama3 are)", m->path);
+    for (l = 0; l < c->n_layers; l++) { /* gated q_proj: q and gate rows of one type */
+        const mlstack__layer *L = &m->layers[l];
+        int tiled = L->kind == MLSTACK__LAYER_DELTANET && c->dn_k_heads != c->dn_v_heads && !c->dn_v_tiled;
+        if ((L->wqg.data && (L->wqg.wtype != L->wq.wtype || L->wqg.gtype != L->wq.gtype)) ||
+            (tiled && (L->wo.packed || L->wo.gtype || L->wo.row_bytes % (size_t)c->dn_v_heads ||
+                       c->dn_v_dim % mlstack__wtype_block(L->wo.wtype))))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: layer %d: its gated q_proj or value-head columns of out_proj cannot be written "
+                                 "in llama.cpp's order in this layout",
+                                 m->path, l);
+    }
     for (l = 0; l < c->n_layers; l++) /* SmolLM3: llama.cpp's NoPE layers are every 4th */
         if ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) && m->layers[l].nope != ((l + 1) % 4 == 0))
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                                  "%s: layer %d %s RoPE; %s GGUF files have NoPE layers every 4th layer only", m->path,
                                  l, m->layers[l].nope ? "has no" : "has", arch);
     return MLSTACK_OK;
+}
+
+/* A delta-net hybrid's keys as llama.cpp's qwen35 reads them: head_count_kv, ssm.* (conv width, key
+   head dim, key heads, value heads, value width), recurrent_layers, the M-RoPE sections (text
+   positions: any split of the rotary pairs is plain RoPE). Returns 0 when out of memory. */
+static int mlstack__gw_delta_keys(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
+    const mlstack__config *c = &m->cfg;
+    int ok, l, k, pairs = c->rot_dim / 2;
+    ok = mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv) &&
+         mlstack__gw_u32(kv, arch, "ssm.conv_kernel", (uint32_t)c->dn_conv, n_kv) &&
+         mlstack__gw_u32(kv, arch, "ssm.state_size", (uint32_t)c->dn_k_dim, n_kv) &&
+         mlstack__gw_u32(kv, arch, "ssm.group_count", (uint32_t)c->dn_k_heads, n_kv) &&
+         mlstack__gw_u32(kv, arch, "ssm.time_step_rank", (uint32_t)c->dn_v_heads, n_kv) &&
+         mlstack__gw_u32(kv, arch, "ssm.inner_size", (uint32_t)(c->dn_v_heads * c->dn_v_dim), n_kv) &&
+         mlstack__gw_u32(kv, arch, "full_attention_interval", 4, n_kv) &&
+         mlstack__gw_key(kv, arch, "attention.recurrent_layers", MLSTACK__GGUF_ARRAY) &&
+         mlstack__gw_u(kv, MLSTACK__GGUF_BOOL, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+    for (l = 0; ok && l < c->n_layers; l++) ok = mlstack__gw_u(kv, m->layers[l].kind != MLSTACK__LAYER_ATTN, 1);
+    ok = ok && mlstack__gw_key(kv, arch, "rope.dimension_sections", MLSTACK__GGUF_ARRAY) &&
+         mlstack__gw_u(kv, MLSTACK__GGUF_I32, 4) && mlstack__gw_u(kv, 4, 8);
+    for (k = 0; ok && k < 4; k++) ok = mlstack__gw_u(kv, k < 3 ? (uint32_t)(pairs / 3 + (k < pairs % 3)) : 0, 4);
+    *n_kv += 2;
+    return ok;
+}
+
+/* attention.head_count_kv: one number, or (hybrids) one per layer, 0 for a recurrent layer; and
+   the recurrent layers' keys (shortconv.l_cache; ssm.*). Returns 0 when out of memory. */
+static int mlstack__gw_head_count_kv(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__ssm_cfg *s = &c->ssm;
+    int ok, l;
+    if (!c->n_recurrent) return mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv);
+    if (c->fam->mix.kind == MLSTACK__LAYER_DELTANET) return mlstack__gw_delta_keys(m, arch, kv, n_kv);
+    ok = mlstack__gw_key(kv, arch, "attention.head_count_kv", MLSTACK__GGUF_ARRAY) &&
+         mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+    for (l = 0; ok && l < c->n_layers; l++)
+        ok = mlstack__gw_u(kv, m->layers[l].kind == MLSTACK__LAYER_ATTN ? (uint32_t)c->n_kv_heads : 0, 4);
+    ++*n_kv;
+    if (ok && c->fam->mix.kind == MLSTACK__LAYER_CONV)
+        ok = mlstack__gw_u32(kv, arch, "shortconv.l_cache", (uint32_t)c->conv_k, n_kv);
+    if (ok && c->fam->mix.kind == MLSTACK__LAYER_MAMBA2)
+        ok = mlstack__gw_u32(kv, arch, "ssm.conv_kernel", (uint32_t)s->conv, n_kv) &&
+             mlstack__gw_u32(kv, arch, "ssm.state_size", (uint32_t)s->state, n_kv) &&
+             mlstack__gw_u32(kv, arch, "ssm.group_count", (uint32_t)s->groups, n_kv) &&
+             mlstack__gw_u32(kv, arch, "ssm.inner_size", (uint32_t)s->inner, n_kv) &&
+             mlstack__gw_u32(kv, arch, "ssm.time_step_rank", (uint32_t)s->heads, n_kv);
+    return ok;
 }
 
 /* Per-layer keys: the sliding window and its pattern (one bool per layer), xIELU's parameters
@@ -31973,10 +33198,10 @@ static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv
          mlstack__gw_u32(kv, arch, "embedding_length", (uint32_t)c->n_embd, n_kv) &&
          mlstack__gw_u32(kv, arch, "feed_forward_length", (uint32_t)c->n_ff, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.head_count", (uint32_t)c->n_heads, n_kv) &&
-         mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv) &&
+         mlstack__gw_head_count_kv(m, arch, kv, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.key_length", (uint32_t)c->head_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.value_length", (uint32_t)c->head_dim, n_kv) &&
-         mlstack__gw_u32(kv, arch, "rope.dimension_count", (uint32_t)c->head_dim, n_kv) &&
+         mlstack__gw_u32(kv, arch, "rope.dimension_count", (uint32_t)c->rot_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "vocab_size", (uint32_t)c->n_vocab, n_kv) &&
          mlstack__gw_f32(kv, arch, "rope.freq_base", c->rope_theta, n_kv) &&
          mlstack__gw_f32(kv, arch, "attention.layer_norm_rms_epsilon", c->eps, n_kv);
@@ -32013,12 +33238,36 @@ static int mlstack__gw_header(mlstack__gw_tensor *ts, int n_t, int n_kv, const m
         uint64_t bytes = (uint64_t)t->file_row * t->ne[1];
         t->offset = off;
         ok = mlstack__gw_str(hdr, t->name, strlen(t->name)) && mlstack__gw_u(hdr, (uint64_t)t->n_dims, 4) &&
-             mlstack__gw_u(hdr, t->ne[0], 8) && (t->n_dims < 2 || mlstack__gw_u(hdr, t->ne[1], 8)) &&
-             mlstack__gw_u(hdr, t->type, 4) && mlstack__gw_u(hdr, off, 8);
+             mlstack__gw_u(hdr, t->flat ? t->ne[0] * t->ne[1] : t->ne[0], 8) &&
+             (t->n_dims < 2 || mlstack__gw_u(hdr, t->ne[1], 8)) && mlstack__gw_u(hdr, t->type, 4) &&
+             mlstack__gw_u(hdr, off, 8);
         off += (bytes + 31) & ~(uint64_t)31;
     }
     while (ok && hdr->n % 32) ok = mlstack__buf_put(hdr, "", 1);
     return ok;
+}
+
+/* The source row of file row `row`: llama.cpp's rope order (its row h*Dh + 2i + j holds Hugging
+   Face row h*Dh + j*Dh/2 + i), gated q_proj's q_h | gate_h per head, or tiled value heads (stored
+   head s = r Hk + g holds head g G + r). */
+static uint64_t mlstack__gw_src_row(const mlstack__gw_tensor *t, uint64_t row, int hd) {
+    uint64_t h = (uint64_t)hd;
+    if (t->permute_heads) return (row / h) * h + ((row % h) & 1) * (h / 2) + (row % h) / 2;
+    if (t->gate_heads) return (row / (2 * h)) * h + row % h; /* of data or data2: mlstack__gw_row */
+    if (t->tile_dim && !t->tile_cols && row >= (uint64_t)t->tile_base) {
+        uint64_t q = row - (uint64_t)t->tile_base, s = q / (uint64_t)t->tile_dim, j = q % (uint64_t)t->tile_dim;
+        return (uint64_t)t->tile_base +
+               ((s % (uint64_t)t->tile_hk) * (uint64_t)t->tile_g + s / (uint64_t)t->tile_hk) * (uint64_t)t->tile_dim +
+               j;
+    }
+    return row;
+}
+
+/* The bytes of file row `row`. */
+static const unsigned char *mlstack__gw_row(const mlstack__gw_tensor *t, uint64_t row, int hd) {
+    uint64_t src = mlstack__gw_src_row(t, row, hd);
+    const unsigned char *d = t->gate_heads && (row % (2 * (uint64_t)hd)) >= (uint64_t)hd ? t->data2 : t->data;
+    return d + src * t->row_bytes;
 }
 
 /* Writes the header and every tensor's rows (permuted, or unpacked to the file's type), each
@@ -32037,17 +33286,24 @@ static int mlstack__gw_write(const mlstack_model *m, FILE *f, const mlstack__buf
             MLSTACK_FREE(conv);
             if (!(conv = (unsigned char *)MLSTACK_MALLOC(t->file_row))) ok = 0;
         }
+        if (t->tile_cols) {
+            MLSTACK_FREE(conv);
+            if (!(conv = (unsigned char *)MLSTACK_MALLOC(t->row_bytes))) ok = 0;
+        }
         for (row = 0; ok && row < t->ne[1]; row++) {
-            /* llama.cpp row h*Dh + 2i + j holds Hugging Face row h*Dh + j*Dh/2 + i */
-            uint64_t src = t->permute_heads
-                               ? (row / (uint64_t)hd) * (uint64_t)hd + ((row % (uint64_t)hd) & 1) * (uint64_t)(hd / 2) +
-                                     (row % (uint64_t)hd) / 2
-                               : row;
-            if (t->unpack) {
-                mlstack__gw_unpack_row(t->unpack, t->data + src * t->row_bytes, conv, (int)t->ne[0]);
+            const unsigned char *rp = mlstack__gw_row(t, row, hd);
+            if (t->tile_cols) {
+                size_t gb = t->row_bytes / (size_t)(t->tile_hk * t->tile_g);
+                uint64_t s;
+                for (s = 0; s < (uint64_t)t->tile_hk * (uint64_t)t->tile_g; s++)
+                    memcpy(conv + s * gb,
+                           rp + ((s % (uint64_t)t->tile_hk) * (uint64_t)t->tile_g + s / (uint64_t)t->tile_hk) * gb, gb);
+                ok = fwrite(conv, 1, t->row_bytes, f) == t->row_bytes;
+            } else if (t->unpack) {
+                mlstack__gw_unpack_row(t->unpack, rp, conv, (int)t->ne[0]);
                 ok = fwrite(conv, 1, t->file_row, f) == t->file_row;
             } else {
-                ok = fwrite(t->data + src * t->row_bytes, 1, t->row_bytes, f) == t->row_bytes;
+                ok = fwrite(rp, 1, t->row_bytes, f) == t->row_bytes;
             }
         }
         if (ok && bytes % 32) ok = fwrite(zeros, 1, (size_t)(32 - bytes % 32), f) == 32 - bytes % 32;
@@ -32096,6 +33352,13 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s models (experts, attention sinks) are read from GGUF but not written yet", m->path,
                              arch);
+    if (c->n_recurrent && !(c->fam->mix.kind == MLSTACK__LAYER_CONV ||
+                            (c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 && c->fam->ssm.layout == MLSTACK__SSM_ALONE) ||
+                            (c->fam->mix.kind == MLSTACK__LAYER_DELTANET && (c->fam->flags & MLSTACK__F_GGUF_V_TILED))))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: %s models are read from GGUF but not written yet (of the hybrids, lfm2, mamba2 and "
+                             "qwen35 are)",
+                             m->path, arch);
     if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
     ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 24 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -32229,7 +33492,7 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
     }
     if (m->cfg.text_only && desc->log) {
         char note[160];
-        snprintf(note, sizeof note, "%s: text only; the vision tower (model.visual.*) is not loaded",
+        snprintf(note, sizeof note, "%s: text only; the vision tower (and any audio tower) is not loaded",
                  m->cfg.architecture);
         desc->log(desc->log_user, 2, note);
     }
@@ -32251,6 +33514,7 @@ MLSTACK_API void mlstack_model_get_info(const mlstack_model *m, mlstack_model_in
     o->n_heads = c->n_heads;
     o->n_kv_heads = c->n_kv_heads;
     o->head_dim = c->head_dim;
+    o->kv_elems_per_token = mlstack__kv_token_elems(c);
     o->n_vocab = c->n_vocab;
     o->max_position_embeddings = c->max_pos;
     o->tied_embeddings = c->tied;
@@ -32386,12 +33650,93 @@ static int mlstack__rand_delta(mlstack_model *m, mlstack__pool *pool, mlstack_dt
            mlstack__rand_linear(m, pool, dtype, c->n_embd, vd, NULL, seed, t + 1, &L->wo);
 }
 
+/* A layer's random FFN where it has one (tensor numbers t + 4 .. t + 6; MoE layers after every
+   dense layer's): the dense MLP, or router, experts (ungated where the family's MLPs are) and
+   shared expert (Granite: the dense MLP beside the experts); none for Mamba2, and only in the
+   MLP / MoE blocks of Nemotron-H. */
+static int mlstack__rand_ffn(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, mlstack__layer *L, int l,
+                             const float *zeros, uint64_t seed, uint64_t t) {
+    const mlstack__config *c = &m->cfg;
+    const float *mb = c->mlp_bias ? zeros : NULL;
+    int ok = 1, grouped = (c->fam->flags & MLSTACK__F_GROUP_ROUTER) != 0;
+    if (c->fam->ssm.layout == MLSTACK__SSM_ALONE ||
+        (c->fam->ssm.layout == MLSTACK__SSM_BLOCKS && L->kind != MLSTACK__LAYER_MLP))
+        return 1;
+    if (c->n_experts && c->layer_moe[l]) {
+        /* MoE: router, experts and shared expert; tensor numbers after the dense layers' */
+        uint64_t te = 2 + (uint64_t)c->n_layers * 8 + (uint64_t)l * (3 * (uint64_t)c->n_experts + 5);
+        uint64_t tl = ((uint64_t)1 << 40) + 2 * (uint64_t)l; /* latent projections */
+        int e, De = c->moe_latent ? c->moe_latent : c->n_embd;
+        const float *sb = grouped ? mb : NULL;
+        L->moe = 1;
+        L->expert_bias = c->moe_bias ? zeros : NULL;
+        L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
+        ok = L->experts && mlstack__rand_linear(m, pool, dtype, c->n_experts, c->n_embd, NULL, seed, te, &L->router);
+        for (e = 0; ok && e < c->n_experts; e++)
+            ok = mlstack__rand_linear(m, pool, dtype, c->moe_ff, De, NULL, seed, te + 1 + 3 * (uint64_t)e,
+                                      &L->experts[3 * e]) &&
+                 ((c->fam->flags & MLSTACK__F_PLAIN_MLP) ||
+                  mlstack__rand_linear(m, pool, dtype, c->moe_ff, De, NULL, seed, te + 2 + 3 * (uint64_t)e,
+                                       &L->experts[3 * e + 1])) &&
+                 mlstack__rand_linear(m, pool, dtype, De, c->moe_ff, NULL, seed, te + 3 + 3 * (uint64_t)e,
+                                      &L->experts[3 * e + 2]);
+        ok = ok &&
+             (!c->moe_latent || (mlstack__rand_linear(m, pool, dtype, De, c->n_embd, mb, seed, tl, &L->moe_lin) &&
+                                 mlstack__rand_linear(m, pool, dtype, c->n_embd, De, mb, seed, tl + 1, &L->moe_lout)));
+        te += 1 + 3 * (uint64_t)c->n_experts;
+        ok = ok &&
+             (!c->shared_ff ||
+              (mlstack__rand_linear(m, pool, dtype, c->shared_ff, c->n_embd, sb, seed, te, &L->sh_gate) &&
+               (grouped ||
+                mlstack__rand_linear(m, pool, dtype, c->shared_ff, c->n_embd, NULL, seed, te + 1, &L->sh_up)) &&
+               mlstack__rand_linear(m, pool, dtype, c->n_embd, c->shared_ff, sb, seed, te + 2, &L->sh_down) &&
+               (grouped || mlstack__rand_linear(m, pool, dtype, 1, c->n_embd, NULL, seed, te + 3, &L->sh_router))));
+        if (!ok || !(c->fam->flags & MLSTACK__F_EXPERTS_3D)) return ok; /* Granite: a dense MLP beside them */
+    }
+    return mlstack__rand_linear(m, pool, dtype, c->n_ff, c->n_embd, mb, seed, t + 4, &L->w_gate) &&
+           ((c->fam->flags & MLSTACK__F_PLAIN_MLP) ||
+            mlstack__rand_linear(m, pool, dtype, c->n_ff, c->n_embd, mb, seed, t + 5, &L->w_up)) &&
+           mlstack__rand_linear(m, pool, dtype, c->n_embd, c->n_ff, mb, seed, t + 6, &L->w_down);
+}
+
+/* n floats of value v the model owns, or NULL. */
+static float *mlstack__rand_fill(mlstack_model *m, size_t n, float v) {
+    float *p = (float *)mlstack__model_own(m, n * sizeof(float));
+    size_t i;
+    for (i = 0; p && i < n; i++) p[i] = v;
+    return p;
+}
+
+/* A Mamba2 mixer's random weights (tensor numbers t, t + 1, t + 2 of the layer's; t + 7 for
+   out_proj beside attention): in/out projections and conv taps (f32); conv and projection biases
+   0, dt_bias 0, A = -1 (A_log 0), D 1, the gated norm's weight 1. */
+static int mlstack__rand_ssm(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, mlstack__layer *L,
+                             uint64_t seed, uint64_t t) {
+    const mlstack__ssm_cfg *s = &m->cfg.ssm;
+    const float *zb = mlstack__rand_fill(m, (size_t)(s->proj > m->cfg.n_embd ? s->proj : m->cfg.n_embd), 0.0f);
+    int par = L->kind == MLSTACK__LAYER_ATTN_SSM;
+    L->conv_w =
+        (const float *)mlstack__rand_tensor(m, pool, MLSTACK_DTYPE_F32, (size_t)s->conv_dim * s->conv, seed, t + 2);
+    L->conv_b = s->conv_bias ? zb : NULL;
+    L->ssm_dt_bias = zb;
+    L->ssm_a = mlstack__rand_fill(m, (size_t)s->heads, -1.0f);
+    L->ssm_d = mlstack__rand_fill(m, (size_t)s->heads, 1.0f);
+    L->ssm_norm = s->gate_norm != MLSTACK__GATE_NORM_NONE ? mlstack__rand_fill(m, (size_t)s->inner, 1.0f) : NULL;
+    return zb && L->conv_w && L->ssm_a && L->ssm_d && (L->ssm_norm || s->gate_norm == MLSTACK__GATE_NORM_NONE) &&
+           mlstack__rand_linear(m, pool, dtype, s->proj, m->cfg.n_embd, s->proj_bias ? zb : NULL, seed, t, &L->w_in) &&
+           mlstack__rand_linear(m, pool, dtype, m->cfg.n_embd, s->inner, s->out_bias ? zb : NULL, seed,
+                                par ? t + 7 : t + 1, par ? &L->w_mix_out : &L->wo);
+}
+
 /* A recurrent layer's random weights (tensor numbers t, t + 1, t + 2 of the layer's): a conv
    layer's input and output projections and its convolution (f32), biases zero. */
 static int mlstack__rand_mixer(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, mlstack__layer *L,
                                const float *zeros, uint64_t seed, uint64_t t) {
     const mlstack__config *c = &m->cfg;
     int D = c->n_embd;
+    if (L->kind == MLSTACK__LAYER_MLP) return 1; /* no mixer: the block is its FFN */
+    if (L->kind == MLSTACK__LAYER_MAMBA2 || L->kind == MLSTACK__LAYER_ATTN_SSM)
+        return mlstack__rand_ssm(m, pool, dtype, L, seed, t);
     if (L->kind != MLSTACK__LAYER_CONV) return 0;
     L->conv_w =
         (const float *)mlstack__rand_tensor(m, pool, MLSTACK_DTYPE_F32, (size_t)D * (size_t)c->conv_k, seed, t + 2);
@@ -32399,6 +33744,65 @@ static int mlstack__rand_mixer(mlstack_model *m, mlstack__pool *pool, mlstack_dt
     return L->conv_w &&
            mlstack__rand_linear(m, pool, dtype, 3 * D, D, c->conv_bias ? zeros : NULL, seed, t, &L->w_in) &&
            mlstack__rand_linear(m, pool, dtype, D, D, c->conv_bias ? zeros : NULL, seed, t + 1, &L->wo);
+}
+
+/* Layer l's latent attention projections (the layer's tensor numbers t..; W_UK and W_UV f32, the
+   norms ones) and, in MoE layers, the shared experts (numbers te.. after the experts' of
+   mlstack_model_open_random). 1, or 0 out of memory. */
+static int mlstack__rand_mla(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, mlstack__layer *L, int l,
+                             uint64_t seed) {
+    const mlstack__config *c = &m->cfg;
+    uint64_t t = 2 + (uint64_t)l * 8, E3 = 3 * (uint64_t)c->n_experts,
+             te = 2 + (uint64_t)c->n_layers * 8 + (uint64_t)l * (E3 + 5) + 1 + E3;
+    int H = c->n_heads, D = c->n_embd, R = c->mla_rank, qr = c->mla_q_rank, F = c->mla_shared_ff, i;
+    int qd = H * (c->mla_nope + c->mla_rope);
+    float *ones = (float *)mlstack__model_own(m, sizeof(float) * (size_t)(R > qr ? R : qr));
+    if (!ones) return 0;
+    for (i = 0; i < (R > qr ? R : qr); i++) ones[i] = 1.0f;
+    L->q_a_norm = L->kv_a_norm = ones;
+    return (!qr || mlstack__rand_linear(m, pool, dtype, qr, D, NULL, seed, t + 2, &L->wqa)) &&
+           mlstack__rand_linear(m, pool, dtype, qd, qr ? qr : D, NULL, seed, t, &L->wq) &&
+           mlstack__rand_linear(m, pool, dtype, R + c->mla_rope, D, NULL, seed, t + 1, &L->wk) &&
+           mlstack__rand_linear(m, pool, dtype, D, H * c->mla_v, NULL, seed, t + 3, &L->wo) &&
+           mlstack__rand_linear(m, pool, MLSTACK_DTYPE_F32, H * R, c->mla_nope, NULL, seed, t + 7, &L->w_uk) &&
+           mlstack__rand_linear(m, pool, MLSTACK_DTYPE_F32, H * c->mla_v, R, NULL, seed, t | (uint64_t)1 << 40,
+                                &L->w_uv) &&
+           (!L->moe || !F ||
+            (mlstack__rand_linear(m, pool, dtype, F, D, NULL, seed, te, &L->w_gate) &&
+             mlstack__rand_linear(m, pool, dtype, F, D, NULL, seed, te + 1, &L->w_up) &&
+             mlstack__rand_linear(m, pool, dtype, D, F, NULL, seed, te + 2, &L->w_down)));
+}
+
+/* Gemma 4's parts (F_GEMMA4): the v norm's unit weight; per-layer inputs' table, projection and
+   each layer's gate and projection (tensor numbers from 2^40), norms of weight 1. */
+static int mlstack__rand_gemma4(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, uint64_t seed) {
+    const mlstack__config *c = &m->cfg;
+    size_t n = (size_t)(c->ple_dim > c->n_embd ? c->ple_dim : c->n_embd), i;
+    uint64_t t = (uint64_t)1 << 40;
+    float *ones;
+    int l, ok;
+    if (!(c->fam->flags & MLSTACK__F_GEMMA4)) return 1;
+    if (n < (size_t)c->head_dim) n = (size_t)c->head_dim;
+    if (!(ones = (float *)mlstack__model_own(m, n * sizeof(float)))) return 0;
+    for (i = 0; i < n; i++) ones[i] = 1.0f;
+    m->ones = ones;
+    if (!c->ple_dim) return 1;
+    m->ple_dtype = dtype;
+    m->ple_scale = mlstack__round_to(sqrtf((float)c->ple_dim), dtype);
+    m->ple_norm = ones;
+    m->ple_embed =
+        mlstack__rand_tensor(m, pool, dtype, (size_t)c->ple_vocab * (size_t)c->n_layers * (size_t)c->ple_dim, seed, t);
+    ok = m->ple_embed &&
+         mlstack__rand_linear(m, pool, dtype, c->n_layers * c->ple_dim, c->n_embd, NULL, seed, t + 1, &m->ple_proj);
+    for (l = 0; ok && l < c->n_layers; l++) {
+        mlstack__layer *L = &m->layers[l];
+        L->ple_norm = ones;
+        ok = mlstack__rand_linear(m, pool, dtype, c->ple_dim, c->n_embd, NULL, seed, t + 2 + 2 * (uint64_t)l,
+                                  &L->w_ple_gate) &&
+             mlstack__rand_linear(m, pool, dtype, c->n_embd, c->ple_dim, NULL, seed, t + 3 + 2 * (uint64_t)l,
+                                  &L->w_ple_proj);
+    }
+    return ok;
 }
 
 MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, mlstack_dtype dtype, mlstack_dtype quant,
@@ -32495,47 +33899,18 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
                 ok = mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, NULL, seed, t + 7, &L->wqg);
             ok =
                 ok &&
-                (L->kind != MLSTACK__LAYER_ATTN ||
+                ((L->kind != MLSTACK__LAYER_ATTN && L->kind != MLSTACK__LAYER_ATTN_SSM) || c->mla_rank ||
                  (mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t, &L->wq) &&
                   mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 1,
                                        &L->wk) &&
                   mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 2,
                                        &L->wv) &&
                   mlstack__rand_linear(m, &pool, dtype, c->n_embd, qd, c->o_bias ? zeros : NULL, seed, t + 3, &L->wo)));
-            if (ok && c->n_experts && c->layer_moe[l]) {
-                /* MoE: router, experts and shared expert; tensor numbers after the dense layers' */
-                uint64_t te = 2 + (uint64_t)c->n_layers * 8 + (uint64_t)l * (3 * (uint64_t)c->n_experts + 5);
-                int e;
-                L->moe = 1;
-                L->expert_bias = c->moe_bias ? zeros : NULL;
-                L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
-                ok = L->experts &&
-                     mlstack__rand_linear(m, &pool, dtype, c->n_experts, c->n_embd, NULL, seed, te, &L->router);
-                for (e = 0; ok && e < c->n_experts; e++)
-                    ok = mlstack__rand_linear(m, &pool, dtype, c->moe_ff, c->n_embd, NULL, seed,
-                                              te + 1 + 3 * (uint64_t)e, &L->experts[3 * e]) &&
-                         mlstack__rand_linear(m, &pool, dtype, c->moe_ff, c->n_embd, NULL, seed,
-                                              te + 2 + 3 * (uint64_t)e, &L->experts[3 * e + 1]) &&
-                         mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->moe_ff, NULL, seed,
-                                              te + 3 + 3 * (uint64_t)e, &L->experts[3 * e + 2]);
-                te += 1 + 3 * (uint64_t)c->n_experts;
-                if (ok && c->shared_ff)
-                    ok =
-                        mlstack__rand_linear(m, &pool, dtype, c->shared_ff, c->n_embd, NULL, seed, te, &L->sh_gate) &&
-                        mlstack__rand_linear(m, &pool, dtype, c->shared_ff, c->n_embd, NULL, seed, te + 1, &L->sh_up) &&
-                        mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->shared_ff, NULL, seed, te + 2,
-                                             &L->sh_down) &&
-                        mlstack__rand_linear(m, &pool, dtype, 1, c->n_embd, NULL, seed, te + 3, &L->sh_router);
-            } else if (ok) {
-                ok = mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 4,
-                                          &L->w_gate) &&
-                     ((c->fam->flags & MLSTACK__F_PLAIN_MLP) ||
-                      mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 5,
-                                           &L->w_up)) &&
-                     mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->n_ff, c->mlp_bias ? zeros : NULL, seed, t + 6,
-                                          &L->w_down);
-            }
+            if (ok && L->kind == MLSTACK__LAYER_MLP) L->ffn_norm = L->attn_norm, L->attn_norm = NULL; /* its block's */
+            ok = ok && mlstack__rand_ffn(m, &pool, dtype, L, l, zeros, seed, t);
+            if (ok && c->mla_rank) ok = mlstack__rand_mla(m, &pool, dtype, L, l, seed);
         }
+        ok = ok && mlstack__rand_gemma4(m, &pool, dtype, seed);
         mlstack__pool_free(&pool);
         if (!ok)
             r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: no memory for %s random weights", path,
@@ -32558,9 +33933,13 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
    values of P consecutive positions of one sequence for every layer, so a sequence's cache is
    just its page table (page ids, one per P positions) and pages come and go in O(1) from a free
    stack. Elements are F16 (default), BF16 or F32. Layout of one page: blocks
-       [layer][k or v][kv head], each P x Dh elements: values [slot 0..P-1][Dh], keys [Dh][slot]
-   i.e. value (l, h, s, d) at (((l * 2 + 1) * Hkv + h) * P + s) * Dh + d and key (l, h, s, d) at
-   ((l * 2 * Hkv + h) * Dh + d) * P + s. Attention reads
+       [layer][k or v][kv head], keys P x Dh elements [Dh][slot], values P x Dv [slot 0..P-1][Dv]
+   i.e. with W = Hkv (Dh + Dv) elements a position of a layer (row_elems), key (l, h, s, d) at
+   (l W P + h Dh P) + d P + s and value (l, h, s, d) at (l W P + Hkv Dh P + h Dv P) + s Dv + d.
+   The widths are data (mlstack__kv_widths): Dv = Dh, except for multi-head latent attention
+   (DeepSeek), whose one KV head's key is the position's normalised latent and rope key (Dh =
+   kv_lora_rank + qk_rope_head_dim) and whose values are that key's first kv_lora_rank dims, so
+   Dv = 0 and nothing is stored twice (v_of_k; attention reads them from the keys). Attention reads
    one kv head's keys and values, and a page holds each as one contiguous run (with the slot
    outside the head, a run of 16 positions read every Hkv-th vector: decode at depth 4096 1.5x
    slower). The keys lie transposed because attention's scores take 8 keys a vector, value d of
@@ -32631,8 +34010,10 @@ typedef struct mlstack__kv {
     mlstack_dtype dtype;
     size_t esize;
     int n_pages, page_tokens;
-    size_t page_elems, row_elems; /* row: one slot of one layer's K (or V): Hkv * Dh */
-    size_t head_elems; /* Dh: a page holds [layer][K, V][kv head][slot][Dh] */
+    size_t page_elems, row_elems; /* row: one slot of one layer's K and V: Hkv * (Dh + Dv) */
+    size_t head_elems; /* Dh: a key's width; a page holds [layer][K: kv head][slot][Dh], [V: kv head][slot][Dv] */
+    size_t v_elems; /* Dv: a value's width in the cache (Dh; 0 where values are read from the keys) */
+    size_t v_of_k; /* latent attention: the values are the keys' first v_of_k dims (the latent); else 0 */
     int *free_stack;
     int n_free;
     int32_t *ref; /* per page: references (0 = on the free stack) */
@@ -32703,6 +34084,16 @@ static mlstack_result mlstack__state_alloc(mlstack__kv *kv, mlstack_error *err) 
     return MLSTACK_OK;
 }
 
+/* What a position of one layer holds, as data: kv_heads keys of head_dim and values of v_elems
+   (head_dim; latent attention: none, its values are the first mla_rank dims of its one key, the
+   latent, beside the rope key). */
+static void mlstack__kv_widths(mlstack__kv *kv, const mlstack__config *c, int kv_heads) {
+    kv->head_elems = (size_t)c->head_dim;
+    kv->v_elems = c->mla_rank ? 0 : (size_t)c->head_dim;
+    kv->v_of_k = (size_t)c->mla_rank;
+    kv->row_elems = (size_t)kv_heads * (kv->head_elems + kv->v_elems);
+}
+
 /* The pool holds as many pages as `budget` gives pages of all c->n_kv_heads; the data is
    allocated for `kv_heads` of them in `n_layers` layers (one rank's share, >>ranks), so every
    rank has the same page ids. */
@@ -32719,10 +34110,11 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->dtype = dtype;
     kv->esize = (size_t)mlstack__dtype_sizes[dtype];
     kv->page_tokens = page_tokens;
-    kv->head_elems = (size_t)c->head_dim;
-    kv->row_elems = (size_t)c->n_kv_heads * (size_t)c->head_dim;
-    if (c->n_recurrent && n_layers == c->n_layers) n_layers = c->n_kv_layers; /* pages hold attention layers */
-    kv->page_elems = (size_t)(c->n_recurrent ? c->n_kv_layers : c->n_layers) * 2 * (size_t)page_tokens * kv->row_elems;
+    mlstack__kv_widths(kv, c, c->n_kv_heads);
+    /* pages hold the attention layers that store KV (not recurrent ones, not shared-KV ones) */
+    if ((c->n_recurrent || c->n_kv_shared) && n_layers == c->n_layers) n_layers = c->n_kv_layers;
+    kv->page_elems =
+        (size_t)(c->n_recurrent || c->n_kv_shared ? c->n_kv_layers : c->n_layers) * (size_t)page_tokens * kv->row_elems;
     if (!kv->page_elems) kv->page_elems = 1; /* no attention layer (Mamba2): a page carries tokens and snapshots */
     page_bytes = (uint64_t)kv->page_elems * kv->esize;
     if ((r = mlstack__state_budget(kv, c, &budget, &page_bytes, max_seqs, err)) != MLSTACK_OK) return r;
@@ -32733,8 +34125,8 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->n_pages = (int)(budget / page_bytes);
     if ((uint64_t)kv->n_pages * page_bytes > (uint64_t)SIZE_MAX / 2)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem too large for this address space");
-    kv->row_elems = (size_t)kv_heads * (size_t)c->head_dim;
-    kv->page_elems = (size_t)n_layers * 2 * (size_t)page_tokens * kv->row_elems;
+    mlstack__kv_widths(kv, c, kv_heads);
+    kv->page_elems = (size_t)n_layers * (size_t)page_tokens * kv->row_elems;
     if (!kv->page_elems) kv->page_elems = 1;
     here_bytes = (uint64_t)kv->page_elems * kv->esize;
     kv->data = mlstack__kv_alloc((size_t)kv->n_pages * (size_t)here_bytes);
@@ -33112,10 +34504,10 @@ static void mlstack__radix_free_all(mlstack__kv *kv) { mlstack__radix_free_subtr
    kv head h of `layer`, K (kvi = 0) or V (kvi = 1), in the page of position pos of sequence s. */
 static unsigned char *mlstack__kv_block(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kvi, int h,
                                         int32_t pos) {
-    size_t nh = kv->row_elems / kv->head_elems;
-    return kv->data + ((size_t)s->pages[pos / kv->page_tokens] * kv->page_elems +
-                       ((size_t)(layer * 2 + kvi) * nh + (size_t)h) * (size_t)kv->page_tokens * kv->head_elems) *
-                          kv->esize;
+    size_t nh = kv->row_elems / (kv->head_elems + kv->v_elems), P = (size_t)kv->page_tokens;
+    size_t at = (size_t)layer * P * kv->row_elems +
+                (kvi ? nh * P * kv->head_elems + (size_t)h * P * kv->v_elems : (size_t)h * P * kv->head_elems);
+    return kv->data + ((size_t)s->pages[pos / kv->page_tokens] * kv->page_elems + at) * kv->esize;
 }
 
 /* Stores key (Dh,) and value (Dh,) of kv head h of `layer` at position pos, in the cache's dtype
@@ -33127,7 +34519,8 @@ static void mlstack__kv_store(const mlstack__kv *kv, const mlstack__kv_seq *s, i
     size_t es = kv->esize, Dh = kv->head_elems, slot = (size_t)(pos % kv->page_tokens),
            col = (size_t)kv->page_tokens * es, d0, i;
     unsigned char tmp[64 * 4], *kd = mlstack__kv_block(kv, s, layer, 0, h, pos) + slot * es;
-    from_f32(kv->dtype, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * Dh * es, Dh);
+    if (kv->v_elems)
+        from_f32(kv->dtype, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * kv->v_elems * es, kv->v_elems);
     for (d0 = 0; d0 < Dh; d0 += 64) {
         size_t m = Dh - d0 < 64 ? Dh - d0 : 64;
         from_f32(kv->dtype, key + d0, tmp, m);
@@ -33154,12 +34547,12 @@ static void mlstack__fetch_range(const unsigned char *p, size_t n) {
 static int mlstack__kv_chunk_runs(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int32_t t, int n, int h,
                                   const void **k, const void **v, int *len) {
     int P = kv->page_tokens, slot = t % P, nr = 0;
-    size_t es = kv->esize, Dh = kv->head_elems;
+    size_t es = kv->esize, Dv = kv->v_elems;
     int32_t pg = t / P;
     for (; n > 0; n -= len[nr++], slot = 0, pg++) {
         len[nr] = P - slot < n ? P - slot : n;
         k[nr] = mlstack__kv_block(kv, s, layer, 0, h, pg * P) + (size_t)slot * es;
-        v[nr] = mlstack__kv_block(kv, s, layer, 1, h, pg * P) + (size_t)slot * Dh * es;
+        v[nr] = Dv ? mlstack__kv_block(kv, s, layer, 1, h, pg * P) + (size_t)slot * Dv * es : NULL;
     }
     return nr;
 }
@@ -33174,10 +34567,11 @@ static void mlstack__kv_fetch(const mlstack__kv *kv, const void *const *k, const
     size_t es = kv->esize, Dh = kv->head_elems, col = (size_t)kv->page_tokens * es;
     int r, d;
     for (r = 0; r < nr; r++) {
-        size_t kspan = ((Dh - 1) * (size_t)kv->page_tokens + (size_t)len[r]) * es, vspan = (size_t)len[r] * Dh * es;
+        size_t kspan = ((Dh - 1) * (size_t)kv->page_tokens + (size_t)len[r]) * es,
+               vspan = (size_t)len[r] * kv->v_elems * es;
         if (f && col <= 128) {
             mlstack__fetch_add(f, k[r], kspan);
-            mlstack__fetch_add(f, v[r], vspan);
+            if (vspan) mlstack__fetch_add(f, v[r], vspan);
             continue;
         }
         if (col <= 128) /* the keys' columns close together: their whole span */
@@ -33185,7 +34579,7 @@ static void mlstack__kv_fetch(const mlstack__kv *kv, const void *const *k, const
         else
             for (d = 0; d < (int)Dh; d++)
                 mlstack__fetch_range((const unsigned char *)k[r] + (size_t)d * col, (size_t)len[r] * es);
-        mlstack__fetch_range((const unsigned char *)v[r], vspan);
+        if (vspan) mlstack__fetch_range((const unsigned char *)v[r], vspan);
     }
 }
 /* Scratch floats one attention task needs: K (keys side by side) and V of a chunk, scores and
@@ -33196,12 +34590,30 @@ static size_t mlstack__attend_scratch(int G, int Dh) {
            (size_t)MLSTACK__ATT_ROWS * (size_t)G * ((size_t)Dh + 2);
 }
 
+/* kv_chunk for latent attention (kv->v_of_k): the keys (Dh, 32) as kv_chunk makes them, and the
+   values vf (n, Dv) their first Dv dims (the latent), read from the keys since the cache holds
+   them once. Exact conversions, so the same bits on every ISA. */
+static void mlstack__kv_chunk_latent(const mlstack__kernels *kn, mlstack_dtype dt, const void *const *k, const int *len,
+                                     int nr, size_t ldk, int Dh, int Dv, float *kt, float *vf) {
+    size_t es = dt == MLSTACK_DTYPE_F32 ? 4 : 2;
+    int r, d, j, j0 = 0;
+    for (r = 0; r < nr; j0 += len[r++])
+        for (d = 0; d < Dh; d++)
+            kn->to_f32(dt, (const unsigned char *)k[r] + (size_t)d * ldk * es, kt + (size_t)d * 32 + j0,
+                       (size_t)len[r]);
+    mlstack__kt_zero(kt, j0, Dh);
+    for (j = 0; j < j0; j++)
+        for (d = 0; d < Dv; d++) vf[(size_t)j * Dv + d] = kt[(size_t)d * 32 + j];
+}
+
 /* Fused attention for R query rows of one sequence and the G query heads that share one KV
    head (GQA): row r attends to positions [t0, t1[r]], read through the page table in chunks of
    32 positions with an online softmax:
        out_g (Dh,) = sum_t softmax_t(cap(q_g . k_t * scale)) v_t,   cap(s) = softcap tanh(s / softcap) (or s)   q, out: row r at + r * ldq (ldo), (G, Dh)
    (with sinks, head g's sink logit joins each softmax as a key with a zero value: the running
    max starts at it and the denominator at e^0 = 1)
+   With latent attention (kv->v_of_k) a value is the first Dv = v_of_k dims of its key and out
+   holds Dv of each head's Dh columns.
    Each K/V chunk is converted to f32 once for all R rows and G heads; a chunk that one row
    reads (decode) is read where it lies instead, by the table's _kv ops where it has them and
    the chunk's runs allow (the same FMA chains, the same bits: one 16 KB copy a chunk less to
@@ -33223,13 +34635,13 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
           *corr = sc + (size_t)G * MLSTACK__ATT_CHUNK, *acc = corr + G, *mx = acc + (size_t)R * G * Dh,
           *den = mx + R * G;
     int32_t t, tmax = t1[R - 1];
-    int r, g, j, d;
+    int r, g, j, d, Dv = kv->v_of_k ? (int)kv->v_of_k : Dh;
     for (r = 0; r < R; r++) tmax = t1[r] > tmax ? t1[r] : tmax;
     fe.i = fe.n = 0, fe.at = fe.end = NULL;
     for (g = 0; g < R * G; g++) { /* a sink: a logit with a zero value, seen before every key */
         mx[g] = sinks ? sinks[g % G] : -FLT_MAX;
         den[g] = sinks ? 1.0f : 0.0f;
-        for (d = 0; d < Dh; d++) acc[(size_t)g * Dh + d] = 0;
+        for (d = 0; d < Dv; d++) acc[(size_t)g * Dv + d] = 0;
     }
     for (t = t0; t <= tmax; t += MLSTACK__ATT_CHUNK) {
         int n = tmax - t + 1 < MLSTACK__ATT_CHUNK ? tmax - t + 1 : MLSTACK__ATT_CHUNK, nn = tmax - t + 1 - n;
@@ -33241,14 +34653,17 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
                                            kv_head, kn_, vn_, lenn);
         else
             nnext = 0;
-        for (direct = R == 1 && kn->attn_scores_kv && Dh % 8 == 0, r = 0; r + 1 < nrun; r++) direct &= len[r] % 8 == 0;
+        for (direct = R == 1 && kn->attn_scores_kv && Dh % 8 == 0 && !kv->v_of_k, r = 0; r + 1 < nrun; r++)
+            direct &= len[r] % 8 == 0;
         while (fe.at != fe.end || fe.i < fe.n) mlstack__fetch_step(&fe); /* this chunk's lines not yet asked for */
         fe.i = fe.n = 0, fe.at = fe.end = NULL;
         mlstack__kv_fetch(kv, kn_, vn_, lenn, nnext, direct ? &fe : NULL); /* direct: from inside the kernels' loops */
-        if (!direct) kn->kv_chunk(kv->dtype, kr, vr, len, nrun, (size_t)kv->page_tokens, Dh, kt, vf);
+        if (kv->v_of_k) mlstack__kv_chunk_latent(kn, kv->dtype, kr, len, nrun, (size_t)kv->page_tokens, Dh, Dv, kt, vf);
+        else if (!direct)
+            kn->kv_chunk(kv->dtype, kr, vr, len, nrun, (size_t)kv->page_tokens, Dh, kt, vf);
         for (r = 0; r < R; r++) {
             int nr = t1[r] - t + 1 < n ? t1[r] - t + 1 : n;
-            float *ar = acc + (size_t)r * G * Dh;
+            float *ar = acc + (size_t)r * G * Dv;
             if (nr <= 0) continue;
             if (direct) /* one row (nr = n): the chunk read where it lies */
                 kn->attn_scores_kv(q, G, Dh, kv->dtype, kr, len, nrun, (size_t)kv->page_tokens, scale, sc, &fe);
@@ -33263,17 +34678,17 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
             kn->softmax(sc, G, nr, mx + r * G, den + r * G, corr); /* the canonical online softmax */
             for (g = 0; g < G; g++)
                 if (corr[g] != 1.0f)
-                    for (d = 0; d < Dh; d++) ar[(size_t)g * Dh + d] *= corr[g];
+                    for (d = 0; d < Dv; d++) ar[(size_t)g * Dv + d] *= corr[g];
             if (direct) kn->attn_pv_kv(ar, G, Dh, sc, kv->dtype, vr, len, nrun, &fe);
             else
-                kn->attn_pv(ar, G, Dh, sc, vf, nr);
+                kn->attn_pv(ar, G, Dv, sc, vf, nr);
         }
     }
     for (r = 0; r < R; r++)
         for (g = 0; g < G; g++) {
             float inv = 1.0f / den[r * G + g];
-            for (d = 0; d < Dh; d++)
-                out[(size_t)r * ldo + (size_t)g * Dh + d] = acc[((size_t)r * G + g) * Dh + d] * inv;
+            for (d = 0; d < Dv; d++)
+                out[(size_t)r * ldo + (size_t)g * Dh + d] = acc[((size_t)r * G + g) * Dv + d] * inv;
         }
 }
 
@@ -33327,12 +34742,20 @@ typedef struct mlstack__scratch {
        gate and up (B, max(moe_ff, shared_ff)), their output (B, D); the sum over experts
        (B, D); each row's top-k weights and experts (B, k); rows routed to one expert (B,) */
     float *router, *moe_x, *moe_g, *moe_u, *moe_y, *moe_acc, *moe_w;
+    float *moe_l; /* latent experts: the rows projected to their width (B, moe_latent) */
     int *moe_idx, *moe_rows;
     /* recurrent layers (hybrids): the mixer's input (B, widest in_width) and output (B, widest
        out_width), per thread its scratch, the batch's runs of one sequence (B + 1 bounds) */
     float *mix_x, *mix_y, *mix_s;
     int *mix_run;
+    float *mix_in, *mix_par; /* (B, D): a multiplied input; the mixer's output beside attention (ATTN_SSM) */
     float *dn_g; /* gated attention (one rank): the gate (B, H Dh) */
+    /* latent attention (one rank): q before absorption (B, H (dn + dr)); per-head gathers (B,
+       max(H dn, R)) and results (B, max(R, dv)); the heads' outputs or the q LoRA (B, max(H dv, qr)) */
+    float *mla_q, *mla_x, *mla_y, *mla_o;
+    /* per-layer inputs (Gemma 4, one rank): every layer's input (B, L P), the gate (B, P), the
+       projection back (B, D) */
+    float *ple, *ple_g, *ple_y;
 } mlstack__scratch;
 
 /* One rank's share of the model: ranges [first, end) of each split dimension. */
@@ -33747,6 +35170,7 @@ typedef struct mlstack__attn_job {
     int layer;
     int n_blk;
     int by_head; /* tasks are runs of (block, query head) pairs, not (block, KV head) */
+    int n_rows; /* rows of the batch (latent attention's per-head gathers) */
 } mlstack__attn_job;
 
 static int32_t mlstack__window_from(int window, int32_t pos) { return window && pos >= window ? pos - window + 1 : 0; }
@@ -33864,6 +35288,10 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     }
     if (qs != 1.0f)
         for (h = 0; h < nq * Dh; h++) q[h] *= qs;
+    if (L->kv_shared) return; /* it reads its source layer's KV (Gemma 4) */
+    for (h = 0; h < nkv && c->v_norm; h++) /* RMSNorm of each v head, no weight (Gemma 4) */
+        rk->k->rmsnorm(s->v + (size_t)task * kvd + h * Dh, s->v + (size_t)task * kvd + h * Dh, rk->model->ones, Dh,
+                       c->eps);
     for (h = 0; h < nkv; h++) {
         if (own) mlstack__layernorm(k + h * Dh, k + h * Dh, L->k_norm + (size_t)(rk->sh.k0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->k_norm && !whole)
@@ -34163,6 +35591,36 @@ static float *mlstack__slice(const mlstack__rank *rk, float *whole, float *own) 
     return rk->n_ranks == 1 ? whole : own;
 }
 
+/* Grouped routing (DeepSeek): which of the E experts a row may choose, from its scores lg (and
+   the bias eb that chooses with them): the moe_topk_groups groups of E / moe_groups experts with
+   the highest rank, a group's rank its best score (V2) or the sum of its two best scores + bias
+   (V3); ties go to the lower group. Without groups every expert. */
+static void mlstack__moe_groups(const mlstack__config *c, const float *lg, const float *eb, unsigned char *allowed) {
+    int E = c->n_experts, G = c->moe_groups, n = G ? E / G : E, g, e, k;
+    float rank[MLSTACK__MAX_EXPERTS];
+    unsigned char pick[MLSTACK__MAX_EXPERTS];
+    memset(allowed, 1, (size_t)E);
+    if (!c->moe_group_rank || G <= 1) return;
+    for (g = 0; g < G; g++) {
+        float b1 = -FLT_MAX, b2 = -FLT_MAX;
+        for (e = g * n; e < (g + 1) * n; e++) {
+            float v = eb ? lg[e] + eb[e] : lg[e];
+            if (v > b1) b2 = b1, b1 = v;
+            else if (v > b2)
+                b2 = v;
+        }
+        rank[g] = c->moe_group_rank == MLSTACK__GROUPS_TOP2 ? b1 + b2 : b1;
+        pick[g] = 0;
+    }
+    for (k = 0; k < c->moe_topk_groups; k++) {
+        int best = -1;
+        for (g = 0; g < G; g++)
+            if (!pick[g] && (best < 0 || rank[g] > rank[best])) best = g;
+        pick[best] = 1;
+    }
+    for (e = 0; e < E; e++) allowed[e] = pick[e / n];
+}
+
 /* A mixture-of-experts FFN on rows xn (B, D) into out (B, D) (one rank), as transformers
    routes: router logits xn Wr, softmax in f32, the top k (ties: the lower expert first),
    renormalized where configured; each expert computes only the rows routed to it (gathered,
@@ -34172,8 +35630,10 @@ static float *mlstack__slice(const mlstack__rank *rk, float *whole, float *own) 
 static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float *xn, float *out, int B, int layer) {
     const mlstack__config *c = &rk->model->cfg;
     mlstack__scratch *s = &rk->s;
-    int E = c->n_experts, K = c->n_experts_used, D = c->n_embd, b, e, k, i, j;
+    int E = c->n_experts, K = c->n_experts_used, D = c->n_embd, De = D, b, e, k, i, j;
     int top_first = (c->fam->flags & MLSTACK__F_EXPERTS_3D) != 0;
+    unsigned char allowed[MLSTACK__MAX_EXPERTS];
+    const float *xe = xn; /* the experts' input rows (B, De) */
     mlstack__project(rk, xn, B, 1, &L->router, s->router, NULL, NULL, NULL, NULL);
     for (b = 0; b < B; b++) {
         float *lg = s->router + (size_t)b * E, mx = lg[0], sum = 0, *w = s->moe_w + (size_t)b * K;
@@ -34185,10 +35645,11 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
             sum += lg[e];
         }
         for (e = 0; e < E && !top_first && !c->moe_sigmoid; e++) lg[e] = lg[e] / sum;
+        mlstack__moe_groups(c, lg, eb, allowed);
         for (k = 0; k < K; k++) { /* selection of the k largest scores (+ expert_bias), stable */
             int best = -1;
             for (e = 0; e < E; e++) {
-                int taken = 0;
+                int taken = !allowed[e];
                 for (j = 0; j < k; j++) taken |= idx[j] == e;
                 if (!taken && (best < 0 || (eb ? lg[e] + eb[e] > lg[best] + eb[best] : lg[e] > lg[best]))) best = e;
             }
@@ -34202,38 +35663,53 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
         if (c->norm_topk) {
             float t = 0;
             for (k = 0; k < K; k++) t += w[k];
-            if (c->moe_sigmoid) t += 1e-6f; /* LFM2-MoE */
+            if (c->moe_sigmoid) t += c->moe_norm_eps; /* LFM2-MoE, Nemotron-H */
             for (k = 0; k < K; k++) w[k] = w[k] / t;
         }
         for (k = 0; k < K && c->moe_scale != 1.0f; k++) w[k] = w[k] * c->moe_scale;
     }
-    memset(out, 0, sizeof(float) * (size_t)B * (size_t)D);
+    if (L->moe_lin.data) { /* latent experts (Nemotron-H): their rows xn W1l, summed in De, then x W2l */
+        De = c->moe_latent, xe = s->moe_l;
+        mlstack__project(rk, xn, B, 1, &L->moe_lin, s->moe_l, NULL, NULL, NULL, NULL);
+    }
+    memset(out, 0, sizeof(float) * (size_t)B * (size_t)De);
     for (e = 0; e < E; e++) {
         int n = 0;
         for (b = 0; b < B; b++)
             for (k = 0; k < K; k++)
                 if (s->moe_idx[(size_t)b * K + k] == e) {
                     s->moe_rows[n] = b * K + k;
-                    memcpy(s->moe_x + (size_t)n * D, xn + (size_t)b * D, sizeof(float) * (size_t)D);
+                    memcpy(s->moe_x + (size_t)n * De, xe + (size_t)b * De, sizeof(float) * (size_t)De);
                     n++;
                 }
         if (!n) continue;
-        mlstack__project(rk, s->moe_x, n, 2, &L->experts[3 * e], s->moe_g, &L->experts[3 * e + 1], s->moe_u, NULL,
-                         NULL);
-        mlstack__swiglu_rows(rk, s->moe_g, s->moe_u, n, c->moe_ff, layer);
+        if (L->experts[3 * e + 1].data) {
+            mlstack__project(rk, s->moe_x, n, 2, &L->experts[3 * e], s->moe_g, &L->experts[3 * e + 1], s->moe_u, NULL,
+                             NULL);
+            mlstack__swiglu_rows(rk, s->moe_g, s->moe_u, n, c->moe_ff, layer);
+        } else { /* ungated: act(x W1) (Nemotron-H's ReLU^2) */
+            mlstack__project(rk, s->moe_x, n, 1, &L->experts[3 * e], s->moe_g, NULL, NULL, NULL, NULL);
+            mlstack__swiglu_rows(rk, s->moe_g, NULL, n, c->moe_ff, layer);
+        }
         mlstack__project(rk, s->moe_g, n, 1, &L->experts[3 * e + 2], s->moe_y, NULL, NULL, NULL, NULL);
         for (i = 0; i < n; i++) {
-            float wt = s->moe_w[s->moe_rows[i]], *o = out + (size_t)(s->moe_rows[i] / K) * D,
-                  *y = s->moe_y + (size_t)i * D;
-            for (j = 0; j < D; j++) o[j] = MLSTACK__FMAF(y[j], wt, o[j]);
+            float wt = s->moe_w[s->moe_rows[i]], *o = out + (size_t)(s->moe_rows[i] / K) * De,
+                  *y = s->moe_y + (size_t)i * De;
+            for (j = 0; j < De; j++) o[j] = MLSTACK__FMAF(y[j], wt, o[j]);
         }
+    }
+    if (L->moe_lout.data) {
+        mlstack__project(rk, out, B, 1, &L->moe_lout, s->moe_x, NULL, NULL, NULL, NULL);
+        memcpy(out, s->moe_x, sizeof(float) * (size_t)B * (size_t)D);
     }
     if (c->shared_ff) {
         float g1[1];
-        mlstack__project(rk, xn, B, 2, &L->sh_gate, s->moe_g, &L->sh_up, s->moe_u, NULL, NULL);
-        mlstack__swiglu_rows(rk, s->moe_g, s->moe_u, B, c->shared_ff, layer);
+        mlstack__project(rk, xn, B, L->sh_up.data ? 2 : 1, &L->sh_gate, s->moe_g, &L->sh_up, s->moe_u, NULL, NULL);
+        mlstack__swiglu_rows(rk, s->moe_g, L->sh_up.data ? s->moe_u : NULL, B, c->shared_ff, layer);
         mlstack__project(rk, s->moe_g, B, 1, &L->sh_down, s->moe_y, NULL, NULL, NULL, NULL);
-        for (b = 0; b < B; b++) {
+        for (b = 0; b < B && !L->sh_router.data; b++) /* Nemotron-H: the shared expert added as it is */
+            for (j = 0; j < D; j++) out[(size_t)b * D + j] = out[(size_t)b * D + j] + s->moe_y[(size_t)b * D + j];
+        for (b = 0; b < B && L->sh_router.data; b++) {
             float sg;
             mlstack__project(rk, xn + (size_t)b * D, 1, 1, &L->sh_router, g1, NULL, NULL, NULL, NULL);
             sg = 1.0f / (1.0f + mlstack__exp_canon(-g1[0]));
@@ -34333,7 +35809,8 @@ static float mlstack__silu(float g) { return g / (1.0f + mlstack__exp_canon(-g))
        x_h, B_g, C_g = c[h P ..], c[inner + g N ..], c[inner + G N + g N ..], g = h / (H / G)
        dt = clamp(softplus(dt + dt_bias)); S_h = S_h exp(dt A_h) + (dt B_g) x_h   (outer, P x N)
        y_h = S_h C_g + D_h x_h
-   then y = RMSNorm(y * silu(z)) over norm_groups groups of inner, times the norm weight. The
+   then y = RMSNorm(y * silu(z)) over norm_groups groups of inner, times the norm weight (or, by
+   ssm.gate_norm, RMSNorm(y) * silu(z), or y * silu(z) without a norm: Falcon-H1). The
    units are the B/C groups with their heads (each group owns its channels of the window; with
    one group one part does all); a gated norm whose groups are not within the B/C groups waits
    for every head, so then part 0 does all. scratch: conv_dim floats. */
@@ -34375,9 +35852,12 @@ static void mlstack__mix_mamba2(const mlstack_model *m, const mlstack__layer *L,
                 yt[(size_t)h * P + p] = MLSTACK__FMAF(xh[p], L->ssm_d[h], acc);
             }
         }
-        for (k = g0 * hpg * P; k < g1 * hpg * P; k++) yt[k] = yt[k] * mlstack__silu(z[k]);
-        for (k = g0 * hpg * P / gs; k < g1 * hpg * P / gs; k++)
+        for (k = g0 * hpg * P; k < g1 * hpg * P && s->gate_norm != MLSTACK__GATE_NORM_BEFORE; k++)
+            yt[k] = yt[k] * mlstack__silu(z[k]);
+        for (k = g0 * hpg * P / gs; k < g1 * hpg * P / gs && s->gate_norm != MLSTACK__GATE_NORM_NONE; k++)
             mlstack__rmsnorm(yt + (size_t)k * gs, yt + (size_t)k * gs, L->ssm_norm + (size_t)k * gs, gs, s->eps);
+        for (k = g0 * hpg * P; k < g1 * hpg * P && s->gate_norm == MLSTACK__GATE_NORM_BEFORE; k++)
+            yt[k] = yt[k] * mlstack__silu(z[k]);
     }
 }
 
@@ -34484,8 +35964,8 @@ static void mlstack__mix_deltanet(const mlstack_model *m, const mlstack__layer *
         const float *xt = x + (size_t)t * W;
         mlstack__dn_conv(c, L, state, xt, scratch, k0, k1);
         for (h = k0 * G; h < k1 * G; h++)
-            mlstack__dn_head(c, L, S + (size_t)h * sS, scratch, xt, h, y + (size_t)t * vd + (size_t)h * c->dn_v_dim,
-                             scratch + C);
+            mlstack__dn_head(c, L, S + (size_t)h * sS, scratch, xt, h,
+                             y + (size_t)t * vd + (size_t)mlstack__dn_stored_head(c, h) * c->dn_v_dim, scratch + C);
     }
 }
 
@@ -34497,8 +35977,8 @@ static void mlstack__attn_gate(mlstack__rank *rk, const mlstack__layer *L, const
 }
 
 /* The mixer of each layer kind (NULL: attention, or a kind not implemented, refused at open). */
-static const mlstack__mix_fn mlstack__mixers[MLSTACK__LAYER_KINDS_] = {NULL, mlstack__mix_conv, mlstack__mix_mamba2,
-                                                                       mlstack__mix_deltanet, NULL};
+static const mlstack__mix_fn mlstack__mixers[MLSTACK__LAYER_KINDS_] = {
+    NULL, mlstack__mix_conv, mlstack__mix_mamba2, mlstack__mix_deltanet, NULL, mlstack__mix_mamba2};
 
 /* Scratch of the recurrent layers (>>ranks mlstack__rank_scratch): B rows of the widest mixer
    input and output, per thread the largest mixer scratch, run bounds. */
@@ -34515,13 +35995,18 @@ static mlstack_result mlstack__mix_scratch(const mlstack__config *c, mlstack__sc
     s->mix_y = mlstack__falloc(B, (size_t)wout);
     s->mix_s = mlstack__falloc((size_t)n_threads, sc);
     s->mix_run = (int *)mlstack__calloc(B + 1, sizeof(int));
-    return s->mix_x && s->mix_y && s->mix_s && s->mix_run ? MLSTACK_OK : MLSTACK_ERR_NO_MEMORY;
+    s->mix_in = mlstack__falloc(B, (size_t)c->n_embd);
+    s->mix_par = mlstack__falloc(B, (size_t)c->n_embd);
+    return s->mix_x && s->mix_y && s->mix_s && s->mix_run && s->mix_in && s->mix_par ? MLSTACK_OK
+                                                                                     : MLSTACK_ERR_NO_MEMORY;
 }
 static void mlstack__mix_scratch_free(mlstack__scratch *s) {
     mlstack__aligned_free(s->mix_x);
     mlstack__aligned_free(s->mix_y);
     mlstack__aligned_free(s->mix_s);
     MLSTACK_FREE(s->mix_run);
+    mlstack__aligned_free(s->mix_in);
+    mlstack__aligned_free(s->mix_par);
 }
 
 /* Splits a batch into runs for the mixers: consecutive rows of one sequence at consecutive
@@ -34568,6 +36053,22 @@ static void mlstack__mix_task(void *ctx, int task, int n_tasks, int thread) {
     }
 }
 
+/* dst = src * k, n floats (dst may be src); returns dst. */
+static float *mlstack__scaled(float *dst, const float *src, float k, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) dst[i] = src[i] * k;
+    return dst;
+}
+/* Mamba2 in_proj outputs x (B rows of proj) times the section multipliers z | x | B | C | dt. */
+static void mlstack__ssm_mup(const mlstack__ssm_cfg *s, float *x, int B) {
+    int end[5], b, k, i, i0;
+    end[0] = s->inner, end[1] = 2 * s->inner, end[2] = end[1] + s->groups * s->state;
+    end[3] = end[2] + s->groups * s->state, end[4] = s->proj;
+    for (b = 0; b < B; b++)
+        for (k = 0, i0 = 0; k < 5; i0 = end[k++])
+            for (i = i0; i < end[k]; i++) x[(size_t)b * s->proj + i] = x[(size_t)b * s->proj + i] * s->mup[k];
+}
+
 /* A recurrent layer's token mixing (one rank): out (B, D) = mixer(in Win) Wo, the mixer over the
    batch's n_run runs in order, split over the pool's threads by units (a large enough batch),
    its state copied to a page's snapshot after the run that ends the page. */
@@ -34579,7 +36080,10 @@ static void mlstack__recurrent(mlstack__rank *rk, const mlstack__layer *L, const
     size_t n = mlstack__state_floats(c, L->kind);
     j.rk = rk, j.L = L, j.rows = rows, j.win = mlstack__mix_in_width(c, L->kind);
     j.wout = mlstack__mix_out_width(c, L->kind);
+    if (c->mult.ssm_in != 1.0f) in = mlstack__scaled(rk->s.mix_in, in, c->mult.ssm_in, (size_t)B * c->n_embd);
     mlstack__project(rk, in, B, 1, &L->w_in, rk->s.mix_x, NULL, NULL, NULL, NULL);
+    if (c->ssm.has_mup && L->kind != MLSTACK__LAYER_CONV && L->kind != MLSTACK__LAYER_DELTANET)
+        mlstack__ssm_mup(&c->ssm, rk->s.mix_x, B);
     MLSTACK__PROF_BEGIN(rk->pool, MIXER);
     for (j.r0 = 0; j.r0 < n_run; j.r0 = j.r1) { /* up to and with the next run that ends at a snapshot */
         float *snap = NULL;
@@ -34593,7 +36097,8 @@ static void mlstack__recurrent(mlstack__rank *rk, const mlstack__layer *L, const
                    sizeof(float) * n);
     }
     MLSTACK__PROF_END(rk->pool, MIXER, l, rows, B);
-    mlstack__project(rk, rk->s.mix_y, B, 1, &L->wo, out, NULL, NULL, NULL, NULL);
+    mlstack__project(rk, rk->s.mix_y, B, 1, L->w_mix_out.data ? &L->w_mix_out : &L->wo, out, NULL, NULL, NULL, NULL);
+    if (c->mult.ssm_out != 1.0f) mlstack__scaled(out, out, c->mult.ssm_out, (size_t)B * c->n_embd);
 }
 
 /* acc (B, D) += the dense MLP of rows xn beside a layer's experts (one rank; Granite's shared
@@ -34603,9 +36108,60 @@ static void mlstack__dense_beside(mlstack__rank *rk, const mlstack__layer *L, co
     mlstack__scratch *s = &rk->s;
     size_t i, n = (size_t)B * (size_t)rk->model->cfg.n_embd;
     mlstack__project(rk, xn, B, 2, &L->w_gate, rk->xb->h, &L->w_up, s->up, NULL, NULL);
-    mlstack__swiglu_rows(rk, rk->xb->h, s->up, B, rk->model->cfg.n_ff, layer);
+    mlstack__swiglu_rows(rk, rk->xb->h, s->up, B, L->w_gate.n_out, layer);
     mlstack__project(rk, rk->xb->h, B, 1, &L->w_down, s->moe_y, NULL, NULL, NULL, NULL);
     for (i = 0; i < n; i++) acc[i] = acc[i] + s->moe_y[i];
+}
+
+/* Gemma 4's per-layer inputs of rows [0, B) into s->ple (B, L P), as transformers makes them
+   from the scaled embeddings x: p = RMSNorm((x Wproj) * D^-1/2) per layer's P values, then
+   (p + table[token] * sqrt(P)) * 2^-1/2 (tokens past the table's vocabulary read row 0). */
+static void mlstack__ple_inputs(mlstack__rank *rk, const mlstack_batch_row *rows, int B) {
+    const mlstack_model *m = rk->model;
+    const mlstack__config *c = &m->cfg;
+    size_t P = (size_t)c->ple_dim, LP = (size_t)c->n_layers * P, es = (size_t)mlstack__dtype_sizes[m->ple_dtype];
+    float ds = (float)pow((double)c->n_embd, -0.5), half = (float)pow(2.0, -0.5), tok[64];
+    int b, l;
+    size_t i, o;
+    mlstack__project(rk, rk->s.x, B, 1, &m->ple_proj, rk->s.ple, NULL, NULL, NULL, NULL);
+    for (b = 0; b < B; b++) {
+        float *p = rk->s.ple + (size_t)b * LP;
+        const unsigned char *row =
+            (const unsigned char *)m->ple_embed + (size_t)(rows[b].token < c->ple_vocab ? rows[b].token : 0) * LP * es;
+        for (i = 0; i < LP; i++) p[i] = p[i] * ds;
+        for (l = 0; l < c->n_layers; l++)
+            rk->k->rmsnorm(p + (size_t)l * P, p + (size_t)l * P, m->ple_norm, (int)P, c->eps);
+        for (o = 0; o < LP; o += 64) { /* the table's row, 64 values at a time */
+            size_t k = LP - o < 64 ? LP - o : 64;
+            mlstack__to_f32(m->ple_dtype, row + o * es, tok, k);
+            for (i = 0; i < k; i++) {
+                float v = tok[i] * m->ple_scale;
+                v = p[o + i] + v;
+                p[o + i] = v * half;
+            }
+        }
+    }
+}
+
+/* The end of a Gemma 4 layer (one rank): with per-layer inputs x += RMSNorm((act(x Wg) * ple_l)
+   Wp); then x *= layer_scalar. */
+static void mlstack__gemma4_tail(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    size_t i, n = (size_t)B * (size_t)c->n_embd, P = (size_t)c->ple_dim;
+    int b;
+    if (L->w_ple_gate.data) {
+        mlstack__project(rk, s->x, B, 1, &L->w_ple_gate, s->ple_g, NULL, NULL, NULL, NULL);
+        mlstack__swiglu_rows(rk, s->ple_g, NULL, B, (int)P, l);
+        for (b = 0; b < B; b++)
+            for (i = 0; i < P; i++)
+                s->ple_g[(size_t)b * P + i] *= s->ple[((size_t)b * (size_t)c->n_layers + (size_t)l) * P + i];
+        mlstack__project(rk, s->ple_g, B, 1, &L->w_ple_proj, s->ple_y, NULL, NULL, NULL, NULL);
+        mlstack__rmsnorm_rows(rk, s->xn, s->ple_y, L->ple_norm, NULL, B, l);
+        mlstack__residual_add(rk, s->x, s->xn, B, l);
+    }
+    if (L->layer_scale != 1.0f)
+        for (i = 0; i < n; i++) s->x[i] *= L->layer_scale;
 }
 
 /* q, k, v = in Wq, Wk, Wv; rope, KV; a = attention; xo = a Wo (exchanged or reduced over the
@@ -34617,7 +36173,13 @@ static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const m
     mlstack__xbuf *xb = rk->xb;
     float *o = mlstack__slice(rk, xb->o, s->out);
     int b, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim;
-    mlstack__project(rk, in, B, 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
+    if (c->mult.attn_in != 1.0f) in = mlstack__scaled(s->mix_in, in, c->mult.attn_in, (size_t)B * c->n_embd);
+    /* shared-KV layers project q alone; k = v layers copy k's projection (Gemma 4) */
+    mlstack__project(rk, in, B, L->kv_shared ? 1 : L->v_from_k ? 2 : 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
+    if (L->v_from_k && !L->kv_shared)
+        memcpy(s->v, s->k, sizeof(float) * (size_t)B * (size_t)(rk->sh.k1 - rk->sh.k0) * (size_t)c->head_dim);
+    if (c->mult.key != 1.0f) /* Falcon-H1: keys times key_multiplier before RoPE */
+        mlstack__scaled(s->k, s->k, c->mult.key, (size_t)B * (size_t)(rk->sh.k1 - rk->sh.k0) * c->head_dim);
     /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
     mlstack__rope_kv(rk, aj, B);
     mlstack__attention(rk, aj, n_blk, B);
@@ -34636,6 +36198,117 @@ static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const m
     return mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1);
 }
 
+/* ---- multi-head latent attention (DeepSeek V2/V3; one rank) ----
+   Per row: q = xn Wq (or rmsnorm(xn Wqa) Wq), heads of qk_nope dn | qk_rope dr dims; kv = xn Wk =
+   c | kr, c the latent (R = kv_lora_rank), kr the shared rope key. The cache keeps per position
+   one key of Dh = R + dr: rmsnorm(c) | rope(kr), and no value (>>kvcache: values are its first R
+   dims). W_UK is absorbed into each query, W_UV applied after attention:
+       q'_h = (q_nope_h W_UK_h^T | rope(q_rope_h))      (Dh,): then q'_h . key_t = q_h . k_t
+       a_h = sum_t softmax_t(q'_h . key_t * scale) c_t   (R,): attention over the latents
+       o_h = a_h W_UV_h^T (dv,); xo = (o_1 | ... | o_H) Wo
+   the same values as transformers' expanded k = (c W_UK^T | kr), v = c W_UV^T, summed in another
+   order. Absorbed, a step reads R + dr numbers per cached position for all heads; expanded it
+   would read (dn + dr + dv) per head (V2-Lite: 576 against 16 x 384), or recompute them.
+   Every product is a matmul or an explicit FMA in a fixed order, whatever the batch. */
+
+/* Rotary embedding of dr dims of v (interleaved pairs (2i, 2i + 1) are gathered into halves first,
+   as transformers' apply_rotary_pos_emb_interleave: q and k both, so q . k is unchanged). */
+static void mlstack__mla_rope(const mlstack__kernels *kn, float *v, int dr, const float *cs, int interleave) {
+    float tmp[2 * MLSTACK__MAX_ROPE_PAIRS];
+    int i, half = dr / 2;
+    if (interleave) {
+        for (i = 0; i < half; i++) tmp[i] = v[2 * i], tmp[half + i] = v[2 * i + 1];
+        memcpy(v, tmp, sizeof(float) * (size_t)dr);
+    }
+    kn->rope_apply(v, dr, cs);
+}
+
+/* Row `task`: the latent's norm and the rope key into its KV slot; each head's rope query into
+   s->q after the head's R latent dims, its nope query into mla_x as head-major (H, B, dn). */
+static void mlstack__mla_row_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
+    mlstack__rank *rk = j->rk;
+    const mlstack__config *c = &rk->model->cfg;
+    const mlstack__layer *L = &rk->layers[j->layer];
+    const mlstack_batch_row *row = &j->rows[task];
+    mlstack__scratch *s = &rk->s;
+    int H = c->n_heads, R = c->mla_rank, dr = c->mla_rope, dn = c->mla_nope, Dh = c->head_dim, h;
+    float *k = s->k + (size_t)task * Dh, *q = s->q + (size_t)task * H * Dh;
+    const float *qs = s->mla_q + (size_t)task * H * (dn + dr), *cs = s->rope + (size_t)task * 2 * Dh;
+    (void)n_tasks, (void)thread;
+    rk->k->rmsnorm(k, k, L->kv_a_norm, R, 1e-6f); /* transformers: the module's default eps */
+    mlstack__mla_rope(rk->k, k + R, dr, cs, c->mla_interleave);
+    mlstack__kv_store(&rk->kv, &rk->kv.seqs[row->seq], L->kv_layer - rk->layers[rk->l0].kv_layer, 0, row->pos, k, NULL,
+                      rk->k->from_f32);
+    for (h = 0; h < H; h++) {
+        memcpy(q + (size_t)h * Dh + R, qs + (size_t)h * (dn + dr) + dn, sizeof(float) * (size_t)dr);
+        mlstack__mla_rope(rk->k, q + (size_t)h * Dh + R, dr, cs, c->mla_interleave);
+        memcpy(s->mla_x + ((size_t)h * j->n_rows + task) * dn, qs + (size_t)h * (dn + dr), sizeof(float) * (size_t)dn);
+    }
+}
+
+/* Head h's rows [r0, r1) of w (H (r1 - r0) rows in all) times x (B, n_in) into y (B, r1 - r0). */
+static void mlstack__mla_head(mlstack__rank *rk, const mlstack__weight *w, int h, int rows, const float *x, float *y,
+                              int B) {
+    mlstack__weight v;
+    mlstack__weight_view(&v, w, h * rows, (h + 1) * rows);
+    mlstack__project(rk, x, B, 1, &v, y, NULL, NULL, NULL, NULL);
+}
+
+/* Latent attention of B rows from in (B, D) into xo (B, D). */
+static void mlstack__mla_layer(mlstack__rank *rk, mlstack__attn_job *aj, const mlstack__layer *L, const float *in,
+                               float *xo, int B, int n_blk) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int H = c->n_heads, R = c->mla_rank, dn = c->mla_nope, dv = c->mla_v, Dh = c->head_dim, b, h;
+    if (L->wqa.data) { /* q LoRA: rmsnorm(xn Wqa) Wq */
+        mlstack__project(rk, in, B, 1, &L->wqa, s->mla_o, NULL, NULL, NULL, NULL);
+        for (b = 0; b < B; b++)
+            rk->k->rmsnorm(s->mla_o + (size_t)b * c->mla_q_rank, s->mla_o + (size_t)b * c->mla_q_rank, L->q_a_norm,
+                           c->mla_q_rank, 1e-6f);
+        mlstack__project(rk, s->mla_o, B, 1, &L->wq, s->mla_q, NULL, NULL, NULL, NULL);
+        mlstack__project(rk, in, B, 1, &L->wk, s->k, NULL, NULL, NULL, NULL);
+    } else {
+        mlstack__project(rk, in, B, 2, &L->wq, s->mla_q, &L->wk, s->k, NULL, NULL);
+    }
+    MLSTACK__PROF_BEGIN(rk->pool, ROPE_KV);
+    aj->n_rows = B;
+    if (B > 1) mlstack__pool_run(rk->pool, mlstack__mla_row_task, aj, B);
+    else
+        mlstack__mla_row_task(aj, 0, 1, 0);
+    MLSTACK__PROF_END(rk->pool, ROPE_KV, aj->layer, aj->rows, B);
+    for (h = 0; h < H; h++) { /* q'_h's first R dims: q_nope_h W_UK_h^T */
+        mlstack__mla_head(rk, &L->w_uk, h, R, s->mla_x + (size_t)h * B * dn, s->mla_y, B);
+        for (b = 0; b < B; b++)
+            memcpy(s->q + ((size_t)b * H + h) * Dh, s->mla_y + (size_t)b * R, sizeof(float) * (size_t)R);
+    }
+    mlstack__attention(rk, aj, n_blk, B);
+    for (h = 0; h < H; h++) { /* o_h = a_h W_UV_h^T */
+        for (b = 0; b < B; b++)
+            memcpy(s->mla_x + (size_t)b * R, rk->xb->att + ((size_t)b * H + h) * Dh, sizeof(float) * (size_t)R);
+        mlstack__mla_head(rk, &L->w_uv, h, dv, s->mla_x, s->mla_y, B);
+        for (b = 0; b < B; b++)
+            memcpy(s->mla_o + ((size_t)b * H + h) * dv, s->mla_y + (size_t)b * dv, sizeof(float) * (size_t)dv);
+    }
+    mlstack__project(rk, s->mla_o, B, 1, &L->wo, xo, NULL, NULL, NULL, NULL);
+}
+
+/* Attention and a Mamba2 mixer side by side on the same input (ATTN_SSM, Falcon-H1): xo =
+   mixer(in) * ssm_out + attention(in * attn_in) * attn_out (the second product fused into the
+   sum: the canonical arithmetic of >>kernels). 0, or -1
+   when an exchange failed. */
+static int mlstack__attn_ssm_layer(mlstack__rank *rk, mlstack__attn_job *aj, const mlstack__layer *L,
+                                   const mlstack_batch_row *rows, const float *in, float *xo, int B, int n_run,
+                                   int n_blk) {
+    const mlstack__config *c = &rk->model->cfg;
+    size_t i, n = (size_t)B * (size_t)c->n_embd;
+    float *par = rk->s.mix_par;
+    mlstack__recurrent(rk, L, rows, in, par, B, n_run, aj->layer);
+    if (mlstack__attn_layer(rk, aj, L, in, xo, B, n_blk)) return -1;
+    for (i = 0; i < n; i++) xo[i] = MLSTACK__FMAF(xo[i], c->mult.attn_out, par[i]); /* one rounding, any ISA */
+    return 0;
+}
+
 /* The pass over rows [0, B) of one chunk; logits of rows with slot[b] >= 0 go to the slots of
    rk->logits (rank 0). 0, or -1 when an exchange failed. */
 static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *rows, int B, const int *slot) {
@@ -34651,6 +36324,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     aj.rows = rows;
     aj.blk = s->att_blk;
     mlstack__embed(rk, rows, B);
+    if (c->ple_dim) mlstack__ple_inputs(rk, rows, B);
     if (rk->stage > 0 && mlstack__pipe(rk, 0, s->x, (size_t)B * (size_t)c->n_embd, rk->index - rk->n_ranks)) return -1;
     n_blk = mlstack__attn_blocks(c, rows, B, s->att_blk);
     if (c->n_recurrent) n_run = mlstack__mix_runs(&rk->kv, rows, B, s->mix_run);
@@ -34662,9 +36336,15 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
            recurrent layer's mixer (one rank), of xn (post-norm: x += rmsnorm(xo)) */
         if (L->attn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, L->attn_norm_b, B, l), in = s->xn;
         if (L->kind == MLSTACK__LAYER_MLP) goto ffn; /* no token mixing (Nemotron-H "mlp" blocks) */
-        if (L->kind != MLSTACK__LAYER_ATTN) mlstack__recurrent(rk, L, rows, in, xo, B, n_run, l);
-        else if (mlstack__attn_layer(rk, &aj, L, in, xo, B, n_blk))
+        if (L->kind == MLSTACK__LAYER_ATTN_SSM) {
+            if (mlstack__attn_ssm_layer(rk, &aj, L, rows, in, xo, B, n_run, n_blk)) return -1;
+        } else if (L->kind != MLSTACK__LAYER_ATTN) {
+            mlstack__recurrent(rk, L, rows, in, xo, B, n_run, l);
+        } else if (c->mla_rank) { /* one rank: no exchange */
+            mlstack__mla_layer(rk, &aj, L, in, xo, B, n_blk);
+        } else if (mlstack__attn_layer(rk, &aj, L, in, xo, B, n_blk)) {
             return -1;
+        }
         if (L->post_attn_norm) mlstack__rmsnorm_rows(rk, s->xn, xo, L->post_attn_norm, NULL, B, l);
         /* parallel residual: the MLP reads the layer's input (its ln2, or ln1's xn kept from
            above), the attention output is added with the MLP's below */
@@ -34684,6 +36364,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         }
         if (L->w_up.data) {
             mlstack__project(rk, in, B, 2, &L->w_gate, h, &L->w_up, s->up, NULL, NULL);
+            if (c->mult.mlp_gate != 1.0f) mlstack__scaled(h, h, c->mult.mlp_gate, (size_t)B * nf); /* Falcon-H1 */
             mlstack__swiglu_rows(rk, h, s->up, B, rk->sh.f1 - rk->sh.f0, l);
         } else { /* no gate: act(xn W1) */
             mlstack__project(rk, in, B, 1, &L->w_gate, h, NULL, NULL, NULL, NULL);
@@ -34700,6 +36381,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
             mlstack__project(rk, xb->h, B, 1, &L->w_down, d, NULL, NULL, NULL, NULL);
             if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->d, d, B, 1)) return -1;
         }
+        if (c->mult.mlp_down != 1.0f) mlstack__scaled(xd, xd, c->mult.mlp_down, (size_t)B * c->n_embd);
         if (L->post_ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, xd, L->post_ffn_norm, NULL, B, l);
         if (c->parallel == MLSTACK__RESID_PARALLEL) { /* GPT-NeoX: x = (mlp + attn) + x */
             size_t i, nd = (size_t)B * (size_t)c->n_embd;
@@ -34712,6 +36394,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         if (c->parallel == MLSTACK__RESID_PARALLEL_LN1)
             mlstack__residual_add(rk, s->x, xo, B, l); /* StableLM: (x + attn) + mlp */
         mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : xd, B, l);
+        if (c->v_norm) mlstack__gemma4_tail(rk, L, B, l);
     }
     if (rk->n_stages > 1) { /* the next stage goes on from here; the first computes the logits */
         size_t D = (size_t)c->n_embd;
@@ -34756,6 +36439,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
                ranks share `full`: after it, one pass by each would apply these R times) */
             if (y && c->logits_div != 1.0f) /* Granite: logits / logits_scaling */
                 for (i = 0; i < nl; i++) y[i] /= c->logits_div;
+            if (y && c->mult.logits != 1.0f) mlstack__scaled(y, y, c->mult.logits, nl); /* Falcon-H1 */
             if (y && c->final_softcap > 0) mlstack__softcap(y, nl, c->final_softcap);
             if (mlstack__exchange(rk, MLSTACK__X_VOCAB, full, y, n, 0)) return -1;
         }
@@ -35585,6 +37269,20 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
     return MLSTACK_OK;
 }
 
+/* Latent attention's scratch (>>forward mlstack__mla_layer); its widest matmul input. 0, or -1 out of memory. */
+static size_t mlstack__mla_max_in(const mlstack__config *c) {
+    size_t a = (size_t)c->n_heads * (size_t)c->mla_v, q = (size_t)c->mla_q_rank;
+    return a > q ? a : q;
+}
+static int mlstack__mla_scratch(const mlstack__config *c, mlstack__scratch *s, size_t B) {
+    size_t H = (size_t)c->n_heads, R = (size_t)c->mla_rank, x = H * (size_t)c->mla_nope;
+    s->mla_q = mlstack__falloc(B, H * (size_t)(c->mla_nope + c->mla_rope));
+    s->mla_x = mlstack__falloc(B, x > R ? x : R);
+    s->mla_y = mlstack__falloc(B, R > (size_t)c->mla_v ? R : (size_t)c->mla_v);
+    s->mla_o = mlstack__falloc(B, mlstack__mla_max_in(c));
+    return s->mla_q && s->mla_x && s->mla_y && s->mla_o ? 0 : -1;
+}
+
 /* Activations of the rank's shapes. */
 static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk) {
     const mlstack__config *c = &e->model->cfg;
@@ -35597,6 +37295,7 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     if ((size_t)c->n_heads * Dh > max_in) max_in = (size_t)c->n_heads * Dh;
     if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
     if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
+    if (c->mla_rank && mlstack__mla_max_in(c) > max_in) max_in = mlstack__mla_max_in(c);
     for (k = 1; c->n_recurrent && k < MLSTACK__LAYER_KINDS_; k++) /* a mixer's output is its wo's input */
         if ((size_t)mlstack__mix_out_width(c, k) > max_in) max_in = (size_t)mlstack__mix_out_width(c, k);
     s->x = mlstack__falloc(B, (size_t)c->n_embd);
@@ -35619,6 +37318,11 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
         if (!s->ro || !s->rd) return MLSTACK_ERR_NO_MEMORY;
     }
     if (c->attn_gate && !(s->dn_g = mlstack__falloc(B, (size_t)c->n_heads * Dh))) return MLSTACK_ERR_NO_MEMORY;
+    if (c->mla_rank && mlstack__mla_scratch(c, s, B)) return MLSTACK_ERR_NO_MEMORY;
+    if (c->ple_dim &&
+        (!(s->ple = mlstack__falloc(B, (size_t)c->n_layers * (size_t)c->ple_dim)) ||
+         !(s->ple_g = mlstack__falloc(B, (size_t)c->ple_dim)) || !(s->ple_y = mlstack__falloc(B, (size_t)c->n_embd))))
+        return MLSTACK_ERR_NO_MEMORY;
     if (c->n_experts) { /* MoE scratch (>>forward) */
         size_t fm = (size_t)(c->moe_ff > c->shared_ff ? c->moe_ff : c->shared_ff), D = (size_t)c->n_embd;
         s->router = mlstack__falloc(B, (size_t)c->n_experts);
@@ -35627,6 +37331,7 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
         s->moe_w = mlstack__falloc(B, (size_t)c->n_experts_used);
         s->moe_idx = (int *)mlstack__calloc(B * (size_t)c->n_experts_used, sizeof(int));
         s->moe_rows = (int *)mlstack__calloc(B, sizeof(int));
+        if (c->moe_latent && !(s->moe_l = mlstack__falloc(B, (size_t)c->moe_latent))) return MLSTACK_ERR_NO_MEMORY;
         if (!s->router || !s->moe_x || !s->moe_y || !s->moe_acc || !s->moe_g || !s->moe_u || !s->moe_w || !s->moe_idx ||
             !s->moe_rows)
             return MLSTACK_ERR_NO_MEMORY;
@@ -35687,6 +37392,7 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->rope);
     mlstack__aligned_free(s->router);
     mlstack__aligned_free(s->moe_x);
+    mlstack__aligned_free(s->moe_l);
     mlstack__aligned_free(s->moe_y);
     mlstack__aligned_free(s->moe_acc);
     mlstack__aligned_free(s->moe_g);
@@ -35695,6 +37401,11 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     MLSTACK_FREE(s->moe_idx);
     MLSTACK_FREE(s->moe_rows);
     mlstack__aligned_free(s->dn_g);
+    mlstack__aligned_free(s->mla_q), mlstack__aligned_free(s->mla_x);
+    mlstack__aligned_free(s->mla_y), mlstack__aligned_free(s->mla_o);
+    mlstack__aligned_free(s->ple);
+    mlstack__aligned_free(s->ple_g);
+    mlstack__aligned_free(s->ple_y);
     mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(s->att_blk);
@@ -35976,6 +37687,9 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
                              "mlstack_engine_init: %d pipeline stages for %d layers (at most one stage per layer)", S,
                              c->n_layers);
     T = R / S;
+    if (R > 1 && c->mla_rank) /* the one latent KV head and the per-head absorption are not split */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %s (latent attention) runs on one rank only", c->architecture);
     if (R > 1 && c->n_experts)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (mixture of experts) runs on one rank only", c->architecture);
@@ -35983,6 +37697,9 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (recurrent layers, %d of %d) runs on one rank only",
                              c->architecture, c->n_recurrent, c->n_layers);
+    if (R > 1 && c->v_norm) /* shared KV, per-layer inputs and v norms are not split yet */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s runs on one rank only",
+                             c->architecture);
     if (R > 1 && c->attn_gate) /* the attention gate is not split yet */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (gated attention) runs on one rank only", c->architecture);
@@ -36134,8 +37851,8 @@ static void mlstack__ranks_fill(mlstack_engine *e, const mlstack_engine_desc *d,
         rk->kv = e->kv;
         if (i > 0) {
             rk->kv.data = NULL;
-            rk->kv.row_elems = (size_t)(rk->sh.k1 - rk->sh.k0) * (size_t)c->head_dim;
-            rk->kv.page_elems = (size_t)(rk->l1 - rk->l0) * 2 * (size_t)e->kv.page_tokens * rk->kv.row_elems;
+            mlstack__kv_widths(&rk->kv, c, rk->sh.k1 - rk->sh.k0);
+            rk->kv.page_elems = (size_t)(rk->l1 - rk->l0) * (size_t)e->kv.page_tokens * rk->kv.row_elems;
         }
         gi = t ? 0 : rk->stage;
         rk->xb = &e->xbs[gi];
@@ -37285,8 +39002,7 @@ static void mlstack__sched_publish(mlstack_engine *e) {
     }
     st->n_pages = kv->n_pages;
     st->page_tokens = kv->page_tokens;
-    st->page_bytes = (uint64_t)e->model->cfg.n_kv_layers * 2 * (uint64_t)kv->page_tokens *
-                         (uint64_t)e->model->cfg.n_kv_heads * (uint64_t)e->model->cfg.head_dim * kv->esize +
+    st->page_bytes = mlstack__kv_token_elems(&e->model->cfg) * (uint64_t)kv->page_tokens * kv->esize +
                      ((uint64_t)kv->state_floats * 4 + (uint64_t)kv->snap_every - 1) /
                          (uint64_t)kv->snap_every; /* of all ranks together, with its share of a snapshot */
     st->pages_free = kv->n_free;
@@ -37865,8 +39581,7 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
     if (d->kv_mem == 0) {
         uint64_t ctx = (uint64_t)(c->max_pos < 4096 ? c->max_pos : 4096);
         ctx = (ctx + (uint64_t)d->kv_page_tokens - 1) / (uint64_t)d->kv_page_tokens * (uint64_t)d->kv_page_tokens;
-        d->kv_mem =
-            ctx * (uint64_t)c->n_kv_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (uint64_t)kv_size;
+        d->kv_mem = ctx * mlstack__kv_token_elems(c) * (uint64_t)kv_size;
         /* hybrids: every slot's live and kept state, and a snapshot per page (at most) */
         d->kv_mem += (uint64_t)c->state_floats * 4 * (2 * (uint64_t)d->max_seqs + ctx / (uint64_t)d->kv_page_tokens);
     }
@@ -37915,8 +39630,7 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
         /* the draft engine: the same threads, sequences and pages; KV for as many positions */
         const mlstack__config *dc = &d.spec_draft->cfg;
         mlstack_engine_desc dd;
-        uint64_t per_tok =
-            (uint64_t)model->cfg.n_layers * 2 * (uint64_t)model->cfg.n_kv_heads * (uint64_t)model->cfg.head_dim;
+        uint64_t per_tok = mlstack__kv_token_elems(&model->cfg), draft_tok = mlstack__kv_token_elems(dc);
         memset(&dd, 0, sizeof dd);
         dd.n_threads = d.n_threads;
         dd.kv_type = d.kv_type;
@@ -37927,10 +39641,7 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
         dd.bf16_activations = d.bf16_activations;
         dd.n_ranks = 1;
         dd.n_stages = 1; /* not MLSTACK_STAGES: the draft runs on one rank */
-        dd.kv_mem = d.kv_mem / (per_tok ? per_tok : 1) * (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads *
-                        (uint64_t)dc->head_dim +
-                    (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads * (uint64_t)dc->head_dim * 4 *
-                        (uint64_t)d.kv_page_tokens;
+        dd.kv_mem = d.kv_mem / (per_tok ? per_tok : 1) * draft_tok + draft_tok * 4 * (uint64_t)d.kv_page_tokens;
         r = mlstack_engine_init(d.spec_draft, &dd, &e->draft, err);
     }
     if (r == MLSTACK_OK && d.profile && (r = mlstack_engine_profile_start(e, d.profile)) != MLSTACK_OK)
@@ -38349,11 +40060,12 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *e, char 
     n = mlstack_engine_profile_ops(e, ops, MLSTACK__OP_COUNT_);
     mlstack__prof_accumulate(pr, acc, &pool_ns, &lost_ns);
     eval_ns = acc[MLSTACK__OP_EVAL].ns;
-    mlstack__sbuf_add(
-        &b,
-        "profile: %d steps, %d threads, kernels %s, %.3f ms in eval (%.3f ms per step), %llu events%s%llu dropped\n",
-        pr->kept, pr->n_threads, e->k->name, (double)eval_ns * 1e-6, pr->kept ? (double)eval_ns * 1e-6 / pr->kept : 0.0,
-        (unsigned long long)pr->n_ev, pr->dropped ? ", WARNING: " : ", ", (unsigned long long)pr->dropped);
+    mlstack__sbuf_add(&b,
+                      "profile: %d steps, %d threads, kernels %s, %.3f ms in eval (%.3f ms per step), %llu "
+                      "events%s%llu dropped\n",
+                      pr->kept, pr->n_threads, e->k->name, (double)eval_ns * 1e-6,
+                      pr->kept ? (double)eval_ns * 1e-6 / pr->kept : 0.0, (unsigned long long)pr->n_ev,
+                      pr->dropped ? ", WARNING: " : ", ", (unsigned long long)pr->dropped);
     mlstack__sbuf_add(&b, "%-12s %8s %10s %7s %9s %8s %8s %9s\n", "op", "calls", "total ms", "share", "us/call", "GB/s",
                       "GFLOP/s", "overhead");
     for (i = 0; i < n; i++) {
