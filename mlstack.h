@@ -23626,6 +23626,8 @@ static mlstack_result mlstack__regex_to_gbnf(const char *re, size_t n, int json_
     "jarray ::= \"[\" ws (jvalue (ws \",\" ws jvalue)*)? ws \"]\"\n"
 
 struct mlstack__jsmemo;
+struct mlstack__jsneg;
+struct mlstack__jsuri;
 typedef struct {
     mlstack__buf *out;
     const mlstack__json *root;
@@ -23636,6 +23638,10 @@ typedef struct {
     uint32_t mem_mask, n_mem;
     int n_rules, depth, draft, sub_ids, only;
     int strict; /* tool arguments: no other keys unless additionalProperties allows them */
+    struct mlstack__jsneg *negs; /* 'not' rewritten, by schema (arena) */
+    int n_negs, cap_negs, neg_depth;
+    struct mlstack__jsuri *uris; /* resources, anchors, $ref bases (documents with embedded $id) */
+    int n_uris, cap_uris;
     char path[400];
     size_t path_len;
     mlstack_error *err;
@@ -23794,6 +23800,9 @@ static const mlstack__json *mlstack__js_member(mlstack__js *j, const mlstack__js
     return mlstack__js_work(j, probes + klen) ? NULL : found;
 }
 
+static int mlstack__js_hex(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : (c | 32) >= 'a' && (c | 32) <= 'f' ? (c | 32) - 'a' + 10 : -1;
+}
 /* Resolves a local JSON pointer "#/a/b" against the root (each step charged: the members it may
    pass over and the segment's bytes). */
 static const mlstack__json *mlstack__js_resolve(mlstack__js *j, const mlstack__json *root, const char *ref) {
@@ -23810,6 +23819,8 @@ static const mlstack__json *mlstack__js_resolve(mlstack__js *j, const mlstack__j
             if (p[0] == '~' && p[1] == '0') seg[k++] = '~', p += 2;
             else if (p[0] == '~' && p[1] == '1')
                 seg[k++] = '/', p += 2;
+            else if (p[0] == '%' && mlstack__js_hex(p[1]) >= 0 && mlstack__js_hex(p[2]) >= 0) /* URI escape */
+                seg[k++] = (char)(mlstack__js_hex(p[1]) * 16 + mlstack__js_hex(p[2])), p += 3;
             else
                 seg[k++] = *p++;
         }
@@ -24003,7 +24014,8 @@ enum {
     MLSTACK__JT_STR = 16,
     MLSTACK__JT_ARR = 32,
     MLSTACK__JT_OBJ = 64,
-    MLSTACK__JT_ALL = 127
+    MLSTACK__JT_ALL = 127,
+    MLSTACK__JT_NONINT = 128 /* with NUM and not INT: numbers with a fraction only (not integer) */
 };
 
 /* Assertion keywords outside the subset: refused by name. Every keyword neither handled nor
@@ -24082,6 +24094,210 @@ static int mlstack__js_has_sub_id(const mlstack__json *s, int depth) {
     }
     return 0;
 }
+/* ---- $id and $ref as URIs (RFC 3986), for documents with embedded resources ----
+   One walk over the schema records each resource ($id resolved against its parent's base), each
+   anchor ($anchor, or a draft-7 "$id": "#name") and the base each $ref is read against; a $ref is
+   then resolved to an absolute URI and looked up. Documents without embedded $id use the plain
+   local lookups above. */
+
+struct mlstack__jsuri {
+    const char *uri; /* absolute, without fragment */
+    const char *anchor; /* an anchor's name; NULL for a resource or a $ref's base */
+    const mlstack__json *node; /* the schema, or the $ref string (is_ref) */
+    int is_ref;
+};
+typedef struct {
+    const char *s[5]; /* scheme, authority, path, query, fragment (NULL: absent) */
+    size_t n[5];
+} mlstack__jsuriparts;
+
+static void mlstack__js_uri_split(const char *u, mlstack__jsuriparts *p) {
+    size_t i = 0, k;
+    memset(p, 0, sizeof *p);
+    for (k = 0; u[k] && (((u[k] | 32) >= 'a' && (u[k] | 32) <= 'z') || (u[k] >= '0' && u[k] <= '9') || u[k] == '+' ||
+                         u[k] == '-' || u[k] == '.');
+         k++) {}
+    if (k && u[k] == ':' && ((u[0] | 32) >= 'a' && (u[0] | 32) <= 'z')) p->s[0] = u, p->n[0] = k, i = k + 1;
+    if (u[i] == '/' && u[i + 1] == '/') {
+        for (k = i + 2; u[k] && u[k] != '/' && u[k] != '?' && u[k] != '#'; k++) {}
+        p->s[1] = u + i + 2, p->n[1] = k - i - 2, i = k;
+    }
+    for (k = i; u[k] && u[k] != '?' && u[k] != '#'; k++) {}
+    p->s[2] = u + i, p->n[2] = k - i, i = k;
+    if (u[i] == '?') {
+        for (k = i + 1; u[k] && u[k] != '#'; k++) {}
+        p->s[3] = u + i + 1, p->n[3] = k - i - 1, i = k;
+    }
+    if (u[i] == '#') p->s[4] = u + i + 1, p->n[4] = strlen(u + i + 1);
+}
+/* RFC 3986 5.2.4: removes "." and ".." segments from path (in place, NUL-terminated). */
+static void mlstack__js_uri_dots(char *path) {
+    char *out = path, *in = path;
+    while (*in) {
+        if (!strncmp(in, "../", 3)) in += 3;
+        else if (!strncmp(in, "./", 2))
+            in += 2;
+        else if (!strncmp(in, "/./", 3))
+            in += 2;
+        else if (!strcmp(in, "/."))
+            in[1] = 0;
+        else if (!strncmp(in, "/../", 4) || !strcmp(in, "/..")) {
+            in += 3;
+            if (!*in) *--in = '/';
+            while (out > path && *--out != '/') {}
+        } else if (!strcmp(in, ".") || !strcmp(in, ".."))
+            in += strlen(in);
+        else {
+            if (*in == '/') *out++ = *in++;
+            while (*in && *in != '/') *out++ = *in++;
+        }
+    }
+    *out = 0;
+}
+/* ref resolved against base (both NUL-terminated), in the arena; the fragment is kept. */
+static char *mlstack__js_uri_join(mlstack__js *j, const char *base, const char *ref) {
+    mlstack__jsuriparts b, r, t;
+    size_t cap = strlen(base) + strlen(ref) + 8, n = 0, q;
+    char *out = (char *)mlstack__arena_alloc(&j->arena, cap), *path = (char *)mlstack__arena_alloc(&j->arena, cap);
+    if (!out || !path) {
+        mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        return NULL;
+    }
+    mlstack__js_uri_split(base, &b);
+    mlstack__js_uri_split(ref, &r);
+    t = r;
+    if (!r.s[0]) {
+        t.s[0] = b.s[0], t.n[0] = b.n[0];
+        if (!r.s[1]) {
+            t.s[1] = b.s[1], t.n[1] = b.n[1];
+            if (!r.n[2]) {
+                t.s[2] = b.s[2], t.n[2] = b.n[2];
+                if (!r.s[3]) t.s[3] = b.s[3], t.n[3] = b.n[3];
+            } else if (r.s[2][0] != '/') { /* merge: the base's path up to its last '/' */
+                size_t l = b.n[2];
+                while (l && b.s[2][l - 1] != '/') l--;
+                if (b.s[1] && !b.n[2]) path[n++] = '/';
+                memcpy(path + n, b.s[2], l), n += l;
+                memcpy(path + n, r.s[2], r.n[2]), n += r.n[2];
+                path[n] = 0;
+                t.s[2] = path, t.n[2] = n;
+            }
+        }
+    }
+    if (t.s[2] != path) memcpy(path, t.s[2], t.n[2]), path[t.n[2]] = 0;
+    mlstack__js_uri_dots(path);
+    t.s[2] = path, t.n[2] = strlen(path);
+    n = 0;
+    for (q = 0; q < 5; q++) {
+        static const char *const pre[] = {"", "//", "", "?", "#"};
+        if (!t.s[q]) continue;
+        memcpy(out + n, pre[q], strlen(pre[q])), n += strlen(pre[q]);
+        memcpy(out + n, t.s[q], t.n[q]), n += t.n[q];
+        if (q == 0) out[n++] = ':';
+    }
+    out[n] = 0;
+    return out;
+}
+
+static int mlstack__js_uri_put(mlstack__js *j, const char *uri, const char *anchor, const mlstack__json *node,
+                               int is_ref) {
+    if (j->n_uris == j->cap_uris) {
+        int cap = j->cap_uris ? j->cap_uris * 2 : 32;
+        struct mlstack__jsuri *t = (struct mlstack__jsuri *)mlstack__arena_alloc(&j->arena, sizeof *t * (size_t)cap);
+        if (!t) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        if (j->n_uris) memcpy(t, j->uris, sizeof *t * (size_t)j->n_uris);
+        j->uris = t, j->cap_uris = cap;
+    }
+    j->uris[j->n_uris].uri = uri, j->uris[j->n_uris].anchor = anchor;
+    j->uris[j->n_uris].node = node, j->uris[j->n_uris++].is_ref = is_ref;
+    return mlstack__js_work(j, 4);
+}
+static int mlstack__js_uri_walk(mlstack__js *j, const mlstack__json *s, const char *base, int depth);
+/* The subschemas of s's keywords: single, in maps, in arrays. */
+static int mlstack__js_uri_subs(mlstack__js *j, const mlstack__json *s, const char *base, int depth) {
+    static const char *const one[] = {"not",
+                                      "if",
+                                      "then",
+                                      "else",
+                                      "items",
+                                      "additionalItems",
+                                      "contains",
+                                      "additionalProperties",
+                                      "propertyNames",
+                                      "unevaluatedItems",
+                                      "unevaluatedProperties"};
+    static const char *const maps[] = {"properties",  "patternProperties", "$defs",
+                                       "definitions", "dependentSchemas",  "dependencies"};
+    static const char *const arrs[] = {"allOf", "anyOf", "oneOf", "prefixItems", "items"};
+    const mlstack__json *v, *c;
+    size_t q;
+    for (q = 0; q < sizeof one / sizeof one[0]; q++)
+        if ((v = mlstack__json_get(s, one[q])) != NULL && v->type == MLSTACK__JSON_OBJECT &&
+            mlstack__js_uri_walk(j, v, base, depth + 1))
+            return -1;
+    for (q = 0; q < sizeof maps / sizeof maps[0]; q++)
+        if ((v = mlstack__json_get(s, maps[q])) != NULL && v->type == MLSTACK__JSON_OBJECT)
+            for (c = v->child; c; c = c->next)
+                if (c->type == MLSTACK__JSON_OBJECT && mlstack__js_uri_walk(j, c, base, depth + 1)) return -1;
+    for (q = 0; q < sizeof arrs / sizeof arrs[0]; q++)
+        if ((v = mlstack__json_get(s, arrs[q])) != NULL && v->type == MLSTACK__JSON_ARRAY)
+            for (c = v->child; c; c = c->next)
+                if (c->type == MLSTACK__JSON_OBJECT && mlstack__js_uri_walk(j, c, base, depth + 1)) return -1;
+    return 0;
+}
+static int mlstack__js_uri_walk(mlstack__js *j, const mlstack__json *s, const char *base, int depth) {
+    const mlstack__json *id = mlstack__json_get(s, "$id"), *a = mlstack__json_get(s, "$anchor");
+    const mlstack__json *ref = mlstack__json_get(s, "$ref");
+    if (depth > 64) return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "schema nested deeper than 64 (resolving $id)");
+    if (mlstack__js_work(j, 1 + s->len)) return -1;
+    if (!id && j->draft <= 4) id = mlstack__json_get(s, "id");
+    if (ref && j->draft <= 7 && depth > 0) id = NULL; /* draft 7: $ref's siblings are ignored, $id too */
+    if (id && id->type == MLSTACK__JSON_STRING) {
+        char *u = mlstack__js_uri_join(j, base, id->str), *h;
+        if (!u) return -1;
+        h = strchr(u, '#');
+        if (h && h[1] && j->draft <= 7) { /* "#name" (or "uri#name"): an anchor */
+            *h = 0;
+            if (mlstack__js_uri_put(j, u, h + 1, s, 0)) return -1;
+        } else {
+            if (h) *h = 0;
+            if (mlstack__js_uri_put(j, u, NULL, s, 0)) return -1;
+            base = u;
+        }
+    }
+    if (a && a->type == MLSTACK__JSON_STRING && mlstack__js_uri_put(j, base, a->str, s, 0)) return -1;
+    if (ref && ref->type == MLSTACK__JSON_STRING && mlstack__js_uri_put(j, base, NULL, ref, 1)) return -1;
+    return mlstack__js_uri_subs(j, s, base, depth);
+}
+/* The target of $ref v (a string) by URI; NULL: not found here (or error). */
+static const mlstack__json *mlstack__js_uri_ref(mlstack__js *j, const mlstack__json *v) {
+    const char *base = "https://mlstack.invalid/schema.json", *frag;
+    char *u, *buf;
+    const mlstack__json *res = NULL;
+    int q;
+    for (q = 0; q < j->n_uris; q++)
+        if (j->uris[q].is_ref && j->uris[q].node == v) base = j->uris[q].uri;
+    if (mlstack__js_work(j, 1 + (uint64_t)j->n_uris) || !(u = mlstack__js_uri_join(j, base, v->str))) return NULL;
+    frag = strchr(u, '#');
+    if (frag) *(char *)frag++ = 0;
+    for (q = 0; q < j->n_uris && !res; q++)
+        if (!j->uris[q].is_ref && !j->uris[q].anchor && !strcmp(j->uris[q].uri, u)) res = j->uris[q].node;
+    if (!res || !frag || !*frag) return res;
+    if (frag[0] == '/') {
+        buf = (char *)mlstack__arena_alloc(&j->arena, strlen(frag) + 2);
+        if (!buf) {
+            mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+            return NULL;
+        }
+        buf[0] = '#';
+        strcpy(buf + 1, frag);
+        return mlstack__js_resolve(j, res, buf);
+    }
+    for (q = 0; q < j->n_uris; q++)
+        if (j->uris[q].anchor && !strcmp(j->uris[q].uri, u) && !strcmp(j->uris[q].anchor, frag)) return j->uris[q].node;
+    return NULL;
+}
+
 static const mlstack__json *mlstack__js_ref(mlstack__js *j, const mlstack__json *v) {
     const mlstack__json *t = NULL, *id = mlstack__json_get(j->root, "$id");
     const char *r;
@@ -24095,10 +24311,11 @@ static const mlstack__json *mlstack__js_ref(mlstack__js *j, const mlstack__json 
         (r[id->len] == '#' || !r[id->len]) && id->str[id->len - 1] != '#')
         r += id->len;
     if (!*r) r = "#";
-    if (j->sub_ids) {
-        mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "$ref '%s' beside embedded resources ($id) is not supported",
-                         v->str);
-        return NULL;
+    if (j->sub_ids) { /* embedded resources: by URI */
+        t = mlstack__js_uri_ref(j, v);
+        if (!t && j->rc == MLSTACK_OK)
+            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "$ref '%s' is not a local reference that resolves", v->str);
+        return t;
     }
     if (r[0] == '#' && (r[1] == '/' || !r[1])) t = mlstack__js_resolve(j, j->root, r);
     else if (r[0] == '#')
@@ -24206,7 +24423,12 @@ static int mlstack__js_valid(mlstack__js *j, const mlstack__json *s, const mlsta
     if (s->type != MLSTACK__JSON_OBJECT) return -1;
     for (z = 0; z < sizeof mlstack__js_refused / sizeof mlstack__js_refused[0]; z++)
         if (mlstack__json_get(s, mlstack__js_refused[z])) return -1;
-    if (mlstack__json_get(s, "if")) return -1;
+    if ((k = mlstack__json_get(s, "if")) != NULL && j->draft >= 7) { /* then or else, as if decides */
+        const mlstack__json *b;
+        if ((r = mlstack__js_valid(j, k, v, depth + 1)) < 0) return r;
+        if ((b = mlstack__json_get(s, r ? "then" : "else")) != NULL && (r = mlstack__js_valid(j, b, v, depth + 1)) != 1)
+            return r;
+    }
     if ((k = mlstack__json_get(s, "$ref")) != NULL) {
         const mlstack__json *t = mlstack__js_ref(j, k);
         if (!t) return -1;
@@ -24241,7 +24463,9 @@ static int mlstack__js_valid(mlstack__js *j, const mlstack__json *s, const mlsta
    branches, not as negated members ----
    A schema list (the schemas an instance must all satisfy) becomes branches: each a list of
    schema objects to satisfy together (pos) and to fail (neg). anyOf multiplies the branches,
-   oneOf does when its members cannot both hold, if/then/else makes (if, then) and (not if, else). */
+   oneOf too (each member beside the negation of the others it may overlap), if/then/else makes
+   (if, then) and (not if, else). A neg the branch grammar cannot read directly (anything but a
+   type, const / enum or one bound) is rewritten as a positive schema (mlstack__js_negate). */
 
 #define MLSTACK__JS_MAX_CONJ 48
 #define MLSTACK__JS_MAX_BRANCHES 64
@@ -24346,6 +24570,376 @@ static int mlstack__js_branch_add(mlstack__js *j, mlstack__jsbrs *out, const mls
     return mlstack__js_work(j, 8);
 }
 
+/* ---- not: a negated schema rewritten as a positive one ----
+   not S becomes the anyOf of what breaks each keyword of S: a type outside S's, a bound the
+   other way, a required name absent, a property present whose value fails, a member of allOf
+   failing, ... A keyword whose breaking is not expressible (pattern, format, multipleOf,
+   uniqueItems, ...) is refused by name. Nodes made here are marked (offset MLSTACK__JS_MADE) and
+   cached per schema content (its first member) so that recursion through $ref meets the same
+   pointers again (the rule memo is by pointer). */
+
+#define MLSTACK__JS_MADE ((uint64_t)-1)
+struct mlstack__jsneg {
+    const mlstack__json *key; /* the negated schema's first member */
+    const mlstack__json *neg;
+};
+
+static int mlstack__js_bound(mlstack__js *j, const mlstack__json *s, int lower, mlstack__jsdec *d, int *ex, int *has);
+static int mlstack__js_neg_kind(const mlstack__json *s);
+
+static mlstack__json *mlstack__js_made(mlstack__js *j, mlstack__json_type t, const char *key) {
+    mlstack__json *n = (mlstack__json *)mlstack__arena_alloc(&j->arena, sizeof *n);
+    if (!n) {
+        mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        return NULL;
+    }
+    memset(n, 0, sizeof *n);
+    n->type = t;
+    n->key = key;
+    n->key_len = key ? strlen(key) : 0;
+    n->offset = MLSTACK__JS_MADE;
+    return n;
+}
+/* Appends c to parent's members (NULL if either is NULL: out of memory, already reported). */
+static mlstack__json *mlstack__js_add(mlstack__json *parent, mlstack__json *c) {
+    mlstack__json **p;
+    if (!parent || !c) return NULL;
+    for (p = &parent->child; *p; p = &(*p)->next) {}
+    *p = c;
+    parent->len++;
+    return c;
+}
+static mlstack__json *mlstack__js_str_node(mlstack__js *j, const char *key, const char *s) {
+    mlstack__json *n = mlstack__js_made(j, MLSTACK__JSON_STRING, key);
+    if (n) n->str = s, n->len = strlen(s);
+    return n;
+}
+/* A number member from its decimal text (copied). */
+static mlstack__json *mlstack__js_num_node(mlstack__js *j, const char *key, const char *text) {
+    mlstack__json *n = mlstack__js_made(j, MLSTACK__JSON_NUMBER, key);
+    size_t l = strlen(text);
+    char *p = n ? (char *)mlstack__arena_alloc(&j->arena, l + 1) : NULL;
+    if (!p) {
+        if (n) mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        return NULL;
+    }
+    memcpy(p, text, l + 1);
+    n->str = p, n->len = l, n->num = strtod(p, NULL);
+    n->is_int = !strpbrk(p, ".eE") && l < 18;
+    n->i = n->is_int ? (int64_t)strtoll(p, NULL, 10) : 0;
+    return n;
+}
+static mlstack__json *mlstack__js_dec_node(mlstack__js *j, const char *key, const mlstack__jsdec *d) {
+    char t[160];
+    snprintf(t, sizeof t, "%s%s%s%s", d->neg ? "-" : "", d->i[0] ? d->i : "0", d->f[0] ? "." : "", d->f);
+    return mlstack__js_num_node(j, key, t);
+}
+/* A copy of schema s as the member `key` of a made object (s's own members are shared). */
+static mlstack__json *mlstack__js_copy(mlstack__js *j, const mlstack__json *s, const char *key) {
+    mlstack__json *n = mlstack__js_made(j, s->type, key);
+    if (n) n->child = s->child, n->len = s->len, n->str = s->str, n->offset = s->offset;
+    return n;
+}
+/* {"type": [the types of mask]}: number covers integer; integer alone is "integer". */
+static mlstack__json *mlstack__js_typed(mlstack__js *j, int mask) {
+    static const char *const names[] = {"null", "boolean", "integer", "number", "string", "array", "object"};
+    mlstack__json *o = mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL), *t;
+    int k;
+    t = mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_ARRAY, "type"));
+    if ((mask & MLSTACK__JT_NUM) && (mask & MLSTACK__JT_INT)) mask &= ~MLSTACK__JT_INT;
+    for (k = 0; k < 7 && t; k++)
+        if (mask & (1 << k)) mlstack__js_add(t, mlstack__js_str_node(j, NULL, names[k]));
+    return t ? o : NULL;
+}
+/* {"not": s} as a made node. */
+static mlstack__json *mlstack__js_not_of(mlstack__js *j, const mlstack__json *s) {
+    mlstack__json *o = mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL);
+    return mlstack__js_add(o, mlstack__js_copy(j, s, "not")) ? o : NULL;
+}
+/* The disjuncts for a type mask left over: the types, and non-integer numbers where only
+   integers were excluded. */
+static int mlstack__js_neg_types(mlstack__js *j, int comp, mlstack__json *d) {
+    if (comp & ~MLSTACK__JT_NUM & MLSTACK__JT_ALL) {
+        int m = comp & (MLSTACK__JT_INT & comp ? MLSTACK__JT_ALL : ~MLSTACK__JT_NUM);
+        if (m && !mlstack__js_add(d, mlstack__js_typed(j, m))) return -1;
+    }
+    if ((comp & MLSTACK__JT_NUM) && !(comp & MLSTACK__JT_INT)) { /* numbers with a fraction */
+        mlstack__json *o = mlstack__js_typed(j, MLSTACK__JT_NUM), *n = mlstack__js_made(j, MLSTACK__JSON_OBJECT, "not");
+        if (!mlstack__js_add(n, mlstack__js_str_node(j, "type", "integer")) || !mlstack__js_add(o, n) ||
+            !mlstack__js_add(d, o))
+            return -1;
+    }
+    return 0;
+}
+
+static int mlstack__js_dec_cmp_node(const void *a, const void *b) {
+    return mlstack__jsdec_cmp((const mlstack__jsdec *)a, (const mlstack__jsdec *)b);
+}
+/* not const / enum: the other types; the other boolean; the numbers between the listed ones (as
+   exclusive bounds); strings but the listed ones (a made 'not enum' the string grammar reads). */
+static int mlstack__js_neg_values(mlstack__js *j, const mlstack__json *vals, mlstack__json *d) {
+    int one = vals->key && !strcmp(vals->key, "const"), types = 0, nb = 0, nd = 0, k;
+    const mlstack__json *c;
+    mlstack__json *strs = mlstack__js_made(j, MLSTACK__JSON_ARRAY, "enum");
+    mlstack__jsdec *nums;
+    if (!one && vals->type != MLSTACK__JSON_ARRAY)
+        return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'enum' must be an array");
+    nums = (mlstack__jsdec *)mlstack__arena_alloc(&j->arena, sizeof *nums * (one ? 1 : vals->len + 1));
+    if (!nums || !strs) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    for (c = one ? vals : vals->child; c; c = one ? NULL : c->next) {
+        int vt = mlstack__js_value_type(c);
+        types |= vt == MLSTACK__JT_INT || vt == MLSTACK__JT_NUM ? MLSTACK__JT_INT | MLSTACK__JT_NUM : vt;
+        if (vt & (MLSTACK__JT_ARR | MLSTACK__JT_OBJ))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                    "'not' of a const / enum listing an array or object");
+        if (vt == MLSTACK__JT_BOOL) nb |= c->type == MLSTACK__JSON_TRUE ? 1 : 2;
+        if (vt == MLSTACK__JT_STR && !mlstack__js_add(strs, mlstack__js_copy(j, c, NULL))) return -1;
+        if ((vt & (MLSTACK__JT_INT | MLSTACK__JT_NUM)) && mlstack__jsdec_parse(c->str, c->len, &nums[nd++]))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "'not' of a number of more than 64 digits");
+    }
+    if (mlstack__js_work(j, 4 + (uint64_t)nd * 8) || mlstack__js_neg_types(j, MLSTACK__JT_ALL & ~types, d)) return -1;
+    if (nb == 1 || nb == 2) {
+        mlstack__json *o = mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL);
+        if (!mlstack__js_add(d, o) ||
+            !mlstack__js_add(o, mlstack__js_made(j, nb == 1 ? MLSTACK__JSON_FALSE : MLSTACK__JSON_TRUE, "const")))
+            return -1;
+    }
+    if (strs->len) {
+        mlstack__json *o = mlstack__js_typed(j, MLSTACK__JT_STR), *n = mlstack__js_made(j, MLSTACK__JSON_OBJECT, "not");
+        if (!mlstack__js_add(n, strs) || !mlstack__js_add(o, n) || !mlstack__js_add(d, o)) return -1;
+    }
+    qsort(nums, (size_t)nd, sizeof *nums, mlstack__js_dec_cmp_node);
+    for (k = 0; k <= nd && nd; k++) { /* the open intervals around the listed numbers */
+        mlstack__json *o;
+        if (k && k < nd && !mlstack__jsdec_cmp(&nums[k - 1], &nums[k])) continue;
+        o = mlstack__js_add(d, mlstack__js_typed(j, MLSTACK__JT_INT | MLSTACK__JT_NUM));
+        if (k && !mlstack__js_add(o, mlstack__js_dec_node(j, "exclusiveMinimum", &nums[k - 1]))) return -1;
+        if (k < nd && !mlstack__js_add(o, mlstack__js_dec_node(j, "exclusiveMaximum", &nums[k]))) return -1;
+    }
+    return j->rc == MLSTACK_OK ? 0 : -1;
+}
+
+/* Numeric bounds and the counts of strings, arrays and objects, each the other way. */
+static int mlstack__js_neg_counts(mlstack__js *j, const mlstack__json *s, mlstack__json *d) {
+    static const char *const kw[] = {"minLength", "maxLength",     "minItems",
+                                     "maxItems",  "minProperties", "maxProperties"};
+    static const int tys[] = {MLSTACK__JT_STR, MLSTACK__JT_ARR, MLSTACK__JT_OBJ};
+    int q;
+    for (q = 0; q < 2; q++) {
+        mlstack__jsdec b;
+        int ex = 0, has = 0;
+        mlstack__json *o;
+        if (mlstack__js_bound(j, s, q == 0, &b, &ex, &has)) return -1;
+        if (!has) continue;
+        o = mlstack__js_add(d, mlstack__js_typed(j, MLSTACK__JT_INT | MLSTACK__JT_NUM));
+        if (!mlstack__js_add(
+                o, mlstack__js_dec_node(
+                       j, q == 0 ? (ex ? "maximum" : "exclusiveMaximum") : (ex ? "minimum" : "exclusiveMinimum"), &b)))
+            return -1;
+    }
+    for (q = 0; q < 6; q++) {
+        const mlstack__json *v = mlstack__json_get(s, kw[q]);
+        mlstack__json *o;
+        char t[32];
+        double x;
+        if (!v) continue;
+        if (v->type != MLSTACK__JSON_NUMBER || v->num < 0 || v->num > 1e9)
+            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a non-negative integer", kw[q]);
+        x = q % 2 ? floor(v->num) + 1 : ceil(v->num) - 1; /* max n: at least n + 1; min n: at most n - 1 */
+        if (x < 0) continue;
+        snprintf(t, sizeof t, "%.0f", x);
+        o = mlstack__js_add(d, mlstack__js_typed(j, tys[q / 2]));
+        if (!mlstack__js_add(o, mlstack__js_num_node(j, kw[q % 2 ? q - 1 : q + 1], t))) return -1;
+    }
+    return 0;
+}
+
+/* {"type": "object", "required": [a] (a may be NULL), "properties": {b: false}} (b may be NULL). */
+static mlstack__json *mlstack__js_obj_with(mlstack__js *j, const mlstack__json *a, const mlstack__json *b) {
+    mlstack__json *o = mlstack__js_typed(j, MLSTACK__JT_OBJ), *r, *p;
+    if (a && (!(r = mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_ARRAY, "required"))) ||
+              !mlstack__js_add(r, mlstack__js_str_node(j, NULL, a->type == MLSTACK__JSON_STRING ? a->str : a->key))))
+        return NULL;
+    if (b && (!(p = mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_OBJECT, "properties"))) ||
+              !mlstack__js_add(
+                  p, mlstack__js_made(j, MLSTACK__JSON_FALSE, b->type == MLSTACK__JSON_STRING ? b->str : b->key))))
+        return NULL;
+    return o;
+}
+/* required (a name absent), properties (present with a value that fails), dependentRequired
+   and draft 7's dependencies with names (the key present, a name it needs absent). */
+static int mlstack__js_neg_object(mlstack__js *j, const mlstack__json *s, mlstack__json *d) {
+    static const char *const deps[] = {"dependentRequired", "dependencies"};
+    const mlstack__json *v, *c, *e;
+    int q;
+    if ((v = mlstack__json_get(s, "required")) != NULL && v->type == MLSTACK__JSON_ARRAY)
+        for (c = v->child; c; c = c->next) {
+            if (c->type != MLSTACK__JSON_STRING)
+                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'required' must list strings");
+            if (!mlstack__js_add(d, mlstack__js_obj_with(j, NULL, c))) return -1;
+        }
+    if ((v = mlstack__json_get(s, "properties")) != NULL && v->type == MLSTACK__JSON_OBJECT)
+        for (c = v->child; c; c = c->next) {
+            mlstack__json *o, *p;
+            if (c->type == MLSTACK__JSON_TRUE || (c->type == MLSTACK__JSON_OBJECT && mlstack__js_neg_kind(c) == 4))
+                continue;
+            if (strlen(c->key) != c->key_len)
+                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "'not' of a property name with a NUL");
+            o = mlstack__js_add(d, mlstack__js_obj_with(j, c, NULL));
+            p = mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_OBJECT, "properties"));
+            if (c->type != MLSTACK__JSON_FALSE) {
+                mlstack__json *w = mlstack__js_add(p, mlstack__js_made(j, MLSTACK__JSON_OBJECT, c->key));
+                if (!mlstack__js_add(w, mlstack__js_copy(j, c, "not"))) return -1;
+            } else if (!p)
+                return -1;
+        }
+    for (q = 0; q < 2; q++)
+        if ((v = mlstack__json_get(s, deps[q])) != NULL && v->type == MLSTACK__JSON_OBJECT)
+            for (c = v->child; c; c = c->next) {
+                if (c->type != MLSTACK__JSON_ARRAY)
+                    return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "'not' of '%s' with a schema", deps[q]);
+                for (e = c->child; e; e = e->next)
+                    if (e->type != MLSTACK__JSON_STRING || !mlstack__js_add(d, mlstack__js_obj_with(j, c, e)))
+                        return j->rc == MLSTACK_OK
+                                   ? mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must list strings", deps[q])
+                                   : -1;
+            }
+    return j->rc == MLSTACK_OK ? 0 : -1;
+}
+
+/* allOf (a member fails), anyOf (all fail), oneOf (none or two hold), not, if / then / else,
+   $ref (the target fails), contains (no item holds), items (an item fails). */
+static int mlstack__js_neg_applicators(mlstack__js *j, const mlstack__json *s, mlstack__json *d) {
+    const mlstack__json *v, *c, *e;
+    mlstack__json *o, *a;
+    if ((v = mlstack__json_get(s, "allOf")) != NULL && v->type == MLSTACK__JSON_ARRAY)
+        for (c = v->child; c; c = c->next)
+            if (!mlstack__js_add(d, mlstack__js_not_of(j, c))) return -1;
+    if ((v = mlstack__json_get(s, "anyOf")) != NULL && v->type == MLSTACK__JSON_ARRAY) {
+        a = mlstack__js_add(mlstack__js_add(d, mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)),
+                            mlstack__js_made(j, MLSTACK__JSON_ARRAY, "allOf"));
+        for (c = v->child; c; c = c->next)
+            if (!mlstack__js_add(a, mlstack__js_not_of(j, c))) return -1;
+    }
+    if ((v = mlstack__json_get(s, "oneOf")) != NULL && v->type == MLSTACK__JSON_ARRAY) {
+        if (v->len > 8) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "'not' of a oneOf of more than 8");
+        a = mlstack__js_add(mlstack__js_add(d, mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)),
+                            mlstack__js_made(j, MLSTACK__JSON_ARRAY, "allOf"));
+        for (c = v->child; c; c = c->next) {
+            if (!mlstack__js_add(a, mlstack__js_not_of(j, c))) return -1;
+            for (e = c->next; e; e = e->next) { /* two hold */
+                mlstack__json *p = mlstack__js_add(mlstack__js_add(d, mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)),
+                                                   mlstack__js_made(j, MLSTACK__JSON_ARRAY, "allOf"));
+                if (!mlstack__js_add(p, mlstack__js_copy(j, c, NULL)) ||
+                    !mlstack__js_add(p, mlstack__js_copy(j, e, NULL)))
+                    return -1;
+            }
+        }
+    }
+    if ((v = mlstack__json_get(s, "not")) != NULL && !mlstack__js_add(d, mlstack__js_copy(j, v, NULL))) return -1;
+    if (j->draft >= 7 && (v = mlstack__json_get(s, "if")) != NULL) {
+        const mlstack__json *th = mlstack__json_get(s, "then"), *el = mlstack__json_get(s, "else");
+        for (e = th; e; e = e == th ? el : NULL) { /* (if, not then), (not if, not else) */
+            if (!e) continue;
+            a = mlstack__js_add(mlstack__js_add(d, mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)),
+                                mlstack__js_made(j, MLSTACK__JSON_ARRAY, "allOf"));
+            if (!mlstack__js_add(a, e == th ? mlstack__js_copy(j, v, NULL) : mlstack__js_not_of(j, v)) ||
+                !mlstack__js_add(a, mlstack__js_not_of(j, e)))
+                return -1;
+        }
+    }
+    if ((v = mlstack__json_get(s, "$ref")) != NULL) {
+        const mlstack__json *t = mlstack__js_ref(j, v);
+        if (!t || !mlstack__js_add(d, mlstack__js_not_of(j, t))) return -1;
+    }
+    if ((v = mlstack__json_get(s, "contains")) != NULL) {
+        o = mlstack__js_add(d, mlstack__js_typed(j, MLSTACK__JT_ARR));
+        if (!mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_OBJECT, "items")) ||
+            !mlstack__js_add(o->child->next, mlstack__js_copy(j, v, "not")))
+            return -1;
+    }
+    if ((v = mlstack__json_get(s, "items")) != NULL && v->type != MLSTACK__JSON_ARRAY &&
+        v->type != MLSTACK__JSON_TRUE && !mlstack__json_get(s, "prefixItems")) {
+        o = mlstack__js_add(d, mlstack__js_typed(j, MLSTACK__JT_ARR));
+        if (!mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_OBJECT, "contains")) ||
+            !mlstack__js_add(o->child->next, mlstack__js_copy(j, v, "not")))
+            return -1;
+    }
+    return j->rc == MLSTACK_OK ? 0 : -1;
+}
+
+/* The keywords whose breaking is not written here: refused by name. */
+static const char *const mlstack__js_neg_refused[] = {"pattern",           "format",           "multipleOf",
+                                                      "patternProperties", "propertyNames",    "additionalItems",
+                                                      "prefixItems",       "dependentSchemas", "unevaluatedProperties",
+                                                      "unevaluatedItems",  "$dynamicRef",      "$recursiveRef",
+                                                      "minContains",       "maxContains"};
+
+/* not s as a positive schema (made, cached). NULL on error (refused, with the keyword). */
+static const mlstack__json *mlstack__js_negate(mlstack__js *j, const mlstack__json *s) {
+    const mlstack__json *v, *key = s->child;
+    mlstack__json *o, *d;
+    size_t z, old;
+    int q;
+    if (s->type == MLSTACK__JSON_TRUE || s->type == MLSTACK__JSON_FALSE)
+        return mlstack__js_made(j, s->type == MLSTACK__JSON_TRUE ? MLSTACK__JSON_FALSE : MLSTACK__JSON_TRUE, NULL);
+    if (s->type != MLSTACK__JSON_OBJECT) {
+        mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "a schema must be an object or a boolean");
+        return NULL;
+    }
+    for (q = 0; q < j->n_negs; q++)
+        if (j->negs[q].key == key) return j->negs[q].neg;
+    if (mlstack__js_work(j, 16 + (uint64_t)j->n_negs)) return NULL;
+    if (j->draft <= 7 && (v = mlstack__json_get(s, "$ref")) != NULL) { /* the reference alone counts */
+        const mlstack__json *t = mlstack__js_ref(j, v), *r;
+        if (!t) return NULL;
+        if (++j->neg_depth > 64) {
+            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "'not' of a $ref cycle with no value in between");
+            return NULL;
+        }
+        r = mlstack__js_negate(j, t);
+        j->neg_depth--;
+        return r;
+    }
+    old = mlstack__js_push(j, "not", 3);
+    for (z = 0; z < sizeof mlstack__js_neg_refused / sizeof mlstack__js_neg_refused[0]; z++)
+        if ((v = mlstack__json_get(s, mlstack__js_neg_refused[z])) != NULL) {
+            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "'not' of '%s' is not supported", mlstack__js_neg_refused[z]);
+            return NULL;
+        }
+    if (((v = mlstack__json_get(s, "uniqueItems")) != NULL && v->type == MLSTACK__JSON_TRUE) ||
+        ((v = mlstack__json_get(s, "additionalProperties")) != NULL && v->type != MLSTACK__JSON_TRUE) ||
+        ((v = mlstack__json_get(s, "items")) != NULL && v->type == MLSTACK__JSON_ARRAY)) {
+        mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "'not' of '%s' is not supported", v->key);
+        return NULL;
+    }
+    o = mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL);
+    d = mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_ARRAY, "anyOf"));
+    if (!d) return NULL;
+    if (j->n_negs == j->cap_negs) {
+        int cap = j->cap_negs ? j->cap_negs * 2 : 16;
+        struct mlstack__jsneg *t = (struct mlstack__jsneg *)mlstack__arena_alloc(&j->arena, sizeof *t * (size_t)cap);
+        if (!t) {
+            mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+            return NULL;
+        }
+        if (j->n_negs) memcpy(t, j->negs, sizeof *t * (size_t)j->n_negs);
+        j->negs = t, j->cap_negs = cap;
+    }
+    j->negs[j->n_negs].key = key, j->negs[j->n_negs++].neg = o; /* before the members: recursion meets it */
+    if ((v = mlstack__json_get(s, "type")) != NULL) {
+        int m = mlstack__js_type_mask(j, v);
+        if (m < 0 || mlstack__js_neg_types(j, MLSTACK__JT_ALL & ~m, d)) return NULL;
+    }
+    for (q = 0; q < 2; q++)
+        if ((v = mlstack__json_get(s, q ? "enum" : "const")) != NULL && mlstack__js_neg_values(j, v, d)) return NULL;
+    if (mlstack__js_neg_counts(j, s, d) || mlstack__js_neg_object(j, s, d) || mlstack__js_neg_applicators(j, s, d))
+        return NULL;
+    mlstack__js_pop(j, old);
+    if (!d->len) o->type = MLSTACK__JSON_FALSE, o->child = NULL, o->len = 0; /* not of no assertion: nothing */
+    return o;
+}
+
 static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, mlstack__jsbr *cur, mlstack__jsbrs *out,
                             int hops);
 
@@ -24357,30 +24951,66 @@ static int mlstack__js_flat_split(mlstack__js *j, const mlstack__json *arr, cons
     mlstack__jstodo *t2;
     if (arr->type != MLSTACK__JSON_ARRAY || !arr->child)
         return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a non-empty array", key);
-    if (key[0] == 'o') /* oneOf: as anyOf when no two members can both hold */
-        for (c = arr->child; c; c = c->next)
-            for (d = c->next; d; d = d->next) {
+    int x, y, overlap = 0;
+    char *dis = NULL; /* oneOf: whether members x and y are proved disjoint */
+    if (key[0] == 'o' && arr->len > 1) {
+        if (arr->len > 64) return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "oneOf with more than 64 members");
+        dis = (char *)mlstack__arena_alloc(&j->arena, arr->len * arr->len);
+        if (!dis) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        for (c = arr->child, x = 0; c; c = c->next, x++)
+            for (d = c->next, y = x + 1; d; d = d->next, y++) {
                 int r = mlstack__js_disjoint(j, c, d);
                 if (r < 0) return -1;
-                if (!r) {
-                    size_t old = mlstack__js_push(j, "oneOf", 5);
-                    mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
-                                     "oneOf whose members may overlap (exactly one must hold; not expressible here)");
-                    mlstack__js_pop(j, old);
-                    return -1;
-                }
+                dis[x * (int)arr->len + y] = dis[y * (int)arr->len + x] = (char)r;
+                overlap |= !r;
             }
-    t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)(n + 1));
+        if (overlap && arr->len > 8) {
+            size_t old = mlstack__js_push(j, "oneOf", 5);
+            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "oneOf of more than 8 members that may overlap");
+            mlstack__js_pop(j, old);
+            return -1;
+        }
+    }
+    t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)(n + 1 + (overlap ? arr->len : 0)));
     if (!t2) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     if (n) memcpy(t2, todo, sizeof *t2 * (size_t)n);
-    for (c = arr->child; c && j->rc == MLSTACK_OK; c = c->next) {
+    for (c = arr->child, x = 0; c && j->rc == MLSTACK_OK; c = c->next, x++) {
         mlstack__jsbr b = *cur;
+        int m = n;
         b.splits++;
-        t2[n].s = c;
-        t2[n].negated = 0;
-        if (mlstack__js_flat(j, t2, n + 1, &b, out, hops)) return -1;
+        /* oneOf with overlapping members: this one holds and each other it may overlap fails */
+        for (d = overlap ? arr->child : NULL, y = 0; d; d = d->next, y++)
+            if (y != x && !dis[x * (int)arr->len + y]) t2[m].s = d, t2[m++].negated = 1;
+        t2[m].s = c;
+        t2[m++].negated = 0;
+        {
+            size_t old = overlap ? mlstack__js_push(j, "oneOf", 5) : j->path_len;
+            int r = mlstack__js_flat(j, t2, m, &b, out, hops);
+            if (r) return -1; /* the path names the oneOf where a member's 'not' was refused */
+            mlstack__js_pop(j, old);
+        }
     }
     return j->rc == MLSTACK_OK ? 0 : -1;
+}
+
+/* if / then / else (t2 has room for two more): (if and then) or (not if and else), an absent
+   then or else being true: (if) or (else) without then, (not if) or (then) without else. */
+static int mlstack__js_flat_if(mlstack__js *j, const mlstack__json *s, const mlstack__json *k, mlstack__jstodo *t2,
+                               int m, mlstack__jsbr *cur, mlstack__jsbrs *out, int hops) {
+    const mlstack__json *th = mlstack__json_get(s, "then"), *el = mlstack__json_get(s, "else");
+    mlstack__jsbr b = *cur;
+    if ((!th && !el) || k->type == MLSTACK__JSON_TRUE || k->type == MLSTACK__JSON_FALSE) {
+        const mlstack__json *x = !th && !el ? NULL : k->type == MLSTACK__JSON_TRUE ? th : el;
+        if (x) t2[m].s = x, t2[m++].negated = 0;
+        return mlstack__js_flat(j, t2, m, cur, out, hops);
+    }
+    b.splits++, cur->splits++;
+    t2[m].s = th ? th : k, t2[m].negated = 0;
+    t2[m + 1].s = k, t2[m + 1].negated = 0;
+    if (mlstack__js_flat(j, t2, m + (th && el ? 2 : 1), &b, out, hops)) return -1;
+    t2[m].s = el ? el : k, t2[m].negated = !el;
+    t2[m + 1].s = k, t2[m + 1].negated = 1;
+    return mlstack__js_flat(j, t2, m + (el && th ? 2 : 1), cur, out, hops);
 }
 
 /* ---- dependencies: each "K present => X" as a split (K absent) | (K required, and X) ---- */
@@ -24477,6 +25107,16 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     if (todo[n - 1].negated) {
         if (s->type == MLSTACK__JSON_TRUE) return 0; /* not true: nothing */
         if (s->type == MLSTACK__JSON_FALSE) return mlstack__js_flat(j, todo, n - 1, cur, out, hops);
+        if (s->type == MLSTACK__JSON_OBJECT &&
+            (mlstack__js_neg_kind(s) == 0 || (mlstack__js_neg_kind(s) == 2 && s->offset != MLSTACK__JS_MADE))) {
+            const mlstack__json *p = mlstack__js_negate(j, s); /* rewritten as a positive schema */
+            if (!p) return -1;
+            t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)n);
+            if (!t2) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+            memcpy(t2, todo, sizeof *t2 * (size_t)(n - 1));
+            t2[n - 1].s = p, t2[n - 1].negated = 0;
+            return mlstack__js_flat(j, t2, n, cur, out, hops + 1);
+        }
         if (cur->n_neg == 16) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "more than 16 'not' together");
         cur->neg[cur->n_neg++] = s;
         return mlstack__js_flat(j, todo, n - 1, cur, out, hops);
@@ -24530,17 +25170,8 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     if ((k = mlstack__json_get(s, "anyOf")) != NULL) t2[m].s = k, t2[m++].negated = 3;
     if ((k = mlstack__json_get(s, "oneOf")) != NULL) t2[m].s = k, t2[m++].negated = 2;
     if (mlstack__js_flat_deps(j, s, t2, &m, n + 159)) return -1;
-    if ((k = mlstack__json_get(s, "if")) != NULL) {
-        const mlstack__json *th = mlstack__json_get(s, "then"), *el = mlstack__json_get(s, "else");
-        mlstack__jsbr b = *cur;
-        b.splits++, cur->splits++;
-        t2[m].s = k, t2[m].negated = 0;
-        t2[m + 1].s = th ? th : k, t2[m + 1].negated = 0;
-        if (mlstack__js_flat(j, t2, m + 2, &b, out, hops + 1)) return -1;
-        t2[m].s = k, t2[m].negated = 1;
-        t2[m + 1].s = el ? el : k, t2[m + 1].negated = el ? 0 : 1;
-        return mlstack__js_flat(j, t2, m + 2, cur, out, hops + 1);
-    }
+    if ((k = mlstack__json_get(s, "if")) != NULL && j->draft >= 7)
+        return mlstack__js_flat_if(j, s, k, t2, m, cur, out, hops + 1);
     return mlstack__js_flat(j, t2, m, cur, out, hops + 1);
 }
 
@@ -24965,6 +25596,14 @@ static int mlstack__js_num_branch(mlstack__js *j, const mlstack__jsbr *br, int m
                            : -1;
             integer = 1;
         }
+    }
+    if (mask & MLSTACK__JT_NONINT) { /* not integer: a fraction ending in a digit other than 0, no exponent,
+                                        at most 7 digits either side (a subset: a double still tells
+                                        each of them from the integers, as validators read them) */
+        if (has_lo || has_hi || mult || dec)
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                    "'not integer' beside numeric bounds or multipleOf");
+        return MLSTACK__JS_P(j, b, "\"-\"? (\"0\" | [1-9] [0-9]{0,6}) \".\" [0-9]{0,6} [1-9]") ? -1 : 1;
     }
     if (mult == 1) mult = 0; /* every integer */
     if (dec) {
@@ -26511,6 +27150,42 @@ fail:
     return -1;
 }
 
+/* Strings under a made 'not enum' (mlstack__js_neg_values): any but the listed ones, when no
+   other string keyword applies; otherwise the string grammar of the branch. */
+static int mlstack__js_str_except_branch(mlstack__js *j, const mlstack__jsbr *br, mlstack__buf *b) {
+    static const char *const kw[] = {"minLength", "maxLength", "pattern", "format"};
+    mlstack__jsprop *names;
+    const char **ns;
+    size_t *ls;
+    int q, k, n = 0, m = 0, total = 0, id;
+    const mlstack__json *c;
+    char t[48];
+    for (q = 0; q < br->n_neg; q++)
+        if (br->neg[q]->offset == MLSTACK__JS_MADE && mlstack__js_neg_kind(br->neg[q]) == 2)
+            total += (int)mlstack__json_get(br->neg[q], "enum")->len;
+    if (!total) return mlstack__js_str_branch(j, br, b);
+    for (q = 0; q < br->n_pos; q++)
+        for (k = 0; k < 4; k++)
+            if (mlstack__json_get(br->pos[q], kw[k]))
+                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "'not' of string values beside '%s'", kw[k]);
+    names = (mlstack__jsprop *)mlstack__arena_alloc(&j->arena, sizeof *names * (size_t)total);
+    ns = (const char **)mlstack__arena_alloc(&j->arena, sizeof *ns * (size_t)total);
+    ls = (size_t *)mlstack__arena_alloc(&j->arena, sizeof *ls * (size_t)total);
+    if (!names || !ns || !ls) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    for (q = 0; q < br->n_neg; q++)
+        if (br->neg[q]->offset == MLSTACK__JS_MADE && mlstack__js_neg_kind(br->neg[q]) == 2)
+            for (c = mlstack__json_get(br->neg[q], "enum")->child; c; c = c->next)
+                names[n].key = c->str, names[n++].len = c->len;
+    qsort(names, (size_t)n, sizeof *names, mlstack__js_name_cmp);
+    if (mlstack__js_work(j, (uint64_t)n * 20)) return -1;
+    for (q = 0; q < n; q++)
+        if (!m || mlstack__js_name_cmp(&names[q], &names[m - 1])) names[m++] = names[q];
+    for (q = 0; q < m; q++) ns[q] = names[q].key, ls[q] = names[q].len;
+    if ((id = mlstack__js_except(j, ns, ls, m, 0)) < 0) return -1;
+    snprintf(t, sizeof t, "\"\\\"\" s%d", id);
+    return MLSTACK__JS_P(j, b, t) ? -1 : 1;
+}
+
 /* A value as the grammar writes it: canonical numbers and strings, compact. */
 static int mlstack__js_canon_write(mlstack__buf *o, const mlstack__json *v) {
     const mlstack__json *c;
@@ -26627,13 +27302,15 @@ static int mlstack__js_branch(mlstack__js *j, const mlstack__jsbr *br, int mask,
         if (k == 1) {
             int m = mlstack__js_type_mask(j, mlstack__json_get(br->neg[q], "type"));
             if (m < 0) return -1;
+            if ((m & MLSTACK__JT_INT) && !(m & MLSTACK__JT_NUM) && (mask & MLSTACK__JT_NUM))
+                mask |= MLSTACK__JT_NONINT; /* not integer: the numbers with a fraction stay */
             mask &= ~m;
-            if (m & MLSTACK__JT_INT)
-                mask &= ~MLSTACK__JT_NUM; /* not integer: a non-integer number stays; kept simple */
         } else if (k == 3)
             mask &= MLSTACK__JT_INT | MLSTACK__JT_NUM;
         else if (k == 4)
             return 0;
+        else if (k == 2 && !fin && br->neg[q]->offset == MLSTACK__JS_MADE)
+            mask &= MLSTACK__JT_STR; /* made by mlstack__js_neg_values: strings but the listed ones */
         else if (k == 2 && !fin)
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "'not' with const / enum beside an open type");
         else if (k == 0)
@@ -26667,7 +27344,7 @@ static int mlstack__js_branch(mlstack__js *j, const mlstack__jsbr *br, int mask,
         else if (tb == MLSTACK__JT_INT || tb == MLSTACK__JT_NUM)
             r = mlstack__js_num_branch(j, br, mask, b);
         else if (tb == MLSTACK__JT_STR)
-            r = mlstack__js_str_branch(j, br, b);
+            r = mlstack__js_str_except_branch(j, br, b);
         else if (tb == MLSTACK__JT_ARR)
             r = mlstack__js_arr_branch(j, br, b);
         else
@@ -26801,6 +27478,11 @@ static int mlstack__js_gen_root(mlstack__js *j, const mlstack__json *root) {
     j->draft = mlstack__js_draft(root);
     j->sub_ids = mlstack__js_has_sub_id(root, 0);
     j->only = 0;
+    j->n_uris = 0;
+    if (j->sub_ids && root->type == MLSTACK__JSON_OBJECT &&
+        (mlstack__js_uri_put(j, "https://mlstack.invalid/schema.json", NULL, root, 0) ||
+         mlstack__js_uri_walk(j, root, "https://mlstack.invalid/schema.json", 0)))
+        return -1;
     return mlstack__js_gen_list(j, &root, 1);
 }
 
