@@ -26306,6 +26306,12 @@ enum {
     0x200000000ull /* router scores are sigmoids, chosen with each layer's expert_bias
                                                  (use_expert_bias), renormalized with + 1e-6, times
                                                  routed_scaling_factor; layers below num_dense_layers dense (LFM2-MoE) */
+/* GGUF forms (llama.cpp's converter): (1 + w) norms are stored as 1 + w; delta-net value heads
+   are stored tiled (key head k's r-th value head at r Hk + k; rows of the value projections, the
+   conv's v channels, A and dt_bias, and ssm_out's input columns), not grouped as in Hugging Face */
+#define MLSTACK__F_GGUF_NORM_PLUS 0x100000000000000ull
+#define MLSTACK__F_GGUF_V_TILED 0x200000000000000ull
+#define MLSTACK__F_GGUF_EMBD_NORM 0x400000000000000ull /* GGUF names the final norm token_embd_norm (LFM2) */
 #define MLSTACK__MAX_EXPERTS 512
 #define MLSTACK__MAX_DN_DIM 1024 /* delta-net head dims and conv width the config may give */
 
@@ -26387,9 +26393,11 @@ typedef struct mlstack__family {
 #define MLSTACK__NO_SSM {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0}
 #define MLSTACK__MIX_DELTANET {MLSTACK__LAYER_DELTANET, "linear_attention", "linear_attn", NULL}
 #define MLSTACK__F_GEMMA (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED)
-/* Qwen3.5 / Qwen3-Next: (1 + w) norms, per-head q/k norms, gated attention beside delta-net layers */
-#define MLSTACK__F_QWEN35 \
-    (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_DELTANET | MLSTACK__F_ATTN_GATE)
+/* Qwen3.5 / Qwen3-Next: (1 + w) norms (GGUF stores 1 + w), per-head q/k norms, gated attention
+   beside delta-net layers */
+#define MLSTACK__F_QWEN35                                                                              \
+    (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_DELTANET | MLSTACK__F_ATTN_GATE | \
+     MLSTACK__F_GGUF_NORM_PLUS)
 #define MLSTACK__OPTS_QWEN35 {"hidden_act", 1, 0, 0, NULL, 0.25f, NULL}
 #define MLSTACK__QWEN35_VL_NAMES \
     {"model.language_model", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
@@ -26465,15 +26473,15 @@ static const mlstack__family mlstack__families[] = {
          {"attention_layernorm", NULL, "feedforward_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     /* hybrids: recurrent layers beside attention */
-    {"Lfm2ForCausalLM", NULL, MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD,
+    {"Lfm2ForCausalLM", "lfm2", MLSTACK__F_TIED | MLSTACK__F_GGUF_EMBD_NORM | MLSTACK__F_QK_NORM_HEAD,
          {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
          {NULL, NULL, "embedding_norm", NULL, NULL, "out_proj", "w3", "w2", "feed_forward", "w1", "q_layernorm",
           "k_layernorm"},
          {MLSTACK__LAYER_CONV, "conv", "conv", "block_auto_adjust_ff_dim"}, MLSTACK__NO_SSM},
-    {"Qwen3_5ForCausalLM", NULL, MLSTACK__F_QWEN35,
+    {"Qwen3_5ForCausalLM", "qwen35", MLSTACK__F_QWEN35 | MLSTACK__F_GGUF_V_TILED,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES,
          MLSTACK__MIX_DELTANET, MLSTACK__NO_SSM},
-    {"Qwen3_5MoeForCausalLM", NULL, MLSTACK__F_QWEN35 | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_NORM_TOPK,
+    {"Qwen3_5MoeForCausalLM", "qwen35moe", MLSTACK__F_QWEN35 | MLSTACK__F_GGUF_V_TILED | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_NORM_TOPK,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35,
          MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__MIX_DELTANET, MLSTACK__NO_SSM},
     /* their vision-language checkpoints, text only (the vision tower is skipped with a note) */
@@ -26485,31 +26493,31 @@ static const mlstack__family mlstack__families[] = {
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35,
          MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__QWEN35_VL_NAMES,
          MLSTACK__MIX_DELTANET, MLSTACK__NO_SSM},
-    {"Qwen3NextForCausalLM", NULL,
+    {"Qwen3NextForCausalLM", "qwen3next",
          MLSTACK__F_QWEN35 | MLSTACK__F_SHARED_EXPERT | MLSTACK__F_SPARSE_STEP | MLSTACK__F_QKVZ_GROUPED |
              MLSTACK__F_TOPK_NORM_ON,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_QWEN35,
          MLSTACK__EXPERTS("mlp", "num_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__MIX_DELTANET, MLSTACK__NO_SSM},
-    {"Lfm2MoeForCausalLM", NULL, MLSTACK__F_TIED | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SIGMOID_ROUTER,
+    {"Lfm2MoeForCausalLM", "lfm2moe", MLSTACK__F_TIED | MLSTACK__F_GGUF_EMBD_NORM | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_SIGMOID_ROUTER,
          {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
          {"feed_forward", "w1", "w3", "w2", "num_experts", "moe_intermediate_size"},
          {NULL, NULL, "embedding_norm", NULL, NULL, "out_proj", "w3", "w2", "feed_forward", "w1", "q_layernorm",
           "k_layernorm"},
          {MLSTACK__LAYER_CONV, "conv", "conv", NULL}, MLSTACK__NO_SSM},
-    {"Mamba2ForCausalLM", NULL, 0,
+    {"Mamba2ForCausalLM", "mamba2", 0,
          {"norm", NULL, NULL, NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
          {"backbone", "embeddings", "norm_f", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
          {MLSTACK__LAYER_MAMBA2, NULL, "mixer", NULL},
          {"num_heads", "head_dim", "state_size", "n_groups", "conv_kernel", "expand", "use_conv_bias", "use_bias",
           "layer_norm_epsilon", MLSTACK__SSM_ALONE, 0}},
-    {"GraniteMoeHybridForCausalLM", NULL, MLSTACK__F_MULTIPLIERS | MLSTACK__F_EXPERTS_3D,
+    {"GraniteMoeHybridForCausalLM", "granitehybrid", MLSTACK__F_MULTIPLIERS | MLSTACK__F_EXPERTS_3D,
          MLSTACK__NORMS_PRE, {NULL, "input_linear"}, {"hidden_act", 1, 0, 0, NULL, 0, "shared_intermediate_size"},
          {"block_sparse_moe", "input_linear", NULL, "output_linear", "num_local_experts", "intermediate_size"},
          {NULL, NULL, NULL, NULL, NULL, NULL, NULL, "output_linear", "shared_mlp", NULL, NULL, NULL},
          {MLSTACK__LAYER_MAMBA2, "mamba", "mamba", NULL},
          {"mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv", "mamba_expand",
           "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps", MLSTACK__SSM_HYBRID, 1}},
-    {"NemotronHForCausalLM", NULL, MLSTACK__F_PLAIN_MLP,
+    {"NemotronHForCausalLM", "nemotron_h", MLSTACK__F_PLAIN_MLP,
          {"norm", NULL, NULL, NULL}, MLSTACK__UNFUSED, {"mlp_hidden_act", 1, 0, 0, NULL, 0, NULL}, MLSTACK__DENSE,
          {"backbone", "embeddings", "norm_f", NULL, "mixer", NULL, NULL, NULL, "mixer", NULL, NULL, NULL},
          {MLSTACK__LAYER_MAMBA2, NULL, "mixer", NULL},
@@ -26586,6 +26594,9 @@ typedef struct mlstack__config {
        the causal conv's width */
     int dn_k_heads, dn_v_heads, dn_k_dim, dn_v_dim, dn_conv;
     int attn_gate; /* F_ATTN_GATE: attention output times sigmoid of q_proj's second half */
+    int norm_plus_stored; /* F_NORM_PLUS_ONE norms are stored as 1 + w (GGUF): applied as stored */
+    int dn_v_tiled; /* delta-net value heads stored tiled (GGUF, F_GGUF_V_TILED): their input rows are
+                       put back grouped at load; outputs go to the tiled columns ssm_out reads */
     int text_only; /* F_TEXT_CONFIG with a vision_config: its vision tower is not loaded */
     int32_t bos_id;
     int n_eos;
@@ -27897,7 +27908,8 @@ static mlstack_result mlstack__model_norm_n(mlstack_model *m, const char *name, 
 }
 static mlstack_result mlstack__model_norm(mlstack_model *m, const char *name, int64_t n, const float **out,
                                           mlstack_error *err) {
-    return mlstack__model_norm_n(m, name, n, (m->cfg.fam->flags & MLSTACK__F_NORM_PLUS_ONE) != 0, out, err);
+    return mlstack__model_norm_n(m, name, n, (m->cfg.fam->flags & MLSTACK__F_NORM_PLUS_ONE) && !m->cfg.norm_plus_stored,
+                                 out, err);
 }
 
 /* Rows [r0, r1) of a fused projection as a weight of its own (the same bytes). Views carry no
@@ -28391,7 +28403,9 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
         if ((r = mlstack__map_layer_moe(m, L, pre, l, err)) != MLSTACK_OK) return r;
     }
     if (L->moe && !(f->flags & MLSTACK__F_EXPERTS_3D)) { /* experts only */
-    } else if (f->fused.gate_up) { /* fused gate | up rows */
+    } else if (f->fused.gate_up && (snprintf(nm, sizeof nm, "%s.%s.weight", mlp, f->fused.gate_up),
+                                    mlstack__st_find(&m->st, MLSTACK__LNAME(nm)))) { /* fused gate | up rows
+                                                                                      (a GGUF has them apart) */
         mlstack__weight all;
         memset(&all, 0, sizeof all);
         snprintf(nm, sizeof nm, "%s.%s", mlp, f->fused.gate_up);
@@ -28490,7 +28504,7 @@ static mlstack_result mlstack__map_layer_qk_norm(mlstack_model *m, mlstack__laye
                 L->q_norm = dst;
         }
     } else if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
-        int plus = (f->flags & MLSTACK__F_NORM_PLUS_ONE) != 0;
+        int plus = (f->flags & MLSTACK__F_NORM_PLUS_ONE) && !c->norm_plus_stored;
         snprintf(nm, sizeof nm, "%s.%s.weight", attn, f->name.q_norm ? f->name.q_norm : "q_norm");
         if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME(nm), qn, plus, &L->q_norm, err))) return r;
         snprintf(nm, sizeof nm, "%s.%s.weight", attn, f->name.k_norm ? f->name.k_norm : "k_norm");
@@ -28541,10 +28555,12 @@ static mlstack_result mlstack__map_layer_ssm(mlstack_model *m, mlstack__layer *L
                                   err)) ||
         (s->conv_bias && (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("conv1d.bias"), s->conv_dim, &L->conv_b, err))) ||
         (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("dt_bias"), s->heads, &L->ssm_dt_bias, err)) ||
-        (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("A_log"), s->heads, &a_log, err)) ||
         (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("D"), s->heads, &L->ssm_d, err)) ||
         (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("norm.weight"), s->inner, &L->ssm_norm, err)))
         return r;
+    if (mlstack__st_find(&m->st, MLSTACK__SSM_NAME("A"))) /* GGUF: A = -exp(A_log) as llama.cpp stores it */
+        return mlstack__model_vec(m, name, s->heads, &L->ssm_a, err);
+    if ((r = mlstack__model_vec(m, MLSTACK__SSM_NAME("A_log"), s->heads, &a_log, err))) return r;
 #undef MLSTACK__SSM_NAME
     a = (float *)mlstack__model_own(m, sizeof(float) * (size_t)s->heads);
     if (!a) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -28581,37 +28597,118 @@ static void mlstack__copy_rows(unsigned char *dst, int to, const mlstack__weight
            (size_t)n * w->row_bytes);
 }
 
+/* Where value head h (Hugging Face order: key head h / G's (h % G)-th) is stored: there, or
+   tiled at (h % G) Hk + h / G (GGUF from llama.cpp's converter, c->dn_v_tiled). */
+static int mlstack__dn_stored_head(const mlstack__config *c, int h) {
+    int G = c->dn_v_heads / c->dn_k_heads;
+    return c->dn_v_tiled ? (h % G) * c->dn_k_heads + h / G : h;
+}
+
+/* The delta-net input projections as stored: Qwen3.5's in_proj_qkv, _z, _b, _a; Qwen3-Next's
+   in_proj_qkvz and in_proj_ba grouped per key head; or (Qwen3-Next GGUF) in_proj_qkv, _z and the
+   grouped in_proj_ba. Returns how many (src[0..n)), or 0 with *r set. */
+static int mlstack__dn_sources(mlstack_model *m, const char *pre, int l, mlstack__weight *src, mlstack_result *r,
+                               mlstack_error *err) {
+    static const char *const nm[5] = {"linear_attn.in_proj_qkv", "linear_attn.in_proj_z", "linear_attn.in_proj_b",
+                                      "linear_attn.in_proj_a", "linear_attn.in_proj_ba"};
+    const mlstack__config *c = &m->cfg;
+    int Hv = c->dn_v_heads, vd = Hv * c->dn_v_dim, C = 2 * c->dn_k_heads * c->dn_k_dim + vd, D = c->n_embd, i, n;
+    int rows[5];
+    char name[256];
+    rows[0] = C, rows[1] = vd, rows[2] = Hv, rows[3] = Hv, rows[4] = 2 * Hv;
+    if ((c->fam->flags & MLSTACK__F_QKVZ_GROUPED) &&
+        !mlstack__st_find(&m->st, MLSTACK__LNAME("linear_attn.in_proj_qkv.weight"))) {
+        if ((*r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.in_proj_qkvz"), C + vd, D, 0, &src[0], err)) ||
+            (*r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.in_proj_ba"), 2 * Hv, D, 0, &src[1], err)))
+            return 0;
+        return 2;
+    }
+    n = mlstack__st_find(&m->st, MLSTACK__LNAME("linear_attn.in_proj_ba.weight")) ? 3 : 4;
+    for (i = 0; i < n; i++)
+        if ((*r = mlstack__model_linear(m, MLSTACK__LNAME(nm[n == 3 && i == 2 ? 4 : i]), rows[n == 3 && i == 2 ? 4 : i],
+                                        D, 0, &src[i], err)))
+            return 0;
+    return n;
+}
+
+/* The rows q | k | v | z | b | a of w_in (W rows) from the n sources, value heads grouped. */
+static void mlstack__dn_gather(const mlstack__config *c, unsigned char *dst, const mlstack__weight *src, int n) {
+    int Hk = c->dn_k_heads, Hv = c->dn_v_heads, dk = c->dn_k_dim, dv = c->dn_v_dim, G = Hv / Hk;
+    int kd = Hk * dk, vd = Hv * dv, C = 2 * kd + vd, h;
+    if (n == 2) {
+        for (h = 0; h < Hk; h++) { /* group h: q (dk) k (dk) v (G dv) z (G dv); then b (G) a (G) */
+            int g0 = h * (2 * dk + 2 * G * dv);
+            mlstack__copy_rows(dst, h * dk, &src[0], g0, dk);
+            mlstack__copy_rows(dst, kd + h * dk, &src[0], g0 + dk, dk);
+            mlstack__copy_rows(dst, 2 * kd + h * G * dv, &src[0], g0 + 2 * dk, G * dv);
+            mlstack__copy_rows(dst, C + h * G * dv, &src[0], g0 + 2 * dk + G * dv, G * dv);
+            mlstack__copy_rows(dst, C + vd + h * G, &src[1], h * 2 * G, G);
+            mlstack__copy_rows(dst, C + vd + Hv + h * G, &src[1], h * 2 * G + G, G);
+        }
+        return;
+    }
+    mlstack__copy_rows(dst, 0, &src[0], 0, 2 * kd);
+    for (h = 0; h < Hv; h++) { /* value heads back in grouped order where they are stored tiled */
+        int s = mlstack__dn_stored_head(c, h);
+        mlstack__copy_rows(dst, 2 * kd + h * dv, &src[0], 2 * kd + s * dv, dv);
+        mlstack__copy_rows(dst, C + h * dv, &src[1], s * dv, dv);
+        if (n == 4) {
+            mlstack__copy_rows(dst, C + vd + h, &src[2], s, 1);
+            mlstack__copy_rows(dst, C + vd + Hv + h, &src[3], s, 1);
+        }
+    }
+    for (h = 0; n == 3 && h < Hk; h++) { /* b_h (G) a_h (G) per key head */
+        mlstack__copy_rows(dst, C + vd + h * G, &src[2], h * 2 * G, G);
+        mlstack__copy_rows(dst, C + vd + Hv + h * G, &src[2], h * 2 * G + G, G);
+    }
+}
+
+/* The conv taps, -exp(A_log) (or A as GGUF stores it) and dt_bias, value heads grouped. */
+static mlstack_result mlstack__dn_params(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                         mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int Hv = c->dn_v_heads, dv = c->dn_v_dim, kd = c->dn_k_heads * c->dn_k_dim, C = 2 * kd + Hv * dv, K = c->dn_conv;
+    int stored_a, h;
+    const float *alog = NULL, *dt = NULL, *conv = NULL;
+    float *na, *dtc, *cw;
+    mlstack_result r;
+    char name[256];
+    stored_a = mlstack__st_find(&m->st, MLSTACK__LNAME("linear_attn.A")) != NULL;
+    if ((r = mlstack__model_array(m, MLSTACK__LNAME("linear_attn.conv1d.weight"), (int64_t)C * K, &conv, err)) ||
+        (r = mlstack__model_vec(m, MLSTACK__LNAME(stored_a ? "linear_attn.A" : "linear_attn.A_log"), Hv, &alog, err)) ||
+        (r = mlstack__model_vec(m, MLSTACK__LNAME("linear_attn.dt_bias"), Hv, &dt, err)))
+        return r;
+    na = (float *)mlstack__model_own(m, sizeof(float) * (size_t)Hv);
+    dtc = (float *)mlstack__model_own(m, sizeof(float) * (size_t)Hv);
+    cw = (float *)mlstack__model_own(m, sizeof(float) * (size_t)C * (size_t)K);
+    if (!na || !dtc || !cw) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    memcpy(cw, conv, sizeof(float) * (size_t)2 * kd * K);
+    for (h = 0; h < Hv; h++) {
+        int s = mlstack__dn_stored_head(c, h);
+        na[h] = stored_a ? alog[s] : -mlstack__exp_canon(alog[s]);
+        dtc[h] = dt[s];
+        memcpy(cw + (size_t)(2 * kd + h * dv) * K, conv + (size_t)(2 * kd + s * dv) * K,
+               sizeof(float) * (size_t)dv * K);
+    }
+    L->dn_neg_a = na, L->dn_dt_bias = dtc, L->conv_w = cw;
+    return MLSTACK_OK;
+}
+
 /* Layer l's gated delta-net: the input projections gathered into one weight w_in of rows
-   q | k | v | z | b | a (Qwen3.5 stores in_proj_qkv, _z, _b, _a; Qwen3-Next in_proj_qkvz and
-   in_proj_ba with rows grouped per key head: q_h k_h v_h z_h and b_h a_h, each v_h, z_h, b_h,
-   a_h covering the value heads of key head h), out_proj, the conv, A_log (kept as -exp(A_log)),
-   dt_bias and the gated norm (applied as w). */
+   q | k | v | z | b | a (mlstack__dn_sources names what is stored; mlstack__dn_gather puts it in
+   this order), out_proj, the conv, A_log (kept as -exp(A_log)), dt_bias and the gated norm
+   (applied as w). */
 static mlstack_result mlstack__map_layer_delta(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
                                                mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
-    int Hk = c->dn_k_heads, Hv = c->dn_v_heads, dk = c->dn_k_dim, dv = c->dn_v_dim, G = Hv / Hk, D = c->n_embd;
-    int kd = Hk * dk, vd = Hv * dv, C = 2 * kd + vd, W = C + vd + 2 * Hv, n_src, i, h;
+    int Hv = c->dn_v_heads, dv = c->dn_v_dim, vd = Hv * dv, C = 2 * c->dn_k_heads * c->dn_k_dim + vd;
+    int W = C + vd + 2 * Hv, n_src, i;
     mlstack__weight src[4];
     unsigned char *dst;
-    float *na;
-    const float *alog;
-    mlstack_result r;
+    mlstack_result r = MLSTACK_OK;
     char name[256];
     memset(src, 0, sizeof src);
-    if (c->fam->flags & MLSTACK__F_QKVZ_GROUPED) {
-        n_src = 2;
-        if ((r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.in_proj_qkvz"), C + vd, D, 0, &src[0], err)) ||
-            (r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.in_proj_ba"), 2 * Hv, D, 0, &src[1], err)))
-            return r;
-    } else {
-        static const char *const nm[4] = {"linear_attn.in_proj_qkv", "linear_attn.in_proj_z", "linear_attn.in_proj_b",
-                                          "linear_attn.in_proj_a"};
-        int rows[4];
-        rows[0] = C, rows[1] = vd, rows[2] = Hv, rows[3] = Hv;
-        n_src = 4;
-        for (i = 0; i < 4; i++)
-            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm[i]), rows[i], D, 0, &src[i], err))) return r;
-    }
+    if (!(n_src = mlstack__dn_sources(m, pre, l, src, &r, err))) return r;
     for (i = 0; i < n_src; i++)
         if (src[i].packed || src[i].wtype != src[0].wtype)
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
@@ -28622,33 +28719,12 @@ static mlstack_result mlstack__map_layer_delta(mlstack_model *m, mlstack__layer 
     L->w_in.n_out = W;
     dst = (unsigned char *)mlstack__model_own(m, (size_t)W * src[0].row_bytes);
     if (!dst) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    if (n_src == 4) {
-        mlstack__copy_rows(dst, 0, &src[0], 0, C);
-        mlstack__copy_rows(dst, C, &src[1], 0, vd);
-        mlstack__copy_rows(dst, C + vd, &src[2], 0, Hv);
-        mlstack__copy_rows(dst, C + vd + Hv, &src[3], 0, Hv);
-    } else
-        for (h = 0; h < Hk; h++) { /* group h: q (dk) k (dk) v (G dv) z (G dv); then b (G) a (G) */
-            int g0 = h * (2 * dk + 2 * G * dv);
-            mlstack__copy_rows(dst, h * dk, &src[0], g0, dk);
-            mlstack__copy_rows(dst, kd + h * dk, &src[0], g0 + dk, dk);
-            mlstack__copy_rows(dst, 2 * kd + h * G * dv, &src[0], g0 + 2 * dk, G * dv);
-            mlstack__copy_rows(dst, C + h * G * dv, &src[0], g0 + 2 * dk + G * dv, G * dv);
-            mlstack__copy_rows(dst, C + vd + h * G, &src[1], h * 2 * G, G);
-            mlstack__copy_rows(dst, C + vd + Hv + h * G, &src[1], h * 2 * G + G, G);
-        }
+    mlstack__dn_gather(c, dst, src, n_src);
     L->w_in.data = dst;
-    if ((r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.out_proj"), D, vd, 0, &L->wo, err)) ||
-        (r = mlstack__model_array(m, MLSTACK__LNAME("linear_attn.conv1d.weight"), (int64_t)C * c->dn_conv, &L->conv_w,
-                                  err)) ||
-        (r = mlstack__model_vec(m, MLSTACK__LNAME("linear_attn.A_log"), Hv, &alog, err)) ||
-        (r = mlstack__model_vec(m, MLSTACK__LNAME("linear_attn.dt_bias"), Hv, &L->dn_dt_bias, err)) ||
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.out_proj"), c->n_embd, vd, 0, &L->wo, err)) ||
+        (r = mlstack__dn_params(m, L, pre, l, err)) ||
         (r = mlstack__model_vec(m, MLSTACK__LNAME("linear_attn.norm.weight"), dv, &L->dn_norm, err)))
         return r;
-    na = (float *)mlstack__model_own(m, sizeof(float) * (size_t)Hv);
-    if (!na) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    for (h = 0; h < Hv; h++) na[h] = -mlstack__exp_canon(alog[h]);
-    L->dn_neg_a = na;
     return MLSTACK_OK;
 }
 
@@ -29726,6 +29802,264 @@ static mlstack_result mlstack__gguf_cfg_layers(mlstack__config *c, const mlstack
     return MLSTACK_OK;
 }
 
+/* The special ids: BOS, and every end id (EOS, EOT, EOM) once. */
+static mlstack_result mlstack__gguf_cfg_tokens(mlstack__config *c, const mlstack__gguf *g, const char *path,
+                                               mlstack_error *err) {
+    static const char *const keys[3] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                                        "tokenizer.ggml.eom_token_id"};
+    int64_t id;
+    mlstack_error e2;
+    int k;
+    c->bos_id = -1;
+    c->n_eos = 0;
+    if (mlstack__gguf_find(g, "tokenizer.ggml.bos_token_id")) {
+        if (!mlstack__gguf_int(g, "tokenizer.ggml.bos_token_id", 0, c->n_vocab - 1, &id, &e2))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s", path, e2.message);
+        c->bos_id = (int32_t)id;
+    }
+    for (k = 0; k < 3; k++) {
+        int j, dup = 0;
+        if (!mlstack__gguf_find(g, keys[k])) continue;
+        if (!mlstack__gguf_int(g, keys[k], 0, c->n_vocab - 1, &id, &e2))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s", path, e2.message);
+        for (j = 0; j < c->n_eos; j++) dup |= c->eos_ids[j] == (int32_t)id;
+        if (!dup) c->eos_ids[c->n_eos++] = (int32_t)id;
+    }
+    return MLSTACK_OK;
+}
+
+/* ---- hybrids from GGUF ----
+   A hybrid's GGUF keys are turned into the config.json its safetensors folder would hold, which
+   is then parsed as any config.json is: both paths set the same fields. Each <arch>.* key is
+   written under every name a family reads it by (each family takes its own, ignores the rest);
+   layer kinds come from llama.cpp's per-layer arrays (head_count_kv 0: a recurrent layer;
+   recurrent_layers; Nemotron-H's feed_forward_length > 0: an MLP block). */
+static const struct {
+    const char *suffix, *names; /* <arch>.suffix -> config.json keys, space-separated */
+} mlstack__gguf_hybrid_keys[] = {
+    {"block_count", "num_hidden_layers"},
+    {"embedding_length", "hidden_size"},
+    {"feed_forward_length", "intermediate_size"},
+    {"attention.head_count", "num_attention_heads"},
+    {"attention.head_count_kv", "num_key_value_heads"},
+    {"attention.key_length", "head_dim"},
+    {"context_length", "max_position_embeddings"},
+    {"attention.layer_norm_rms_epsilon", "rms_norm_eps norm_eps layer_norm_epsilon"},
+    {"attention.layer_norm_epsilon", "rms_norm_eps norm_eps layer_norm_epsilon"},
+    {"rope.freq_base", "rope_theta"},
+    {"expert_count", "num_experts num_local_experts"},
+    {"expert_used_count", "num_experts_per_tok"},
+    {"expert_feed_forward_length", "moe_intermediate_size"},
+    {"expert_shared_feed_forward_length", "shared_expert_intermediate_size shared_intermediate_size"},
+    {"leading_dense_block_count", "num_dense_layers"},
+    {"expert_weights_scale", "routed_scaling_factor"},
+    {"expert_weights_norm", "norm_topk_prob"},
+    {"shortconv.l_cache", "conv_L_cache"},
+    {"ssm.conv_kernel", "linear_conv_kernel_dim conv_kernel mamba_d_conv"},
+    {"ssm.state_size", "linear_key_head_dim state_size mamba_d_state ssm_state_size"},
+    {"ssm.group_count", "linear_num_key_heads n_groups mamba_n_groups"},
+    {"ssm.time_step_rank", "linear_num_value_heads num_heads mamba_n_heads mamba_num_heads"},
+    {"full_attention_interval", "full_attention_interval"},
+    {"attention.scale", "attention_multiplier"},
+    {"embedding_scale", "embedding_multiplier"},
+    {"residual_scale", "residual_multiplier"},
+    {"logit_scale", "logits_scaling"},
+};
+
+/* Appends "name": text, for each name of the space-separated list. Returns 0 when out of memory. */
+static int mlstack__gj_put(mlstack__buf *b, const char *names, const char *text) {
+    int ok = 1;
+    while (ok && *names) {
+        size_t n = strcspn(names, " ");
+        ok = mlstack__buf_puts(b, ",\"") && mlstack__buf_put(b, names, n) && mlstack__buf_puts(b, "\":") &&
+             mlstack__buf_puts(b, text);
+        names += n;
+        while (*names == ' ') names++;
+    }
+    return ok;
+}
+
+/* A scalar key's value as JSON text ("" for a missing key, an array or a string). */
+static void mlstack__gj_value(const mlstack__gguf *g, const char *key, char *out, size_t cap) {
+    const mlstack__gguf_kv *kv = mlstack__gguf_find(g, key);
+    int64_t v;
+    double d;
+    out[0] = 0;
+    if (!kv || kv->type == MLSTACK__GGUF_ARRAY || kv->type == MLSTACK__GGUF_STRING) return;
+    if (kv->type == MLSTACK__GGUF_BOOL) snprintf(out, cap, "%s", mlstack__gguf_bool(g, key, 0) ? "true" : "false");
+    else if (mlstack__gguf_float(g, key, &d))
+        snprintf(out, cap, "%.9g", d);
+    else if (mlstack__gguf_int(g, key, INT64_MIN, INT64_MAX, &v, NULL))
+        snprintf(out, cap, "%lld", (long long)v);
+}
+
+/* Element i of a per-layer array of integers or bools (0 when it is not one, or is shorter). */
+static int64_t mlstack__gguf_layer_int(const mlstack__gguf *g, const mlstack__gguf_kv *kv, int i) {
+    const unsigned char *p;
+    int sz;
+    if (!kv || kv->type != MLSTACK__GGUF_ARRAY || (uint64_t)i >= kv->n) return 0;
+    sz = mlstack__gguf_type_sizes[kv->elem_type];
+    p = g->bytes + kv->off + (uint64_t)i * (uint64_t)sz;
+    switch (kv->elem_type) {
+    case MLSTACK__GGUF_U8:
+    case MLSTACK__GGUF_BOOL: return p[0];
+    case MLSTACK__GGUF_I8: return (int8_t)p[0];
+    case MLSTACK__GGUF_U16: return (int64_t)mlstack__le(p, 2);
+    case MLSTACK__GGUF_I16: return (int16_t)mlstack__le(p, 2);
+    case MLSTACK__GGUF_U32: return (int64_t)mlstack__le(p, 4);
+    case MLSTACK__GGUF_I32: return (int32_t)(uint32_t)mlstack__le(p, 4);
+    case MLSTACK__GGUF_U64:
+    case MLSTACK__GGUF_I64: return (int64_t)(mlstack__le(p, 8) & 0x7FFFFFFFFFFFFFFFull);
+    default: return 0;
+    }
+}
+
+/* Whether some layer has tensor blk.N.<rest>. */
+static int mlstack__gguf_any_layer(const mlstack__gguf *g, int n_layers, const char *rest) {
+    char nm[128];
+    int l;
+    for (l = 0; l < n_layers && l < MLSTACK__MAX_TYPED_LAYERS; l++) {
+        snprintf(nm, sizeof nm, "blk.%d.%s", l, rest);
+        if (mlstack__gguf_tensor_find(g, nm)) return 1;
+    }
+    return 0;
+}
+
+/* layer_types and the largest of the per-layer head_count_kv / feed_forward_length arrays. */
+static int mlstack__gj_layers(mlstack__buf *b, const mlstack__family *f, const mlstack__gguf *g, const char *arch,
+                              int n_layers) {
+    const mlstack__gguf_kv *kv, *ff, *rec;
+    char key[128], num[32];
+    int64_t kv_max = 0, ff_max = 0;
+    int ok = 1, l;
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
+    kv = mlstack__gguf_find(g, key);
+    snprintf(key, sizeof key, "%s.feed_forward_length", arch);
+    ff = mlstack__gguf_find(g, key);
+    snprintf(key, sizeof key, "%s.attention.recurrent_layers", arch);
+    rec = mlstack__gguf_find(g, key);
+    if (kv && kv->type != MLSTACK__GGUF_ARRAY) kv = NULL;
+    if (ff && ff->type != MLSTACK__GGUF_ARRAY) ff = NULL;
+    if (rec && rec->type != MLSTACK__GGUF_ARRAY) rec = NULL;
+    for (l = 0; l < n_layers; l++) {
+        if (mlstack__gguf_layer_int(g, kv, l) > kv_max) kv_max = mlstack__gguf_layer_int(g, kv, l);
+        if (mlstack__gguf_layer_int(g, ff, l) > ff_max) ff_max = mlstack__gguf_layer_int(g, ff, l);
+    }
+    if (kv)
+        snprintf(num, sizeof num, "%lld", (long long)kv_max), ok = ok && mlstack__gj_put(b, "num_key_value_heads", num);
+    if (ff)
+        snprintf(num, sizeof num, "%lld", (long long)ff_max), ok = ok && mlstack__gj_put(b, "intermediate_size", num);
+    if (f->ssm.layout == MLSTACK__SSM_ALONE || (!kv && !rec) || n_layers > MLSTACK__MAX_TYPED_LAYERS) return ok;
+    ok = ok && mlstack__buf_puts(b, ",\"layer_types\":[");
+    for (l = 0; ok && l < n_layers; l++) {
+        int attends = rec ? !mlstack__gguf_layer_int(g, rec, l) : mlstack__gguf_layer_int(g, kv, l) > 0;
+        const char *t = attends ? "full_attention"
+                        : f->ssm.layout == MLSTACK__SSM_BLOCKS && mlstack__gguf_layer_int(g, ff, l) > 0 ? "mlp"
+                        : f->mix.type                                                                   ? f->mix.type
+                                      : "linear_attention";
+        if (attends && f->mix.kind == MLSTACK__LAYER_MAMBA2 && f->ssm.layout == MLSTACK__SSM_HYBRID) t = "attention";
+        ok = mlstack__buf_puts(b, l ? ",\"" : "\"") && mlstack__buf_puts(b, t) && mlstack__buf_puts(b, "\"");
+    }
+    return ok && mlstack__buf_puts(b, "]");
+}
+
+/* Keys derived from others and from which tensors exist: the Mamba2 head width and expansion,
+   the partial rotary factor, conv and projection biases, the expert bias, a tied head. */
+static int mlstack__gj_derived(mlstack__buf *b, const mlstack__family *f, const mlstack__gguf *g, const char *arch,
+                               int n_layers) {
+    char key[128], num[64];
+    int64_t inner = 0, heads = 0, embd = 0, rot = 0, kl = 0;
+    int ok = 1;
+    snprintf(key, sizeof key, "%s.ssm.inner_size", arch);
+    mlstack__gguf_int(g, key, 1, 1 << 30, &inner, NULL);
+    snprintf(key, sizeof key, "%s.ssm.time_step_rank", arch);
+    mlstack__gguf_int(g, key, 1, 1 << 30, &heads, NULL);
+    snprintf(key, sizeof key, "%s.embedding_length", arch);
+    mlstack__gguf_int(g, key, 1, 1 << 30, &embd, NULL);
+    snprintf(key, sizeof key, "%s.rope.dimension_count", arch);
+    mlstack__gguf_int(g, key, 1, 1 << 16, &rot, NULL);
+    snprintf(key, sizeof key, "%s.attention.key_length", arch);
+    mlstack__gguf_int(g, key, 1, 1 << 16, &kl, NULL);
+    if (inner && heads && inner % heads == 0) {
+        snprintf(num, sizeof num, "%lld", (long long)(inner / heads));
+        ok = ok &&
+             mlstack__gj_put(b,
+                             f->ssm.layout == MLSTACK__SSM_ALONE ? "head_dim"
+                                                                 : "linear_value_head_dim mamba_d_head mamba_head_dim",
+                             num);
+    }
+    if (inner && embd && inner % embd == 0)
+        snprintf(num, sizeof num, "%lld", (long long)(inner / embd)),
+            ok = ok && mlstack__gj_put(b, "expand mamba_expand", num);
+    if (rot && kl)
+        snprintf(num, sizeof num, "%.9g", (double)rot / (double)kl),
+            ok = ok && mlstack__gj_put(b, "partial_rotary_factor", num);
+    ok = ok && mlstack__gj_put(b, "block_auto_adjust_ff_dim", "false") &&
+         mlstack__gj_put(b, "conv_bias",
+                         mlstack__gguf_any_layer(g, n_layers, "shortconv.in_proj.bias") ? "true" : "false") &&
+         mlstack__gj_put(b, "use_conv_bias mamba_conv_bias",
+                         mlstack__gguf_any_layer(g, n_layers, "ssm_conv1d.bias") ? "true" : "false") &&
+         mlstack__gj_put(b, "use_bias mamba_proj_bias",
+                         mlstack__gguf_any_layer(g, n_layers, "ssm_in.bias") ? "true" : "false") &&
+         mlstack__gj_put(b, "use_expert_bias",
+                         mlstack__gguf_any_layer(g, n_layers, "exp_probs_b.bias") ? "true" : "false") &&
+         mlstack__gj_put(b, "tie_word_embeddings", mlstack__gguf_tensor_find(g, "output.weight") ? "false" : "true") &&
+         mlstack__gj_put(b, "norm_topk_prob", "true") && /* llama.cpp's default (the key, when given, comes first) */
+         mlstack__gj_put(b, "mlp_hidden_act", "\"relu2\""); /* Nemotron-H's MLP blocks in llama.cpp */
+    snprintf(key, sizeof key, "%s.rope.scaling.finetuned", arch); /* Granite 4.0-H: RoPE only when set */
+    if (ok && mlstack__gguf_bool(g, key, 0)) ok = mlstack__gj_put(b, "position_embedding_type", "\"rope\"");
+    return ok;
+}
+
+static mlstack_result mlstack__gguf_config_hybrid(mlstack__config *c, const mlstack__gguf *g, const char *arch,
+                                                  const char *path, mlstack_error *err) {
+    const mlstack__family *f = c->fam;
+    const mlstack__gguf_tensor *emb = mlstack__gguf_tensor_find(g, "token_embd.weight");
+    mlstack__buf b = {0, 0, 0};
+    mlstack__json_doc doc;
+    char key[160], val[64];
+    int64_t n_layers = 0;
+    size_t k;
+    int ok;
+    mlstack_result r;
+    snprintf(key, sizeof key, "%s.block_count", arch);
+    if (!mlstack__gguf_int(g, key, 1, 1 << 16, &n_layers, NULL))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: missing or invalid key %s", path, key);
+    if (!emb || emb->n_dims != 2 || emb->ne[1] < 1 || emb->ne[1] > (1u << 30))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor token_embd.weight is missing or not 2-D", path);
+    ok = mlstack__buf_puts(&b, "{\"architectures\":[\"") && mlstack__buf_puts(&b, f->arch) &&
+         mlstack__buf_puts(&b, "\"]");
+    snprintf(val, sizeof val, "%llu", (unsigned long long)emb->ne[1]);
+    ok = ok && mlstack__gj_put(&b, "vocab_size", val);
+    for (k = 0; ok && k < sizeof mlstack__gguf_hybrid_keys / sizeof mlstack__gguf_hybrid_keys[0]; k++) {
+        snprintf(key, sizeof key, "%s.%s", arch, mlstack__gguf_hybrid_keys[k].suffix);
+        mlstack__gj_value(g, key, val, sizeof val);
+        if (f->ssm.layout == MLSTACK__SSM_ALONE &&
+            strncmp(mlstack__gguf_hybrid_keys[k].suffix, "attention.head", 14) == 0)
+            val[0] = 0; /* no attention: Mamba2's num_heads and head_dim are its mixer's */
+        if (f->ssm.layout == MLSTACK__SSM_ALONE &&
+            strcmp(mlstack__gguf_hybrid_keys[k].suffix, "attention.key_length") == 0)
+            val[0] = 0;
+        if (val[0]) ok = mlstack__gj_put(&b, mlstack__gguf_hybrid_keys[k].names, val);
+    }
+    ok = ok && mlstack__gj_layers(&b, f, g, arch, (int)n_layers) &&
+         mlstack__gj_derived(&b, f, g, arch, (int)n_layers) && mlstack__buf_puts(&b, "}");
+    if (!ok) {
+        MLSTACK_FREE(b.p);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    }
+    r = mlstack__json_parse(&doc, b.p, b.n, path, err);
+    if (r == MLSTACK_OK) {
+        r = mlstack__config_parse(c, doc.root, NULL, path, err);
+        mlstack__json_free(&doc);
+    }
+    MLSTACK_FREE(b.p);
+    if (r != MLSTACK_OK) return r;
+    c->norm_plus_stored = (c->fam->flags & MLSTACK__F_GGUF_NORM_PLUS) != 0;
+    c->dn_v_tiled = (c->fam->flags & MLSTACK__F_GGUF_V_TILED) != 0 && c->dn_k_heads != c->dn_v_heads;
+    return mlstack__gguf_cfg_tokens(c, g, path, err);
+}
+
 MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstack__gguf *g, const char *path,
                                                 mlstack_error *err) {
     const mlstack__gguf_tensor *emb = mlstack__gguf_tensor_find(g, "token_embd.weight");
@@ -29750,6 +30084,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: general.architecture = \"%s\" is not supported (supported: %s)", path, arch, names);
     }
+    if (c->fam->mix.kind) return mlstack__gguf_config_hybrid(c, g, arch, path, err);
     if ((r = mlstack__gguf_cfg_int(g, arch, "block_count", -1, 1, 1 << 16, &c->n_layers, path, err)) ||
         (r = mlstack__gguf_cfg_int(g, arch, "embedding_length", -1, 1, 1 << 30, &c->n_embd, path, err)) ||
         (r = mlstack__gguf_cfg_int(g, arch, "feed_forward_length", -1, 1, 1 << 30, &c->n_ff, path, err)) ||
@@ -29824,27 +30159,9 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     if (mlstack__gguf_rope_rows(c) && c->attn_bias)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture Q/K biases (blk.0.attn_q.bias) are not supported", path, arch);
-    if ((r = mlstack__gguf_cfg_layers(c, g, arch, path, err)) != MLSTACK_OK) return r;
-    {
-        static const char *const keys[3] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
-                                            "tokenizer.ggml.eom_token_id"};
-        int64_t id;
-        mlstack_error e2;
-        c->bos_id = -1;
-        if (mlstack__gguf_find(g, "tokenizer.ggml.bos_token_id")) {
-            if (!mlstack__gguf_int(g, "tokenizer.ggml.bos_token_id", 0, c->n_vocab - 1, &id, &e2))
-                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s", path, e2.message);
-            c->bos_id = (int32_t)id;
-        }
-        for (k = 0; k < 3; k++) {
-            int j, dup = 0;
-            if (!mlstack__gguf_find(g, keys[k])) continue;
-            if (!mlstack__gguf_int(g, keys[k], 0, c->n_vocab - 1, &id, &e2))
-                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s", path, e2.message);
-            for (j = 0; j < c->n_eos; j++) dup |= c->eos_ids[j] == (int32_t)id;
-            if (!dup) c->eos_ids[c->n_eos++] = (int32_t)id;
-        }
-    }
+    if ((r = mlstack__gguf_cfg_layers(c, g, arch, path, err)) != MLSTACK_OK ||
+        (r = mlstack__gguf_cfg_tokens(c, g, path, err)) != MLSTACK_OK)
+        return r;
     return mlstack__gguf_config_more(c, g, arch, path, err);
 }
 
@@ -29855,22 +30172,90 @@ static int64_t mlstack__gguf_unpermute_src(int64_t r, int head_dim) {
     return h * head_dim + 2 * (rem % half) + rem / half;
 }
 
+/* A hybrid's layer tensor blk.N.<rest> -> the family's Hugging Face name after <prefix>.layers.N.
+   into out (0: not one of these). Roles: A attention, M the MLP, X the recurrent mixer, E the
+   experts' block; "ssm_a" is A = -exp(A_log) as stored (read as <X>.A, not A_log). */
+static int mlstack__gguf_hybrid_name(const mlstack__family *f, const char *rest, char *out, size_t cap) {
+    static const char *const map[][2] = {{"attn_q", "A.q_proj"},
+                                         {"attn_k", "A.k_proj"},
+                                         {"attn_v", "A.v_proj"},
+                                         {"attn_output", "A.o"},
+                                         {"attn_q_norm", "A.qn"},
+                                         {"attn_k_norm", "A.kn"},
+                                         {"ffn_gate", "M.g"},
+                                         {"ffn_up", "M.u"},
+                                         {"ffn_down", "M.d"},
+                                         {"shortconv.in_proj", "X.in_proj"},
+                                         {"shortconv.out_proj", "X.out_proj"},
+                                         {"shortconv.conv", "X.conv"},
+                                         {"ssm_in", "X.in_proj"},
+                                         {"ssm_out", "X.out_proj"},
+                                         {"ssm_conv1d", "X.conv1d"},
+                                         {"ssm_dt", "X.dt_bias"},
+                                         {"ssm_a", "X.A"},
+                                         {"ssm_d", "X.D"},
+                                         {"ssm_norm", "X.norm"},
+                                         {"attn_qkv", "X.in_proj_qkv"},
+                                         {"attn_gate", "X.in_proj_z"},
+                                         {"ssm_beta", "X.in_proj_b"},
+                                         {"ssm_alpha", "X.in_proj_a"},
+                                         {"ssm_ba", "X.in_proj_ba"},
+                                         {"ffn_gate_inp", "E.gate"},
+                                         {"exp_probs_b", "E.expert_bias"},
+                                         {"ffn_gate_inp_shexp", "E.shared_expert_gate"},
+                                         {"ffn_gate_shexp", "E.shared_expert.gate_proj"},
+                                         {"ffn_up_shexp", "E.shared_expert.up_proj"},
+                                         {"ffn_down_shexp", "E.shared_expert.down_proj"}};
+    const char *attn = f->name.attn ? f->name.attn : "self_attn", *mlp = f->name.mlp ? f->name.mlp : "mlp";
+    const char *moe = f->moe.block ? f->moe.block : mlp, *mx = f->mix.block ? f->mix.block : "mixer", *suffix;
+    size_t k, n;
+    for (k = 0; k < sizeof map / sizeof map[0]; k++) {
+        const char *h = map[k][1], *part;
+        n = strlen(map[k][0]);
+        if (strncmp(rest, map[k][0], n) != 0 || (rest[n] && rest[n] != '.')) continue;
+        suffix = rest + n; /* "", ".weight" or ".bias" */
+        if (strcmp(map[k][0], "ssm_dt") == 0 || strcmp(map[k][0], "exp_probs_b") == 0) suffix = "";
+        if (strcmp(map[k][0], "ssm_a") == 0 || strcmp(map[k][0], "ssm_d") == 0) suffix = "";
+        part = h + 2;
+        if (strcmp(part, "o") == 0) part = f->name.o_proj ? f->name.o_proj : "o_proj";
+        else if (strcmp(part, "qn") == 0)
+            part = f->name.q_norm ? f->name.q_norm : "q_norm";
+        else if (strcmp(part, "kn") == 0)
+            part = f->name.k_norm ? f->name.k_norm : "k_norm";
+        else if (strcmp(part, "g") == 0)
+            part = f->name.gate ? f->name.gate : "gate_proj";
+        else if (strcmp(part, "u") == 0)
+            part = f->name.up ? f->name.up : "up_proj";
+        else if (strcmp(part, "d") == 0)
+            part = f->name.down ? f->name.down : "down_proj";
+        snprintf(out, cap, "%s.%s%s", h[0] == 'A' ? attn : h[0] == 'M' ? mlp : h[0] == 'E' ? moe : mx, part, suffix);
+        return 1;
+    }
+    return 0;
+}
+
 /* The Hugging Face name of GGUF tensor t into name; sets *is_embed for the embedding table.
    Returns the head count whose q/k rows llama.cpp permuted for its rope (0 for other tensors). */
 static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gguf_tensor *t, char *name,
                                      size_t name_cap, int *is_embed) {
+    const mlstack__family *f = c->fam;
+    const char *pre = f->name.prefix ? f->name.prefix : "model";
     int layer = -1, permute_heads = 0;
-    if (strcmp(t->name, "token_embd.weight") == 0) snprintf(name, name_cap, "model.embed_tokens.weight"), *is_embed = 1;
-    else if (strcmp(t->name, "output_norm.weight") == 0)
-        snprintf(name, name_cap, "model.norm.weight");
+    if (strcmp(t->name, "token_embd.weight") == 0)
+        snprintf(name, name_cap, "%s.%s.weight", pre, f->name.embed ? f->name.embed : "embed_tokens"), *is_embed = 1;
+    else if (strcmp(t->name, "output_norm.weight") == 0 ||
+             ((f->flags & MLSTACK__F_GGUF_EMBD_NORM) && strcmp(t->name, "token_embd_norm.weight") == 0))
+        snprintf(name, name_cap, "%s.%s.weight", pre, f->name.final_norm ? f->name.final_norm : "norm");
     else if (strcmp(t->name, "output.weight") == 0)
-        snprintf(name, name_cap, "lm_head.weight");
+        snprintf(name, name_cap, "%s.weight", f->name.head ? f->name.head : "lm_head");
     else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers && strchr(t->name + 4, '.')) {
         const char *rest = strchr(t->name + 4, '.') + 1, *norm = mlstack__gguf_norm_hf(c->fam, rest);
-        char hf[64];
-        if (norm) snprintf(name, name_cap, "model.layers.%d.%s.weight", layer, norm);
+        char hf[96];
+        if (norm) snprintf(name, name_cap, "%s.layers.%d.%s.weight", pre, layer, norm);
+        else if (f->mix.kind && mlstack__gguf_hybrid_name(f, rest, hf, sizeof hf))
+            snprintf(name, name_cap, "%s.layers.%d.%s", pre, layer, hf);
         else if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf) || mlstack__gguf_hf_more_name(rest, hf, sizeof hf))
-            snprintf(name, name_cap, "model.layers.%d.%s", layer, hf);
+            snprintf(name, name_cap, "%s.layers.%d.%s", pre, layer, hf);
         else
             snprintf(name, name_cap, "%.90s", t->name);
         if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
@@ -29911,20 +30296,76 @@ static uint64_t mlstack__gguf_tied_head(const mlstack__gguf *g, const mlstack__g
     return in_place ? 0 : (out_row * rows + 63) & ~(uint64_t)63;
 }
 
+/* The Hugging Face shape of a float tensor: ne reversed; a hybrid's squeezed conv weights get
+   their (C, 1, K) back and its per-head vectors (ssm_a, ssm_d stored [1, H], ssm_norm [G, inner /
+   G]) are flat. */
+static void mlstack__gguf_hf_shape(const mlstack__config *c, const mlstack__gguf_tensor *t, mlstack__st_tensor *x) {
+    const char *rest = strncmp(t->name, "blk.", 4) == 0 && strchr(t->name + 4, '.') ? strchr(t->name + 4, '.') + 1 : "";
+    int k;
+    x->n_dims = t->n_dims;
+    for (k = 0; k < t->n_dims; k++) x->shape[k] = (int64_t)t->ne[t->n_dims - 1 - k];
+    if (!c->fam->mix.kind) return;
+    if (t->n_dims == 2 && (strcmp(rest, "shortconv.conv.weight") == 0 || strcmp(rest, "ssm_conv1d.weight") == 0)) {
+        x->n_dims = 3;
+        x->shape[0] = (int64_t)t->ne[1], x->shape[1] = 1, x->shape[2] = (int64_t)t->ne[0];
+    } else if (strcmp(rest, "ssm_a") == 0 || strcmp(rest, "ssm_d") == 0 || strcmp(rest, "ssm_norm.weight") == 0) {
+        x->n_dims = 1;
+        x->shape[0] = (int64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
+    }
+}
+
+/* A hybrid's experts as llama.cpp stores them, one [E, rows, in] tensor per projection
+   (blk.N.ffn_<gate|up|down>_exps.weight): the experts they hold (0: not one). */
+static int mlstack__gguf_expert_count(const mlstack__config *c, const mlstack__gguf_tensor *t) {
+    const char *u = strstr(t->name, "_exps.weight");
+    return c->fam->mix.kind && strncmp(t->name, "blk.", 4) == 0 && strstr(t->name, ".ffn_") && c->fam->moe.block && !(c->fam->flags & MLSTACK__F_EXPERTS_3D) && t->n_dims == 3 && u &&
+                   strlen(u) == 12 && t->ne[2] > 0 && t->ne[2] <= MLSTACK__MAX_EXPERTS
+               ? (int)t->ne[2]
+               : 0;
+}
+
+/* Entry x (the whole [E, rows, in] tensor t) becomes E entries x[0..E), expert e's rows named as the
+   family's per-expert tensors (<prefix>.layers.N.<block>.experts.e.<name>.weight). */
+static void mlstack__gguf_split_experts(const mlstack__config *c, const mlstack__gguf_tensor *t, mlstack__st_tensor *x,
+                                        char *names, size_t name_cap) {
+    const mlstack__family *f = c->fam;
+    const char *proj = strstr(t->name, ".ffn_") + 5, *hf;
+    mlstack__st_tensor whole = *x;
+    uint64_t slice;
+    int e, E = (int)t->ne[2], layer = atoi(t->name + 4);
+    hf = strncmp(proj, "gate", 4) == 0 ? f->moe.gate : strncmp(proj, "up", 2) == 0 ? f->moe.up : f->moe.down;
+    slice = (whole.end - whole.begin) / (uint64_t)E;
+    for (e = 0; e < E; e++) {
+        char *name = names + (size_t)e * name_cap;
+        x[e] = whole;
+        snprintf(name, name_cap, "%s.layers.%d.%s.experts.%d.%s.weight", f->name.prefix ? f->name.prefix : "model",
+                 layer, f->moe.block, e, hf ? hf : "?");
+        x[e].name = name;
+        x[e].n_dims = 2;
+        x[e].shape[0] = whole.n_dims == 3 ? whole.shape[1] : whole.shape[0] / E;
+        x[e].shape[1] = whole.n_dims == 3 ? whole.shape[2] : whole.shape[1];
+        x[e].begin = whole.begin + (uint64_t)e * slice;
+        x[e].end = x[e].begin + slice;
+    }
+}
+
 /* m->st from m->gguf: one "file" for the mapping, one for the copies made here. */
 MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *path, mlstack_error *err) {
     const mlstack__gguf *g = &m->gguf;
     const mlstack__config *c = &m->cfg;
     mlstack__st *st = &m->st;
-    uint64_t i, copy_bytes = 0;
+    uint64_t i, copy_bytes = 0, extra = 0;
     int pass, n = 0;
     char *names;
     unsigned char *copies = NULL;
-    const size_t name_cap = 96;
+    const size_t name_cap = 128;
     memset(st, 0, sizeof *st);
     st->files = (mlstack__st_file *)mlstack__calloc(2, sizeof *st->files);
-    st->tensors = (mlstack__st_tensor *)mlstack__calloc((size_t)g->n_tensors + 2, sizeof *st->tensors);
-    names = (char *)mlstack__model_own(m, ((size_t)g->n_tensors + 2) * name_cap);
+    for (i = 0; i < g->n_tensors; i++) /* experts split per expert: more entries */
+        if (mlstack__gguf_expert_count(c, &g->tensors[i]))
+            extra += (uint64_t)mlstack__gguf_expert_count(c, &g->tensors[i]) - 1;
+    st->tensors = (mlstack__st_tensor *)mlstack__calloc((size_t)(g->n_tensors + extra) + 2, sizeof *st->tensors);
+    names = (char *)mlstack__model_own(m, ((size_t)(g->n_tensors + extra) + 2) * name_cap);
     if (!st->files || !st->tensors || !names) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     st->n_files = 2;
     st->files[0].path = mlstack__strndup(path, strlen(path));
@@ -29940,7 +30381,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
             const mlstack__gguf_tensor *t = &g->tensors[i];
             mlstack__st_tensor *x = &st->tensors[n];
             char *name = names + (size_t)n * name_cap;
-            int k, keep, permute_heads = 0, quant = 0, is_embed = 0, is_float;
+            int keep, permute_heads = 0, quant = 0, is_embed = 0, is_float;
             uint64_t rows = t->ne[1] * t->ne[2] * t->ne[3],
                      row_bytes = t->ne[0] / mlstack__ggml_types[t->type].block * mlstack__ggml_types[t->type].size;
             /* the name */
@@ -29973,8 +30414,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                     x->dtype = t->type == MLSTACK__GGML_F16    ? MLSTACK_DTYPE_F16
                                : t->type == MLSTACK__GGML_BF16 ? MLSTACK_DTYPE_BF16
                                                                : MLSTACK_DTYPE_F32;
-                    x->n_dims = t->n_dims;
-                    for (k = 0; k < t->n_dims; k++) x->shape[k] = (int64_t)t->ne[t->n_dims - 1 - k];
+                    mlstack__gguf_hf_shape(c, t, x);
                 }
             }
             if (keep) {
@@ -30010,6 +30450,10 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                 off += (bytes + 63) & ~(uint64_t)63;
             }
             n++;
+            if (mlstack__gguf_expert_count(c, t)) {
+                if (pass == 1) mlstack__gguf_split_experts(c, t, x, name, name_cap);
+                n += mlstack__gguf_expert_count(c, t) - 1;
+            }
             /* a tied head of blocks: the embedding's blocks, in place (or repacked); a Q8_0 / Q4_1
                embedding stays blocks itself, and its tied head reads them as any tied head does */
             if (is_embed && c->tied && t->n_dims == 2 && t->ne[0] <= (uint64_t)INT_MAX / 8 && !quant &&
@@ -30367,13 +30811,52 @@ static int mlstack__gw_list_embed(mlstack_model *m, mlstack__gw_tensor *ts, int 
     } else
         MLSTACK__GW_T("token_embd.weight", mlstack__gw_type((int)m->embed_dtype), 2, c->n_embd, c->n_vocab, m->embed,
                       mlstack__row_bytes((int)m->embed_dtype, c->n_embd), 0);
-    MLSTACK__GW_T("output_norm.weight", MLSTACK__GGML_F32, 1, c->n_embd, 1, m->final_norm, (size_t)c->n_embd * 4, 0);
+    MLSTACK__GW_T(c->fam->flags & MLSTACK__F_GGUF_EMBD_NORM ? "token_embd_norm.weight" : "output_norm.weight",
+                  MLSTACK__GGML_F32, 1, c->n_embd, 1, m->final_norm, (size_t)c->n_embd * 4, 0);
     if (m->lm_head.data != m->embed && !tied_blocks) {
         MLSTACK__GW_T("output.weight", mlstack__gw_type(m->lm_head.wtype), 2, c->n_embd, c->n_vocab, m->lm_head.data,
                       m->lm_head.row_bytes, 0);
         mlstack__gw_made(&ts[*n_t - 1], &m->lm_head);
     }
     return ok;
+}
+
+/* A recurrent layer's mixer as llama.cpp names it: LFM2's short convolution (shortconv.in_proj,
+   .conv as [D, K] f32, .out_proj); a Mamba2 mixer (ssm_in, ssm_conv1d and its bias, ssm_dt.bias,
+   ssm_a = -exp(A_log) and ssm_d as [H, 1], ssm_norm as [G, inner / G], ssm_out). */
+static void mlstack__gw_list_mixer(const mlstack__config *c, const mlstack__layer *L, int l, mlstack__gw_tensor *ts,
+                                   int *n_t) {
+    char nm[64];
+    const char *in = L->kind == MLSTACK__LAYER_CONV ? "shortconv.in_proj" : "ssm_in",
+               *out = L->kind == MLSTACK__LAYER_CONV ? "shortconv.out_proj" : "ssm_out";
+    const mlstack__ssm_cfg *s = &c->ssm;
+    snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, in);
+    MLSTACK__GW_T(nm, mlstack__gw_type(L->w_in.wtype), 2, L->w_in.n_in, L->w_in.n_out, L->w_in.data, L->w_in.row_bytes,
+                  0);
+    mlstack__gw_made(&ts[*n_t - 1], &L->w_in);
+    snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, out);
+    MLSTACK__GW_T(nm, mlstack__gw_type(L->wo.wtype), 2, L->wo.n_in, L->wo.n_out, L->wo.data, L->wo.row_bytes, 0);
+    mlstack__gw_made(&ts[*n_t - 1], &L->wo);
+    if (L->kind == MLSTACK__LAYER_CONV) {
+        snprintf(nm, sizeof nm, "blk.%d.shortconv.conv.weight", l);
+        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, c->conv_k, c->n_embd, L->conv_w, (size_t)c->conv_k * 4, 0);
+        return;
+    }
+    snprintf(nm, sizeof nm, "blk.%d.ssm_conv1d.weight", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, s->conv, s->conv_dim, L->conv_w, (size_t)s->conv * 4, 0);
+    if (L->conv_b) {
+        snprintf(nm, sizeof nm, "blk.%d.ssm_conv1d.bias", l);
+        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, s->conv_dim, 1, L->conv_b, (size_t)s->conv_dim * 4, 0);
+    }
+    snprintf(nm, sizeof nm, "blk.%d.ssm_dt.bias", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, s->heads, 1, L->ssm_dt_bias, (size_t)s->heads * 4, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_a", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, 1, s->heads, L->ssm_a, 4, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_d", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, 1, s->heads, L->ssm_d, 4, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_norm.weight", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, s->inner / s->groups, s->groups, L->ssm_norm,
+                  (size_t)(s->inner / s->groups) * 4, 0);
 }
 
 /* Each layer's norms, projections (q and k rows permuted for llama.cpp's rope), biases and q/k norms. */
@@ -30398,7 +30881,7 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
                        : k == 1                    ? c->n_kv_heads
                                                    : 0,
                 role = k == 4 && !L->w_up.data ? 5 : k; /* an ungated MLP's W1 (in w_gate) is ffn_up */
-            if (!ws[k]->data) continue;
+            if (!ws[k]->data || (k == 3 && L->kind != MLSTACK__LAYER_ATTN)) continue; /* wo: the mixer's */
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
             MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data,
                           ws[k]->row_bytes, perm);
@@ -30407,6 +30890,10 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
                 snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
                 MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
             }
+        }
+        if (L->kind != MLSTACK__LAYER_ATTN) {
+            mlstack__gw_list_mixer(c, L, l, ts, n_t);
+            continue;
         }
         if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_QK_NORM));
@@ -30450,6 +30937,29 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
                                  "%s: layer %d %s RoPE; %s GGUF files have NoPE layers every 4th layer only", m->path,
                                  l, m->layers[l].nope ? "has no" : "has", arch);
     return MLSTACK_OK;
+}
+
+/* attention.head_count_kv: one number, or (hybrids) one per layer, 0 for a recurrent layer; and
+   the recurrent layers' keys (shortconv.l_cache; ssm.*). Returns 0 when out of memory. */
+static int mlstack__gw_head_count_kv(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__ssm_cfg *s = &c->ssm;
+    int ok, l;
+    if (!c->n_recurrent) return mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv);
+    ok = mlstack__gw_key(kv, arch, "attention.head_count_kv", MLSTACK__GGUF_ARRAY) &&
+         mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+    for (l = 0; ok && l < c->n_layers; l++)
+        ok = mlstack__gw_u(kv, m->layers[l].kind == MLSTACK__LAYER_ATTN ? (uint32_t)c->n_kv_heads : 0, 4);
+    ++*n_kv;
+    if (ok && c->fam->mix.kind == MLSTACK__LAYER_CONV)
+        ok = mlstack__gw_u32(kv, arch, "shortconv.l_cache", (uint32_t)c->conv_k, n_kv);
+    if (ok && c->fam->mix.kind == MLSTACK__LAYER_MAMBA2)
+        ok = mlstack__gw_u32(kv, arch, "ssm.conv_kernel", (uint32_t)s->conv, n_kv) &&
+             mlstack__gw_u32(kv, arch, "ssm.state_size", (uint32_t)s->state, n_kv) &&
+             mlstack__gw_u32(kv, arch, "ssm.group_count", (uint32_t)s->groups, n_kv) &&
+             mlstack__gw_u32(kv, arch, "ssm.inner_size", (uint32_t)s->inner, n_kv) &&
+             mlstack__gw_u32(kv, arch, "ssm.time_step_rank", (uint32_t)s->heads, n_kv);
+    return ok;
 }
 
 /* Per-layer keys: the sliding window and its pattern (one bool per layer), xIELU's parameters
@@ -30501,7 +31011,7 @@ static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv
          mlstack__gw_u32(kv, arch, "embedding_length", (uint32_t)c->n_embd, n_kv) &&
          mlstack__gw_u32(kv, arch, "feed_forward_length", (uint32_t)c->n_ff, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.head_count", (uint32_t)c->n_heads, n_kv) &&
-         mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv) &&
+         mlstack__gw_head_count_kv(m, arch, kv, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.key_length", (uint32_t)c->head_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.value_length", (uint32_t)c->head_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "rope.dimension_count", (uint32_t)c->head_dim, n_kv) &&
@@ -30624,6 +31134,12 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s models (experts, attention sinks) are read from GGUF but not written yet", m->path,
                              arch);
+    if (c->n_recurrent && !(c->fam->mix.kind == MLSTACK__LAYER_CONV ||
+                            (c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 && c->fam->ssm.layout == MLSTACK__SSM_ALONE)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: %s models are read from GGUF but not written yet (of the hybrids, lfm2 and mamba2 "
+                             "are)",
+                             m->path, arch);
     if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
     ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 24 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -32981,8 +33497,8 @@ static void mlstack__mix_deltanet(const mlstack_model *m, const mlstack__kernels
         const float *xt = x + (size_t)t * W;
         mlstack__dn_conv(c, k, L, state, xt, scratch, k0, k1);
         for (h = k0 * G; h < k1 * G; h++)
-            mlstack__dn_head(c, k, L, S + (size_t)h * sS, scratch, xt, h, y + (size_t)t * vd + (size_t)h * c->dn_v_dim,
-                             scratch + C);
+            mlstack__dn_head(c, k, L, S + (size_t)h * sS, scratch, xt, h,
+                             y + (size_t)t * vd + (size_t)mlstack__dn_stored_head(c, h) * c->dn_v_dim, scratch + C);
     }
 }
 

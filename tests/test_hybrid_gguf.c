@@ -1,0 +1,146 @@
+/* The hybrid families (recurrent layers beside attention) as GGUF files, both ways, against
+   llama.cpp: tests/fixtures/gguf/hybrid/ holds each family's tiny random model as llama.cpp's own
+   convert_hf_to_gguf.py writes it (F32), and in <name>.json the prompt's ids, transformers' logits
+   at every position and llama.cpp's greedy text on that file (tools/make_hybrid_gguf.py).
+   - read: the file's logits within 1e-4 of transformers' at every position, and its greedy text
+     (tokens decoded with the file's own vocabulary, stopping at its end token) is llama.cpp's;
+   - written: where mlstack writes the family, the file it writes reads back with the same logits
+     bits (tools/make_hybrid_gguf.py --check runs llama.cpp on such files). */
+#define MLSTACK_IMPLEMENTATION
+#include "mlstack.h"
+#include "testlib.h"
+#include "fixture_eval.h"
+#include <math.h>
+#include <unistd.h>
+
+#define MAXP 64
+#define NEW 16
+
+static const char *DIR_ = "tests/fixtures/gguf/hybrid";
+
+typedef struct ref_case {
+    int32_t ids[MAXP];
+    int n;
+    float *logits; /* [n, n_vocab] */
+    int n_vocab;
+    char text[512]; /* llama.cpp's continuation */
+} ref_case;
+
+static int load_ref(const char *name, ref_case *rc) {
+    char path[256];
+    size_t len;
+    char *text;
+    mlstack__json_doc doc;
+    mlstack_error err;
+    const mlstack__json *v, *row, *x;
+    int i = 0;
+    memset(rc, 0, sizeof *rc);
+    snprintf(path, sizeof path, "%s/%s.json", DIR_, name);
+    text = tl_read(path, &len);
+    if (!text || mlstack__json_parse(&doc, text, len, path, &err) != MLSTACK_OK) {
+        free(text);
+        return 0;
+    }
+    for (v = mlstack__json_get(doc.root, "prompt_ids")->child; v && rc->n < MAXP; v = v->next)
+        rc->ids[rc->n++] = (int32_t)v->i;
+    row = mlstack__json_get(doc.root, "logits")->child;
+    rc->n_vocab = (int)row->len;
+    rc->logits = (float *)malloc(sizeof(float) * (size_t)rc->n * (size_t)rc->n_vocab);
+    for (; row && rc->logits && i < rc->n * rc->n_vocab; row = row->next)
+        for (x = row->child; x && i < rc->n * rc->n_vocab; x = x->next) rc->logits[i++] = (float)x->num;
+    v = mlstack__json_get(doc.root, "llamacpp_text");
+    snprintf(rc->text, sizeof rc->text, "%.*s", v ? (int)v->len : 0, v ? v->str : "");
+    mlstack__json_free(&doc);
+    free(text);
+    return rc->logits && i == rc->n * rc->n_vocab;
+}
+
+/* Greedy continuation of the prompt (up to NEW tokens, stopping after an end token) decoded. */
+static void greedy_text(mlstack_model *m, mlstack_engine *e, const ref_case *rc, char *out, size_t cap) {
+    mlstack_generate_desc g;
+    int32_t seq = -1;
+    size_t n = 0;
+    out[0] = 0;
+    fx_n_greedy = 0;
+    if (mlstack_engine_seq_new(e, &seq) != MLSTACK_OK) return;
+    memset(&g, 0, sizeof g);
+    g.seq = seq, g.prompt = rc->ids, g.n_prompt = rc->n, g.max_tokens = NEW, g.on_token = fx_on_token;
+    if (mlstack_generate(e, &g) != MLSTACK_OK) printf("generate: %s\n", mlstack_engine_error(e));
+    mlstack_engine_seq_free(e, seq);
+    if (mlstack_tokenizer_decode(mlstack_model_tokenizer(m), fx_greedy, (size_t)fx_n_greedy,
+                                 MLSTACK_DECODE_SKIP_SPECIAL, out, cap - 1, &n) != MLSTACK_OK)
+        n = 0;
+    out[n < cap ? n : cap - 1] = 0;
+}
+
+static int temp_file(char *path) {
+    int fd = mkstemp(path);
+    if (fd < 0) return -1;
+    close(fd);
+    return 0;
+}
+
+static void test_read(const char *name, int write) {
+    char path[256], text[512], tmp[] = "/tmp/mlstack_hybrid_gguf_XXXXXX";
+    mlstack_model_desc md;
+    mlstack_engine_desc ed;
+    mlstack_model *m = NULL, *back = NULL;
+    mlstack_engine *e = NULL, *eb = NULL;
+    mlstack_error err;
+    ref_case rc;
+    float *l = NULL, *lb = NULL;
+    double d = 0;
+    int i;
+    if (!load_ref(name, &rc)) {
+        CHECKF(0, "%s: reference missing", name);
+        free(rc.logits);
+        return;
+    }
+    memset(&md, 0, sizeof md);
+    memset(&ed, 0, sizeof ed);
+    ed.kv_type = MLSTACK_KV_F32;
+    snprintf(path, sizeof path, "%s/%s-f32.gguf", DIR_, name);
+    md.path = path;
+    CHECKF(mlstack_model_open(&md, &m, &err) == MLSTACK_OK, "%s: %s", path, err.message);
+    if (m) CHECKF(mlstack_engine_init(m, &ed, &e, &err) == MLSTACK_OK, "%s: %s", name, err.message);
+    if (e) l = fx_eval_all(e, rc.ids, rc.n, rc.n_vocab, rc.n);
+    if (l) {
+        for (i = 0; i < rc.n * rc.n_vocab; i++)
+            if (!(fabs((double)l[i] - rc.logits[i]) <= d)) d = fabs((double)l[i] - rc.logits[i]);
+        CHECKF(d <= 1e-4, "%s: llama.cpp's GGUF: max |logit - transformers| %.3g", name, d);
+        greedy_text(m, e, &rc, text, sizeof text);
+        CHECKF(strcmp(text, rc.text) == 0, "%s: greedy text \"%s\", llama.cpp's \"%s\"", name, text, rc.text);
+        printf("  %-12s llama.cpp's GGUF, %d positions: max |logit - transformers| = %.2e; greedy text %s\n", name,
+               rc.n, d, strcmp(text, rc.text) == 0 ? "= llama.cpp's" : "differs");
+    } else {
+        CHECKF(0, "%s: evaluation failed", name);
+    }
+    if (write && m && temp_file(tmp) == 0) {
+        CHECKF(mlstack_model_save_gguf(m, tmp, &err) == MLSTACK_OK, "%s: write: %s", name, err.message);
+        md.path = tmp;
+        CHECKF(mlstack_model_open(&md, &back, &err) == MLSTACK_OK, "%s: read back: %s", name, err.message);
+        if (back) CHECKF(mlstack_engine_init(back, &ed, &eb, &err) == MLSTACK_OK, "%s: %s", name, err.message);
+        if (eb) lb = fx_eval_all(eb, rc.ids, rc.n, rc.n_vocab, 1);
+        CHECKF(l && lb && !memcmp(l, lb, sizeof(float) * (size_t)rc.n * (size_t)rc.n_vocab),
+               "%s: the GGUF mlstack writes gives other logits", name);
+        unlink(tmp);
+    }
+    free(l);
+    free(lb);
+    free(rc.logits);
+    mlstack_engine_free(eb);
+    mlstack_model_close(back);
+    mlstack_engine_free(e);
+    mlstack_model_close(m);
+}
+
+int main(void) {
+    static const struct {
+        const char *name;
+        int write; /* mlstack writes this family to GGUF */
+    } cases[] = {{"lfm2", 1},       {"lfm2_moe", 0}, {"qwen3_5", 0},        {"qwen3_5_moe", 0},
+                 {"qwen3_next", 0}, {"mamba2", 1},   {"granite_hybrid", 0}, {"nemotron_h", 0}};
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) test_read(cases[i].name, cases[i].write);
+    return tl_finish();
+}

@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""The hybrid families' fixtures (tests/fixtures/families/, made by tools/make_fixtures.py) as
+llama.cpp's own convert_hf_to_gguf.py writes them, and llama.cpp's greedy continuation on each.
+
+The fixtures carry no tokenizer (their vocabulary is 128 random ids), so the converter's vocabulary
+step is replaced by a tiny byte-level BPE vocabulary (model "gpt2", pre-tokenizer "gpt-2"): three
+control tokens, the printable ASCII bytes in byte-level form, a few merges. Everything else (tensor
+names, the -exp(A_log) of ssm_a, squeezed conv weights, per-layer head_count_kv, ssm.* keys, the
+delta-net reorders) is the converter's own code.
+
+  tests/fixtures/gguf/hybrid/<fixture>-f32.gguf   the converted file (F32)
+  tests/fixtures/gguf/hybrid/<fixture>.json       the prompt's ids and llama.cpp's greedy
+                                                  continuation ids on that file (llama-completion)
+
+  python3 tools/make_hybrid_gguf.py --peer PEER [--only lfm2,qwen3_5] [--types f32,f16,q8_0]
+        [--keep DIR]
+  python3 tools/make_hybrid_gguf.py --peer PEER --check
+        the other way: build/mlstack quantize writes each fixture of WRITTEN as stored, Q8_0, Q4_1
+        and Q4_K_M; llama.cpp must load each file and give mlstack's greedy text on it
+PEER is the llama.cpp build of tools/build_llamacpp.sh (PEER/src/vendor/llama.cpp holds the
+converter, PEER/bin/llama-completion runs it). --types also writes F16 / Q8_0 files into --keep
+(default: a temporary folder) for tools/check_hybrid_gguf.py-style checks by hand.
+Rerunnable: the same converter and gguf versions give the same bytes.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SRC = os.path.join(ROOT, "tests", "fixtures", "families")
+OUT = os.path.join(ROOT, "tests", "fixtures", "gguf", "hybrid")
+# fixture -> the GGUF architecture llama.cpp writes for it
+HYBRIDS = {"lfm2": "lfm2", "lfm2_moe": "lfm2moe", "qwen3_5": "qwen35", "qwen3_5_moe": "qwen35moe",
+           "qwen3_next": "qwen3next", "granite_hybrid": "granitehybrid", "nemotron_h": "nemotron_h",
+           "mamba2": "mamba2"}
+PROMPT = "the cat sat on"
+N_PREDICT = 16
+MERGES = ["Ġ t", "h e", "Ġt he", "a t", "Ġ s", "Ġ c", "o n", "Ġ o"]
+
+
+def tiny_vocab(n_vocab):
+    """tokens, types, merges: 0-2 control, then byte-level characters of bytes 32..126, merges."""
+    tokens = ["<pad>", "<s>", "</s>"]
+    tokens += ["Ġ" if b == 32 else chr(b) for b in range(32, 127)]
+    tokens += ["".join(m.split(" ")) for m in MERGES]
+    while len(tokens) < n_vocab:
+        tokens.append("<unused%d>" % len(tokens))
+    tokens = tokens[:n_vocab]
+    types = [3, 3, 3] + [1] * (n_vocab - 3)  # the fillers are normal tokens: both engines print them
+    return tokens, types, [m for m in MERGES if "".join(m.split(" ")) in tokens]
+
+
+def convert_here(src, out, outtype, peer):
+    """Runs llama.cpp's converter in this process with the vocabulary step replaced."""
+    llama = os.path.join(peer, "src", "vendor", "llama.cpp")
+    sys.path.insert(0, os.path.join(llama, "gguf-py"))
+    sys.path.insert(0, llama)
+    import convert_hf_to_gguf as conv
+
+    def set_vocab(self):
+        n = self.hparams.get("vocab_size") or self.hparams["text_config"]["vocab_size"]
+        tokens, types, merges = tiny_vocab(n)
+        w = self.gguf_writer
+        w.add_tokenizer_model("gpt2")
+        w.add_tokenizer_pre("gpt-2")
+        w.add_token_list(tokens)
+        w.add_token_types(types)
+        w.add_token_merges(merges)
+        w.add_bos_token_id(1)
+        w.add_eos_token_id(2)
+        w.add_add_bos_token(False)
+
+    real = conv.get_model_class
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    if "hybrid_override_pattern" in cfg:
+        # released Nemotron-H configs need remote code: AutoConfig refuses them and the converter
+        # reads config.json as it is (here too, not transformers 5's defaults)
+        conv.ModelBase.load_hparams = staticmethod(lambda d, *a, **k: json.load(open(os.path.join(d, "config.json"))))
+
+    def patched(name, mmproj=False):
+        cls = real(name, mmproj=mmproj)
+        cls.set_vocab = set_vocab
+        return cls
+
+    conv.get_model_class = patched
+    sys.argv = ["convert_hf_to_gguf.py", src, "--outtype", outtype, "--outfile", out]
+    if conv.get_model_class(json.load(open(os.path.join(src, "config.json")))["architectures"][0]).supports_mtp_export:
+        sys.argv.append("--no-mtp")
+    conv.main()
+
+
+def peer_text(peer, path, prompt):
+    """llama.cpp's greedy continuation on path (text; it stops at the end-of-text token)."""
+    exe = os.path.join(peer, "bin", "llama-completion")
+    cmd = [exe, "-m", path, "-p", prompt, "-n", str(N_PREDICT), "-t", "2", "--temp", "0", "-no-cnv",
+           "--no-warmup", "--no-display-prompt", "-s", "1"]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
+    if p.returncode:
+        raise SystemExit("llama-completion failed on %s:\n%s" % (path, p.stderr.decode()[-2000:]))
+    text = p.stdout.decode("utf-8", "replace")
+    # llama-completion ends with blank lines (and " [end of text]" at the end token); the vocabulary
+    # has no newline token
+    text = text.rstrip("\n")
+    return text[:-len(" [end of text]")] if text.endswith(" [end of text]") else text
+
+
+def encode(prompt, tokens):
+    """The byte-level ids of prompt under tiny_vocab (merges applied greedily by rank)."""
+    pieces = ["Ġ" if c == " " else c for c in prompt]
+    ranks = {tuple(m.split(" ")): i for i, m in enumerate(MERGES)}
+    while True:
+        best = None
+        for i in range(len(pieces) - 1):
+            r = ranks.get((pieces[i], pieces[i + 1]))
+            if r is not None and "".join((pieces[i], pieces[i + 1])) in tokens and (best is None or r < best[0]):
+                best = (r, i)
+        if best is None:
+            break
+        i = best[1]
+        pieces[i:i + 2] = [pieces[i] + pieces[i + 1]]
+    return [tokens.index(p) for p in pieces]
+
+
+# make_fixtures.py's spec of each fixture, changed where llama.cpp needs it: its LFM2 graph takes
+# attention heads x head_dim = hidden_size; its Nemotron-H converter a Mamba2 head width of 64; its
+# Qwen3.5 delta-net value heads as wide as key heads, and M-RoPE sections that fit the rotary dims
+# (text positions: any split is plain RoPE); experts in every Qwen3-Next layer, renormalized as
+# llama.cpp always does; Granite without experts, its dense MLP intermediate_size wide
+QWEN35_ROPE = {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25, "mrope_section": [1, 1, 0]}
+OVERRIDES = {"lfm2": {"head_dim": 8}, "lfm2_moe": {"head_dim": 8},
+             "qwen3_5": {"linear_value_head_dim": 8, "rope_parameters": QWEN35_ROPE},
+             "qwen3_5_moe": {"rope_parameters": QWEN35_ROPE}, "qwen3_next": {"mlp_only_layers": [], "norm_topk_prob": True},
+             "granite_hybrid": {"num_experts_per_tok": 0, "shared_intermediate_size": 64},
+             "nemotron_h": {"mamba_num_heads": 1, "mamba_head_dim": 64, "n_groups": 1}}
+# the layer kinds as the released configs write them (transformers 5 rewrites them; the converter
+# reads these): Granite 4.0-H's layer_types names, Nemotron-H's hybrid_override_pattern
+RELEASED_TYPES = {"granite_hybrid": {"linear_attention": "mamba", "full_attention": "attention"}}
+PATTERN = {"nemotron_h": {"linear_attention": "M", "mamba": "M", "mlp": "-", "full_attention": "*", "attention": "*"}}
+
+
+def make_model(name, out):
+    """The fixture's random model (tools/make_fixtures.py's spec and weights recipe) into out;
+    returns the transformers model (f32, eager)."""
+    import torch
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import make_fixtures as mf
+    spec = dict(next(s for s in mf.FAMILIES if s["name"] == name))
+    spec["extra"] = dict(spec.get("extra", {}), **OVERRIDES.get(name, {}))
+    seed = mf.model_seed("family-" + spec.get("seed_name", name))
+    cls, cfg = mf.fam_config(spec)
+    model = cls(cfg).eval()
+    mf.fam_init_weights(model, seed, spec.get("embed_std", 0.5), spec.get("head_std", 0.25), spec.get("std"),
+                        spec.get("plus_one", False))
+    if spec.get("expert_bias_std"):
+        import numpy as np
+        rng = np.random.default_rng(seed + 1)
+        with torch.no_grad():
+            for bname, buf in sorted(model.named_buffers(), key=lambda kv: kv[0]):
+                if bname.endswith("expert_bias"):
+                    v = spec["expert_bias_std"] * rng.standard_normal(tuple(buf.shape))
+                    buf.copy_(torch.from_numpy(v.astype(np.float32)))
+    model.save_pretrained(out)
+    if name in RELEASED_TYPES:
+        path = os.path.join(out, "config.json")
+        cfg = json.load(open(path))
+        cfg["layer_types"] = [RELEASED_TYPES[name].get(t, t) for t in cfg["layer_types"]]
+        json.dump(cfg, open(path, "w"), indent=2)
+    if name in PATTERN:
+        path = os.path.join(out, "config.json")
+        cfg = json.load(open(path))
+        types = cfg.get("layer_types") or cfg["layers_block_type"]
+        cfg["hybrid_override_pattern"] = "".join(PATTERN[name][t] for t in types)
+        cfg["num_hidden_layers"] = len(types)
+        for k in ("num_experts_per_tok", "n_routed_experts", "n_shared_experts", "n_group", "topk_group",
+                  "norm_topk_prob", "routed_scaling_factor", "layers_block_type", "layer_types"):
+            cfg.pop(k, None)  # a dense model's released config has no expert keys
+        json.dump(cfg, open(path, "w"), indent=2)
+    return model
+
+
+WRITTEN = ["lfm2", "mamba2"]  # the hybrids mlstack writes to GGUF
+CHECK_QUANTS = ["none", "q8_0", "q4_1", "q4_k_m"]
+
+
+def check_written(peer, names):
+    """mlstack writes each fixture's GGUF (as stored and quantized); llama.cpp must load it and give
+    mlstack's greedy text on that file. Returns the number of mismatches."""
+    bad = 0
+    exe = os.path.join(ROOT, "build", "mlstack")
+    for name in names:
+        for q in CHECK_QUANTS:
+            out = os.path.join(tempfile.mkdtemp(), "%s-%s.gguf" % (name, q))
+            p = subprocess.run([exe, "quantize", "-m", os.path.join(OUT, name + "-f32.gguf"), "--quant", q, "-o", out],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            if p.returncode:
+                print("%-8s %-7s mlstack quantize failed: %s" % (name, q, p.stderr.decode()[-300:]))
+                bad += 1
+                continue
+            ours = subprocess.run([exe, "run", "-m", out, "-p", PROMPT, "-n", str(N_PREDICT)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL).stdout.decode("utf-8", "replace")
+            ours = ours[len(PROMPT):].rstrip("\n") if ours.startswith(PROMPT) else ours
+            try:
+                theirs = peer_text(peer, out, PROMPT)
+            except SystemExit as e:
+                theirs = "(llama.cpp failed: %s)" % str(e)[-200:]
+            same = ours == theirs
+            bad += not same
+            print("%-8s %-7s %s  ours %r  llama.cpp %r" % (name, q, "same" if same else "DIFFER", ours, theirs))
+    return bad
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--peer", required=True)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--types", default="f32")
+    ap.add_argument("--keep", default="")
+    ap.add_argument("--check", action="store_true", help="only check the files mlstack writes (WRITTEN)")
+    ap.add_argument("--convert", nargs=3, metavar=("SRC", "OUT", "TYPE"), help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.convert:
+        convert_here(a.convert[0], a.convert[1], a.convert[2], os.path.abspath(a.peer))
+        return
+    names = [n for n in HYBRIDS if not a.only or n in a.only.split(",")]
+    if a.check:
+        raise SystemExit(1 if check_written(a.peer, [n for n in names if n in WRITTEN]) else 0)
+    import torch
+    os.makedirs(OUT, exist_ok=True)
+    keep = a.keep or tempfile.mkdtemp()
+    os.makedirs(keep, exist_ok=True)
+    for name in names:
+        tmp = tempfile.mkdtemp()
+        src = os.path.join(tmp, name)
+        model = make_model(name, src)
+        n_vocab = model.config.get_text_config().vocab_size
+        tokens = tiny_vocab(n_vocab)[0]
+        ids = encode(PROMPT, tokens)
+        with torch.no_grad():
+            logits = model(torch.tensor([ids])).logits[0].float()
+        for ty in a.types.split(","):
+            out = os.path.join(OUT if ty == "f32" else keep, "%s-%s.gguf" % (name, ty))
+            p = subprocess.run([sys.executable, os.path.abspath(__file__), "--peer", a.peer, "--convert", src, out,
+                                ty], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            if p.returncode:
+                raise SystemExit("%s: the converter failed:\n%s" % (name, p.stdout.decode()[-3000:]))
+            print("wrote", out)
+        shutil.rmtree(tmp)
+        text = peer_text(a.peer, os.path.join(OUT, "%s-f32.gguf" % name), PROMPT)
+        ref = {"prompt": PROMPT, "prompt_ids": ids, "n_predict": N_PREDICT, "llamacpp_text": text,
+               "logits": [[float("%.6g" % v) for v in row] for row in logits.tolist()]}
+        with open(os.path.join(OUT, name + ".json"), "w") as f:
+            json.dump(ref, f)
+            f.write("\n")
+        print(name, repr(text))
+
+
+if __name__ == "__main__":
+    main()
