@@ -146,6 +146,15 @@ cli-test: $(CLI_TEST_RUNS)
 	@bash tests/run.sh $(CLI_TEST_RUNS)
 TEST_BUILDS += $(CLI_TEST_RUNS)
 TEST_RUNS   += $(CLI_TEST_RUNS)
+# No function over 150 lines in the CLI, tools, tests and examples (C and Python; tests/test_header.c
+# checks the header's): tests/test_fn_lengths.py, in `make test` and `make check`.
+FN_LENGTHS_RUN = $(B)/scripts/test_fn_lengths
+$(FN_LENGTHS_RUN): tests/test_fn_lengths.py tools/fn_lengths.py tests/cli_testlib.py
+	@mkdir -p $(@D)
+	@printf '#!/bin/sh\nexec %s "%s"\n' '$(PYTHON)' '$(CURDIR)/tests/test_fn_lengths.py' >$@
+	@chmod +x $@
+TEST_BUILDS += $(FN_LENGTHS_RUN)
+TEST_RUNS   += $(FN_LENGTHS_RUN)
 # `make static`: a fully static build/mlstack (musl-gcc when present, else glibc -static).
 MUSL_CC ?= musl-gcc
 static:
@@ -556,17 +565,23 @@ OPTOUT_BINS = $(addprefix $(B)/optout/,$(OPTOUTS) all)
 $(OPTOUT_BINS): $(B)/optout/%: tests/compile/optout.c mlstack.h
 	@mkdir -p $(@D)
 	$(CC) -std=c99 $(WARN) -O0 -I. $(if $(filter all,$*),$(OPTOUTS:%=-DMLSTACK_NO_%),-DMLSTACK_NO_$*) -o $@ $< $(LDLIBS)
-$(B)/optout/ok: $(OPTOUT_BINS)
+# the kernel opt-outs only need to compile (warnings as errors): one syntax check each
+ISA_OPTOUTS = AVX2 AVX512 AMX NEON
+$(B)/optout/isa: tests/compile/optout.c mlstack.h
+	@mkdir -p $(@D)
+	@for o in $(ISA_OPTOUTS); do $(CC) -std=c99 $(WARN) -fsyntax-only -I. -DMLSTACK_NO_$$o $< || exit 1; done
+	@touch $@
+$(B)/optout/ok: $(OPTOUT_BINS) $(B)/optout/isa
 	@for t in $(OPTOUT_BINS); do printf '%s: ' "$$t"; $$t || exit 1; done
 	@touch $@
 TEST_BUILDS += $(B)/optout/ok
 
 # ---- `make check`: the everyday tier, under 3 minutes from a warm build tree on 2 cores. The
 # unit tests under ASan+UBSan only (no real-model tests, no cross-ISA or port flavours, no CLI
-# Python suites, no fuzz replay) and the opt-out builds; the slowest unit tests (test_kernels,
-# test_ranks, test_cuda_emul) run a representative subset under MLSTACK_TEST_QUICK=1. `make test`
-# runs everything, those tests whole, and CI runs `make test`. ----
-CHECK_BINS = $(ASAN_BINS)
+# Python suites, no fuzz replay), the opt-out builds and the function-length check; the slowest
+# unit tests (test_kernels, test_ranks, test_cuda_emul) run a representative subset under
+# MLSTACK_TEST_QUICK=1. `make test` runs everything, those tests whole, and CI runs `make test`. ----
+CHECK_BINS = $(ASAN_BINS) $(FN_LENGTHS_RUN)
 .PHONY: check
 check:
 	@$(MAKE) --no-print-directory -j$(JOBS) $(CHECK_BINS) $(B)/optout/ok

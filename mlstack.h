@@ -111,6 +111,7 @@
                                                                      instead of the built-in pool
      MLSTACK_NO_NEON            undefined   implementation file      leave the AArch64 NEON kernels out
      MLSTACK_NO_AVX2/_NO_AVX512 undefined   implementation file      leave those x86 kernels out
+                                                                     (_NO_AVX2 leaves AVX-512 and AMX out too)
      MLSTACK_NO_TEMPLATE        undefined   implementation file      leave the Jinja interpreter out (>>template):
                                                                      chat templates still load, rendering them
                                                                      fails MLSTACK_ERR_UNSUPPORTED
@@ -467,6 +468,10 @@ typedef struct mlstack_model_info {
                                         config.json say; without them MLSTACK_POOLING_LAST; -1: a
                                         pooling mode mlstack_embed does not have */
     int normalize;                   /* 1: modules.json has a Normalize module (L2), or no modules.json */
+    uint64_t kv_elems_per_token;     /* KV cache elements one position takes over all attention layers
+                                        (bytes: x 2 for F16/BF16, x 4 for F32): 2 n_kv_heads head_dim a
+                                        layer; latent attention (DeepSeek): kv_lora_rank +
+                                        qk_rope_head_dim a layer, the latent and the rope key */
 } mlstack_model_info;
 
 /* Opens a model folder: config.json, generation_config.json (optional),
@@ -1195,15 +1200,16 @@ MLSTACK_API mlstack_matcher *mlstack_sampler_matcher(mlstack_sampler *sampler);
    the start rule is `root`. Refused: undefined rules, rules defined twice, left recursion, rules
    that can never finish.
    Regex: whole-string match in the dialect of JSON Schema patterns (see the GRAMMAR section).
-   JSON Schema keywords: type (also lists), properties, required, additionalProperties, items,
-   minItems, maxItems, enum, const, anyOf, allOf (one schema), propertyNames (a string schema, for
-   objects without properties), $ref (local: "#", "#/$defs/x",
-   any JSON pointer; recursion allowed), $defs/definitions, minLength, maxLength, pattern, format
-   (date, time, date-time, uuid, email, ipv4), minimum 0 or 1 and exclusiveMinimum 0 (integers),
-   uniqueItems false, and the annotations (title, description, default, examples, ...). Any other
-   keyword is an error naming it and its JSON pointer path ("JSON Schema: unsupported keyword
-   'oneOf' at /properties/x"). Output is compact JSON with optional whitespace; objects write
-   properties in schema order and no others.
+   JSON Schema (see docs/structured-output.md for the whole list): type, enum, const, properties,
+   required, additionalProperties, patternProperties, propertyNames, min/maxProperties,
+   dependentRequired/dependentSchemas/dependencies, items, prefixItems, additionalItems,
+   min/maxItems, contains, uniqueItems (on open items accepted and not enforced: the grammar text
+   says so in a comment line), minLength, maxLength, pattern, format, numeric bounds, multipleOf,
+   allOf, anyOf, oneOf, not, if/then/else, local $ref and $anchor; annotations and unknown
+   keywords are ignored. What cannot be held exactly is an error naming the keyword and its JSON
+   pointer path ("JSON Schema: unsupported keyword 'unevaluatedProperties' at /properties/x").
+   Output is compact JSON unless flexible whitespace is asked for; objects write their named
+   properties in schema order, then other keys.
    Budgets (desc fields): max_elements of grammar (default 1M), max_stacks parser stacks alive at
    once (16384), stack depth 4096 (output nesting), max_memory for the automaton and masks
    (256 MiB; dropped and rebuilt when full), max_work for the compile itself (256M units: every
@@ -1431,7 +1437,8 @@ typedef struct mlstack_request_status {
 } mlstack_request_status;
 
 /* Cache and scheduler accounting. Pages: a page holds page_tokens positions of every attention
-   layer; on models with recurrent layers page_bytes also counts its share of the state snapshots
+   layer that stores KV (layers that read another layer's KV, Gemma 4's shared-KV layers, hold
+   none); on models with recurrent layers page_bytes also counts its share of the state snapshots
    kept at page ends (the kv_mem budget holds those and every sequence's state too). */
 typedef struct mlstack_cache_stats {
     int n_pages;                /* pages in the pool (the kv_mem budget / page_bytes) */
@@ -1724,6 +1731,8 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
       sections call outside its #if !defined(MLSTACK_NO_...), or gives it a stub in the #else.
    6. A kernel with many tile shapes calls one MLSTACK__NOINLINE function per shape (see there)
       rather than inlining them all into one switch: compile time grows faster than a function.
+      Each shape costs a compile: a rare one (a matrix's last outputs) is made of a common one
+      (mlstack__tile_nvec) rather than compiled for itself.
    7. Check with `make build/mlstack` (the six parts, gcc) and `make compile-tests` (each part
       with clang); the slowest part sets the build's wall time, their sum its CPU time. */
 #define MLSTACK__N_PARTS 6
@@ -16875,6 +16884,19 @@ MLSTACK__FN void mlstack__rope_apply(float *v, int Dh, const float *cs) {
 #else
 #define MLSTACK__NOINLINE
 #endif
+/* Vectors a tile computes with `left` of a group's vectors left: `step`, except at the end of a
+   matrix whose outputs are not a multiple of 64, where several rows take what is left and one
+   row goes two vectors at a time, so that the 1-row kernels need no 1 x 4 or 1 x 6 tile (each
+   shape is a function to compile; these ends are rare, and a tile decides only which outputs
+   are summed together, never in what order: the same bits). */
+static MLSTACK__ALWAYS_INLINE int mlstack__tile_nvec(int left, int step, int rows) {
+    return left >= step ? step : rows == 1 ? 2 : left;
+}
+/* tiles mlstack__tile_nvec makes of vt vectors */
+static MLSTACK__ALWAYS_INLINE int mlstack__tile_passes(int vt, int step, int rows) {
+    int left = vt % step;
+    return vt / step + (left == 0 ? 0 : rows == 1 ? left / 2 : 1);
+}
 /* A hint that the line at p will be read soon (no effect on results; nothing where the compiler
    has no builtin for it). */
 #if defined(__GNUC__) || defined(__clang__)
@@ -17079,7 +17101,7 @@ mlstack__p16f_tile_avx2(const unsigned char *wp, size_t lds, const float *x, siz
 /* clang-format off */
 #define MLSTACK__P16F_AVX2_ALL(F, WT_) \
     F(WT_, 6, 2) F(WT_, 5, 2) F(WT_, 4, 2) F(WT_, 3, 2) F(WT_, 2, 4) F(WT_, 2, 2) \
-    F(WT_, 1, 8) F(WT_, 1, 6) F(WT_, 1, 4) F(WT_, 1, 2)
+    F(WT_, 1, 8) F(WT_, 1, 2)
 #define MLSTACK__P16F_AVX2_SHAPES(F) \
     MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_F32) MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_F16) \
     MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_BF16)
@@ -17087,7 +17109,7 @@ MLSTACK__P16F_AVX2_SHAPES(MLSTACK__P16F_AVX2_FN)
 /* clang-format on */
 static MLSTACK__T_AVX2 void mlstack__mm_p16f_rows_avx2(const mlstack__weight *w, const float *x, float *y, int B,
                                                        int o0, int o1) {
-    int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, v0, es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
+    int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, v0, nvec, es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
     int kc = es == 4 && B > 6 && B <= 32 ? MLSTACK__MM_KC / 2 : MLSTACK__MM_KC; /* inputs a step */
     size_t pb = mlstack__p16_bytes(w->wtype, n), ldy = (size_t)w->n_out;
     for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
@@ -17095,7 +17117,7 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_rows_avx2(const mlstack__weight *w,
         int vt = 2 * ((nv + 15) / 16 < gp ? (nv + 15) / 16 : gp); /* vectors to compute */
         size_t lds = (size_t)gp * 16 * (size_t)es, pfs; /* bytes per input */
         int npass = 0; /* passes over each step, every block of rows together */
-        for (b = 0; b < B; b += 6) npass += (vt + MLSTACK__P16F_STEP_AVX2(B - b) - 1) / MLSTACK__P16F_STEP_AVX2(B - b);
+        for (b = 0; b < B; b += 6) npass += mlstack__tile_passes(vt, MLSTACK__P16F_STEP_AVX2(B - b), B - b);
         pfs = (lds + (size_t)npass - 1) / (size_t)npass; /* per input: the step's bytes over all passes */
         for (k0 = 0; k0 < n; k0 += kc) {
             int kn = n - k0 < kc ? n - k0 : kc, resume = k0 > 0;
@@ -17106,12 +17128,12 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_rows_avx2(const mlstack__weight *w,
             for (b = 0; b < B; b += 6) {
                 int rb = B - b < 6 ? B - b : 6, step = MLSTACK__P16F_STEP_AVX2(rb);
                 const float *xb = x + (size_t)b * n + k0;
-                for (v0 = 0; v0 < vt; v0 += step, pass++) {
-                    int nvec = vt - v0 < step ? vt - v0 : step;
+                for (v0 = 0; v0 < vt; v0 += nvec, pass++) {
                     float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
                     const float *bb = bias ? bias + 8 * v0 : NULL;
                     const unsigned char *pf = B > 2 || es == 2 ? src + ahead + (size_t)pass * (size_t)kn * pfs : NULL;
                     const unsigned char *wv = src + (size_t)v0 * 8 * es;
+                    nvec = mlstack__tile_nvec(vt - v0, step, rb);
 #define MLSTACK__P16F_AVX2(WT_, RB_, NV_)                                                                          \
     case (WT_) * 128 + (RB_) * 16 + (NV_):                                                                         \
         mlstack__p16f_avx2_##WT_##_##RB_##_##NV_(wv, lds, xb, (size_t)n, yb, ldy, kn, resume, bb, nv - 8 * v0, pf, \
@@ -17247,7 +17269,7 @@ mlstack__p16q_tile_avx2(int q8, const unsigned char *wp, int gp, int v0, const m
         mlstack__p16q_tile_avx2(Q, wp, gp, v0, xq, ldx, nb, y, ldy, bias, nvt, pf, pfs, RB_, NV_);                 \
     }
 /* clang-format off */
-#define MLSTACK__P16Q_AVX2_ALL(F, Q) F(Q, 4, 2) F(Q, 3, 2) F(Q, 1, 8) F(Q, 1, 6) F(Q, 1, 4) F(Q, 1, 2)
+#define MLSTACK__P16Q_AVX2_ALL(F, Q) F(Q, 4, 2) F(Q, 3, 2) F(Q, 1, 8) F(Q, 1, 2)
 MLSTACK__P16Q_AVX2_ALL(MLSTACK__P16Q_AVX2_FN, 0)
 MLSTACK__P16Q_AVX2_ALL(MLSTACK__P16Q_AVX2_FN, 1)
 /* clang-format on */
@@ -17255,6 +17277,7 @@ MLSTACK__P16Q_AVX2_ALL(MLSTACK__P16Q_AVX2_FN, 1)
 static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                   int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, q8 = w->wtype == MLSTACK__W_Q8_0, np = mlstack__p16_panels(w->n_out), p, b, v0, rb;
+    int nvec;
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
         int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, nv = o1 - p * 16;
@@ -17269,13 +17292,13 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, cons
             step = rb == 1 ? 8 : 2;
             npass = (vt + step - 1) / step; /* per block, each pass fetches its share of the next group */
             pfs = MLSTACK__P16_GROUP * pb / ((size_t)npass * (size_t)nb);
-            for (v0 = 0; v0 < vt; v0 += step) {
-                int nvec = vt - v0 < step ? vt - v0 : step;
+            for (v0 = 0; v0 < vt; v0 += nvec) {
                 float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
                 const float *bb = bias ? bias + 8 * v0 : NULL;
                 const unsigned char *pf = B > 1 && b == 0 && p + 2 * MLSTACK__P16_GROUP <= np
                                               ? wp + MLSTACK__P16_GROUP * pb + (size_t)(v0 / step) * (size_t)nb * pfs
                                               : NULL;
+                nvec = mlstack__tile_nvec(vt - v0, step, rb);
 #define MLSTACK__P16Q_AVX2(Q, RB_, NV_)                                                                            \
     case (Q) * 128 + (RB_) * 16 + (NV_):                                                                           \
         mlstack__p16q_avx2_##Q##_##RB_##_##NV_(wp, gp, v0, xb, (size_t)nb, nb, yb, ldy, bb, nv - 8 * v0, pf, pfs); \
@@ -17571,8 +17594,8 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
         mlstack__kqp_tile_avx2(wp, gp, v0, xq, ldx, nsb, y, ldy, bias, nvt, WT_, RB_, NV_);                         \
     }
 /* clang-format off */
-#define MLSTACK__KQP_AVX2_ALL(F, WT_) F(WT_, 2, 4) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 6) F(WT_, 1, 4) F(WT_, 1, 2)
-#define MLSTACK__KQP_AVX2_SPLIT(F, WT_) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 6) F(WT_, 1, 4) F(WT_, 1, 2)
+#define MLSTACK__KQP_AVX2_ALL(F, WT_) F(WT_, 2, 4) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 2)
+#define MLSTACK__KQP_AVX2_SPLIT(F, WT_) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 2)
 #define MLSTACK__KQP_AVX2_SHAPES(F) \
     MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_0) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_1) \
     MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q4_K) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_K) \
@@ -17583,7 +17606,7 @@ MLSTACK__KQP_AVX2_SHAPES(MLSTACK__KQP_AVX2_FN)
 static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                  int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), np = mlstack__p16_panels(w->n_out);
-    int split = mlstack__kqp_fmt_of(w->wtype).split, wt = w->wtype, p, b, v0;
+    int split = mlstack__kqp_fmt_of(w->wtype).split, wt = w->wtype, p, b, v0, nvec;
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     const unsigned char *packed = MLSTACK__PACKED(w);
     for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
@@ -17594,10 +17617,10 @@ static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const
         for (b = 0; b < B; b += 2) {
             int rb = B - b < 2 ? B - b : 2, step = split ? (rb == 1 ? 8 : 2) : (rb == 1 ? 8 : 4);
             const mlstack__q8x *xb = xq + (size_t)b * nb;
-            for (v0 = 0; v0 < vt; v0 += step) {
-                int nvec = vt - v0 < step ? vt - v0 : step;
+            for (v0 = 0; v0 < vt; v0 += nvec) {
                 float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
                 const float *bb = bias ? bias + 8 * v0 : NULL;
+                nvec = mlstack__tile_nvec(vt - v0, step, rb);
 #define MLSTACK__KQP_AVX2(WT_, RB_, NV_)                                                                    \
     case (WT_) * 64 + (RB_) * 16 + (NV_):                                                                   \
         mlstack__kqp_avx2_##WT_##_##RB_##_##NV_(wp, gp, v0, xb, (size_t)nb, nsb, yb, ldy, bb, nv - 8 * v0); \
@@ -18204,7 +18227,7 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
    the first engine on this path starts; the attention chunk ops and activation quantization
    are vectorized here too. Part 5 (PARTS in >>platform): the AVX2 functions its tables name
    are MLSTACK__FN in >>avx2 (part 4), so they are not compiled twice. */
-#if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX512)
+#if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX512) && !defined(MLSTACK_NO_AVX2) /* it calls AVX2 kernels */
 #define MLSTACK__HAVE_AVX512 1
 #if defined(__GNUC__) || defined(__clang__)
 #define MLSTACK__T_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
@@ -23829,6 +23852,8 @@ static mlstack_result mlstack__regex_to_gbnf(const char *re, size_t n, int json_
     "jarray ::= \"[\" ws (jvalue (ws \",\" ws jvalue)*)? ws \"]\"\n"
 
 struct mlstack__jsmemo;
+struct mlstack__jsneg;
+struct mlstack__jsuri;
 typedef struct {
     mlstack__buf *out;
     const mlstack__json *root;
@@ -23839,6 +23864,10 @@ typedef struct {
     uint32_t mem_mask, n_mem;
     int n_rules, depth, draft, sub_ids, only;
     int strict; /* tool arguments: no other keys unless additionalProperties allows them */
+    struct mlstack__jsneg *negs; /* 'not' rewritten, by schema (arena) */
+    int n_negs, cap_negs, neg_depth;
+    struct mlstack__jsuri *uris; /* resources, anchors, $ref bases (documents with embedded $id) */
+    int n_uris, cap_uris;
     char path[400];
     size_t path_len;
     mlstack_error *err;
@@ -23997,6 +24026,9 @@ static const mlstack__json *mlstack__js_member(mlstack__js *j, const mlstack__js
     return mlstack__js_work(j, probes + klen) ? NULL : found;
 }
 
+static int mlstack__js_hex(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : (c | 32) >= 'a' && (c | 32) <= 'f' ? (c | 32) - 'a' + 10 : -1;
+}
 /* Resolves a local JSON pointer "#/a/b" against the root (each step charged: the members it may
    pass over and the segment's bytes). */
 static const mlstack__json *mlstack__js_resolve(mlstack__js *j, const mlstack__json *root, const char *ref) {
@@ -24013,6 +24045,8 @@ static const mlstack__json *mlstack__js_resolve(mlstack__js *j, const mlstack__j
             if (p[0] == '~' && p[1] == '0') seg[k++] = '~', p += 2;
             else if (p[0] == '~' && p[1] == '1')
                 seg[k++] = '/', p += 2;
+            else if (p[0] == '%' && mlstack__js_hex(p[1]) >= 0 && mlstack__js_hex(p[2]) >= 0) /* URI escape */
+                seg[k++] = (char)(mlstack__js_hex(p[1]) * 16 + mlstack__js_hex(p[2])), p += 3;
             else
                 seg[k++] = *p++;
         }
@@ -24206,14 +24240,14 @@ enum {
     MLSTACK__JT_STR = 16,
     MLSTACK__JT_ARR = 32,
     MLSTACK__JT_OBJ = 64,
-    MLSTACK__JT_ALL = 127
+    MLSTACK__JT_ALL = 127,
+    MLSTACK__JT_NONINT = 128 /* with NUM and not INT: numbers with a fraction only (not integer) */
 };
 
 /* Assertion keywords outside the subset: refused by name. Every keyword neither handled nor
    listed here is an annotation or unknown, and is ignored as the specification says. */
-static const char *const mlstack__js_refused[] = {"dependentSchemas", "unevaluatedProperties", "unevaluatedItems",
-                                                  "$dynamicRef",      "$recursiveRef",         "minContains",
-                                                  "maxContains"};
+static const char *const mlstack__js_refused[] = {"unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
+                                                  "$recursiveRef",         "minContains",      "maxContains"};
 
 static int mlstack__js_type_mask(mlstack__js *j, const mlstack__json *ty) {
     static const char *const names[] = {"null", "boolean", "integer", "number", "string", "array", "object"};
@@ -24286,6 +24320,210 @@ static int mlstack__js_has_sub_id(const mlstack__json *s, int depth) {
     }
     return 0;
 }
+/* ---- $id and $ref as URIs (RFC 3986), for documents with embedded resources ----
+   One walk over the schema records each resource ($id resolved against its parent's base), each
+   anchor ($anchor, or a draft-7 "$id": "#name") and the base each $ref is read against; a $ref is
+   then resolved to an absolute URI and looked up. Documents without embedded $id use the plain
+   local lookups above. */
+
+struct mlstack__jsuri {
+    const char *uri; /* absolute, without fragment */
+    const char *anchor; /* an anchor's name; NULL for a resource or a $ref's base */
+    const mlstack__json *node; /* the schema, or the $ref string (is_ref) */
+    int is_ref;
+};
+typedef struct {
+    const char *s[5]; /* scheme, authority, path, query, fragment (NULL: absent) */
+    size_t n[5];
+} mlstack__jsuriparts;
+
+static void mlstack__js_uri_split(const char *u, mlstack__jsuriparts *p) {
+    size_t i = 0, k;
+    memset(p, 0, sizeof *p);
+    for (k = 0; u[k] && (((u[k] | 32) >= 'a' && (u[k] | 32) <= 'z') || (u[k] >= '0' && u[k] <= '9') || u[k] == '+' ||
+                         u[k] == '-' || u[k] == '.');
+         k++) {}
+    if (k && u[k] == ':' && ((u[0] | 32) >= 'a' && (u[0] | 32) <= 'z')) p->s[0] = u, p->n[0] = k, i = k + 1;
+    if (u[i] == '/' && u[i + 1] == '/') {
+        for (k = i + 2; u[k] && u[k] != '/' && u[k] != '?' && u[k] != '#'; k++) {}
+        p->s[1] = u + i + 2, p->n[1] = k - i - 2, i = k;
+    }
+    for (k = i; u[k] && u[k] != '?' && u[k] != '#'; k++) {}
+    p->s[2] = u + i, p->n[2] = k - i, i = k;
+    if (u[i] == '?') {
+        for (k = i + 1; u[k] && u[k] != '#'; k++) {}
+        p->s[3] = u + i + 1, p->n[3] = k - i - 1, i = k;
+    }
+    if (u[i] == '#') p->s[4] = u + i + 1, p->n[4] = strlen(u + i + 1);
+}
+/* RFC 3986 5.2.4: removes "." and ".." segments from path (in place, NUL-terminated). */
+static void mlstack__js_uri_dots(char *path) {
+    char *out = path, *in = path;
+    while (*in) {
+        if (!strncmp(in, "../", 3)) in += 3;
+        else if (!strncmp(in, "./", 2))
+            in += 2;
+        else if (!strncmp(in, "/./", 3))
+            in += 2;
+        else if (!strcmp(in, "/."))
+            in[1] = 0;
+        else if (!strncmp(in, "/../", 4) || !strcmp(in, "/..")) {
+            in += 3;
+            if (!*in) *--in = '/';
+            while (out > path && *--out != '/') {}
+        } else if (!strcmp(in, ".") || !strcmp(in, ".."))
+            in += strlen(in);
+        else {
+            if (*in == '/') *out++ = *in++;
+            while (*in && *in != '/') *out++ = *in++;
+        }
+    }
+    *out = 0;
+}
+/* ref resolved against base (both NUL-terminated), in the arena; the fragment is kept. */
+static char *mlstack__js_uri_join(mlstack__js *j, const char *base, const char *ref) {
+    mlstack__jsuriparts b, r, t;
+    size_t cap = strlen(base) + strlen(ref) + 8, n = 0, q;
+    char *out = (char *)mlstack__arena_alloc(&j->arena, cap), *path = (char *)mlstack__arena_alloc(&j->arena, cap);
+    if (!out || !path) {
+        mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        return NULL;
+    }
+    mlstack__js_uri_split(base, &b);
+    mlstack__js_uri_split(ref, &r);
+    t = r;
+    if (!r.s[0]) {
+        t.s[0] = b.s[0], t.n[0] = b.n[0];
+        if (!r.s[1]) {
+            t.s[1] = b.s[1], t.n[1] = b.n[1];
+            if (!r.n[2]) {
+                t.s[2] = b.s[2], t.n[2] = b.n[2];
+                if (!r.s[3]) t.s[3] = b.s[3], t.n[3] = b.n[3];
+            } else if (r.s[2][0] != '/') { /* merge: the base's path up to its last '/' */
+                size_t l = b.n[2];
+                while (l && b.s[2][l - 1] != '/') l--;
+                if (b.s[1] && !b.n[2]) path[n++] = '/';
+                memcpy(path + n, b.s[2], l), n += l;
+                memcpy(path + n, r.s[2], r.n[2]), n += r.n[2];
+                path[n] = 0;
+                t.s[2] = path, t.n[2] = n;
+            }
+        }
+    }
+    if (t.s[2] != path) memcpy(path, t.s[2], t.n[2]), path[t.n[2]] = 0;
+    mlstack__js_uri_dots(path);
+    t.s[2] = path, t.n[2] = strlen(path);
+    n = 0;
+    for (q = 0; q < 5; q++) {
+        static const char *const pre[] = {"", "//", "", "?", "#"};
+        if (!t.s[q]) continue;
+        memcpy(out + n, pre[q], strlen(pre[q])), n += strlen(pre[q]);
+        memcpy(out + n, t.s[q], t.n[q]), n += t.n[q];
+        if (q == 0) out[n++] = ':';
+    }
+    out[n] = 0;
+    return out;
+}
+
+static int mlstack__js_uri_put(mlstack__js *j, const char *uri, const char *anchor, const mlstack__json *node,
+                               int is_ref) {
+    if (j->n_uris == j->cap_uris) {
+        int cap = j->cap_uris ? j->cap_uris * 2 : 32;
+        struct mlstack__jsuri *t = (struct mlstack__jsuri *)mlstack__arena_alloc(&j->arena, sizeof *t * (size_t)cap);
+        if (!t) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        if (j->n_uris) memcpy(t, j->uris, sizeof *t * (size_t)j->n_uris);
+        j->uris = t, j->cap_uris = cap;
+    }
+    j->uris[j->n_uris].uri = uri, j->uris[j->n_uris].anchor = anchor;
+    j->uris[j->n_uris].node = node, j->uris[j->n_uris++].is_ref = is_ref;
+    return mlstack__js_work(j, 4);
+}
+static int mlstack__js_uri_walk(mlstack__js *j, const mlstack__json *s, const char *base, int depth);
+/* The subschemas of s's keywords: single, in maps, in arrays. */
+static int mlstack__js_uri_subs(mlstack__js *j, const mlstack__json *s, const char *base, int depth) {
+    static const char *const one[] = {"not",
+                                      "if",
+                                      "then",
+                                      "else",
+                                      "items",
+                                      "additionalItems",
+                                      "contains",
+                                      "additionalProperties",
+                                      "propertyNames",
+                                      "unevaluatedItems",
+                                      "unevaluatedProperties"};
+    static const char *const maps[] = {"properties",  "patternProperties", "$defs",
+                                       "definitions", "dependentSchemas",  "dependencies"};
+    static const char *const arrs[] = {"allOf", "anyOf", "oneOf", "prefixItems", "items"};
+    const mlstack__json *v, *c;
+    size_t q;
+    for (q = 0; q < sizeof one / sizeof one[0]; q++)
+        if ((v = mlstack__json_get(s, one[q])) != NULL && v->type == MLSTACK__JSON_OBJECT &&
+            mlstack__js_uri_walk(j, v, base, depth + 1))
+            return -1;
+    for (q = 0; q < sizeof maps / sizeof maps[0]; q++)
+        if ((v = mlstack__json_get(s, maps[q])) != NULL && v->type == MLSTACK__JSON_OBJECT)
+            for (c = v->child; c; c = c->next)
+                if (c->type == MLSTACK__JSON_OBJECT && mlstack__js_uri_walk(j, c, base, depth + 1)) return -1;
+    for (q = 0; q < sizeof arrs / sizeof arrs[0]; q++)
+        if ((v = mlstack__json_get(s, arrs[q])) != NULL && v->type == MLSTACK__JSON_ARRAY)
+            for (c = v->child; c; c = c->next)
+                if (c->type == MLSTACK__JSON_OBJECT && mlstack__js_uri_walk(j, c, base, depth + 1)) return -1;
+    return 0;
+}
+static int mlstack__js_uri_walk(mlstack__js *j, const mlstack__json *s, const char *base, int depth) {
+    const mlstack__json *id = mlstack__json_get(s, "$id"), *a = mlstack__json_get(s, "$anchor");
+    const mlstack__json *ref = mlstack__json_get(s, "$ref");
+    if (depth > 64) return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "schema nested deeper than 64 (resolving $id)");
+    if (mlstack__js_work(j, 1 + s->len)) return -1;
+    if (!id && j->draft <= 4) id = mlstack__json_get(s, "id");
+    if (ref && j->draft <= 7 && depth > 0) id = NULL; /* draft 7: $ref's siblings are ignored, $id too */
+    if (id && id->type == MLSTACK__JSON_STRING) {
+        char *u = mlstack__js_uri_join(j, base, id->str), *h;
+        if (!u) return -1;
+        h = strchr(u, '#');
+        if (h && h[1] && j->draft <= 7) { /* "#name" (or "uri#name"): an anchor */
+            *h = 0;
+            if (mlstack__js_uri_put(j, u, h + 1, s, 0)) return -1;
+        } else {
+            if (h) *h = 0;
+            if (mlstack__js_uri_put(j, u, NULL, s, 0)) return -1;
+            base = u;
+        }
+    }
+    if (a && a->type == MLSTACK__JSON_STRING && mlstack__js_uri_put(j, base, a->str, s, 0)) return -1;
+    if (ref && ref->type == MLSTACK__JSON_STRING && mlstack__js_uri_put(j, base, NULL, ref, 1)) return -1;
+    return mlstack__js_uri_subs(j, s, base, depth);
+}
+/* The target of $ref v (a string) by URI; NULL: not found here (or error). */
+static const mlstack__json *mlstack__js_uri_ref(mlstack__js *j, const mlstack__json *v) {
+    const char *base = "https://mlstack.invalid/schema.json", *frag;
+    char *u, *buf;
+    const mlstack__json *res = NULL;
+    int q;
+    for (q = 0; q < j->n_uris; q++)
+        if (j->uris[q].is_ref && j->uris[q].node == v) base = j->uris[q].uri;
+    if (mlstack__js_work(j, 1 + (uint64_t)j->n_uris) || !(u = mlstack__js_uri_join(j, base, v->str))) return NULL;
+    frag = strchr(u, '#');
+    if (frag) *(char *)frag++ = 0;
+    for (q = 0; q < j->n_uris && !res; q++)
+        if (!j->uris[q].is_ref && !j->uris[q].anchor && !strcmp(j->uris[q].uri, u)) res = j->uris[q].node;
+    if (!res || !frag || !*frag) return res;
+    if (frag[0] == '/') {
+        buf = (char *)mlstack__arena_alloc(&j->arena, strlen(frag) + 2);
+        if (!buf) {
+            mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+            return NULL;
+        }
+        buf[0] = '#';
+        strcpy(buf + 1, frag);
+        return mlstack__js_resolve(j, res, buf);
+    }
+    for (q = 0; q < j->n_uris; q++)
+        if (j->uris[q].anchor && !strcmp(j->uris[q].uri, u) && !strcmp(j->uris[q].anchor, frag)) return j->uris[q].node;
+    return NULL;
+}
+
 static const mlstack__json *mlstack__js_ref(mlstack__js *j, const mlstack__json *v) {
     const mlstack__json *t = NULL, *id = mlstack__json_get(j->root, "$id");
     const char *r;
@@ -24299,10 +24537,11 @@ static const mlstack__json *mlstack__js_ref(mlstack__js *j, const mlstack__json 
         (r[id->len] == '#' || !r[id->len]) && id->str[id->len - 1] != '#')
         r += id->len;
     if (!*r) r = "#";
-    if (j->sub_ids) {
-        mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "$ref '%s' beside embedded resources ($id) is not supported",
-                         v->str);
-        return NULL;
+    if (j->sub_ids) { /* embedded resources: by URI */
+        t = mlstack__js_uri_ref(j, v);
+        if (!t && j->rc == MLSTACK_OK)
+            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "$ref '%s' is not a local reference that resolves", v->str);
+        return t;
     }
     if (r[0] == '#' && (r[1] == '/' || !r[1])) t = mlstack__js_resolve(j, j->root, r);
     else if (r[0] == '#')
@@ -24386,7 +24625,8 @@ static int mlstack__js_valid_type(mlstack__js *j, const mlstack__json *s, const 
         if ((k = mlstack__json_get(s, "maxProperties")) && k->type == MLSTACK__JSON_NUMBER && (double)n > k->num)
             return 0;
         if (mlstack__json_get(s, "patternProperties") || mlstack__json_get(s, "propertyNames") ||
-            mlstack__json_get(s, "dependentRequired") || mlstack__json_get(s, "dependencies"))
+            mlstack__json_get(s, "dependentRequired") || mlstack__json_get(s, "dependencies") ||
+            mlstack__json_get(s, "dependentSchemas"))
             return -1;
         for (k = (k = mlstack__json_get(s, "required")) && k->type == MLSTACK__JSON_ARRAY ? k->child : NULL; k;
              k = k->next)
@@ -24409,7 +24649,12 @@ static int mlstack__js_valid(mlstack__js *j, const mlstack__json *s, const mlsta
     if (s->type != MLSTACK__JSON_OBJECT) return -1;
     for (z = 0; z < sizeof mlstack__js_refused / sizeof mlstack__js_refused[0]; z++)
         if (mlstack__json_get(s, mlstack__js_refused[z])) return -1;
-    if (mlstack__json_get(s, "if")) return -1;
+    if ((k = mlstack__json_get(s, "if")) != NULL && j->draft >= 7) { /* then or else, as if decides */
+        const mlstack__json *b;
+        if ((r = mlstack__js_valid(j, k, v, depth + 1)) < 0) return r;
+        if ((b = mlstack__json_get(s, r ? "then" : "else")) != NULL && (r = mlstack__js_valid(j, b, v, depth + 1)) != 1)
+            return r;
+    }
     if ((k = mlstack__json_get(s, "$ref")) != NULL) {
         const mlstack__json *t = mlstack__js_ref(j, k);
         if (!t) return -1;
@@ -24444,7 +24689,9 @@ static int mlstack__js_valid(mlstack__js *j, const mlstack__json *s, const mlsta
    branches, not as negated members ----
    A schema list (the schemas an instance must all satisfy) becomes branches: each a list of
    schema objects to satisfy together (pos) and to fail (neg). anyOf multiplies the branches,
-   oneOf does when its members cannot both hold, if/then/else makes (if, then) and (not if, else). */
+   oneOf too (each member beside the negation of the others it may overlap), if/then/else makes
+   (if, then) and (not if, else). A neg the branch grammar cannot read directly (anything but a
+   type, const / enum or one bound) is rewritten as a positive schema (mlstack__js_negate). */
 
 #define MLSTACK__JS_MAX_CONJ 48
 #define MLSTACK__JS_MAX_BRANCHES 64
@@ -24549,6 +24796,376 @@ static int mlstack__js_branch_add(mlstack__js *j, mlstack__jsbrs *out, const mls
     return mlstack__js_work(j, 8);
 }
 
+/* ---- not: a negated schema rewritten as a positive one ----
+   not S becomes the anyOf of what breaks each keyword of S: a type outside S's, a bound the
+   other way, a required name absent, a property present whose value fails, a member of allOf
+   failing, ... A keyword whose breaking is not expressible (pattern, format, multipleOf,
+   uniqueItems, ...) is refused by name. Nodes made here are marked (offset MLSTACK__JS_MADE) and
+   cached per schema content (its first member) so that recursion through $ref meets the same
+   pointers again (the rule memo is by pointer). */
+
+#define MLSTACK__JS_MADE ((uint64_t)-1)
+struct mlstack__jsneg {
+    const mlstack__json *key; /* the negated schema's first member */
+    const mlstack__json *neg;
+};
+
+static int mlstack__js_bound(mlstack__js *j, const mlstack__json *s, int lower, mlstack__jsdec *d, int *ex, int *has);
+static int mlstack__js_neg_kind(const mlstack__json *s);
+
+static mlstack__json *mlstack__js_made(mlstack__js *j, mlstack__json_type t, const char *key) {
+    mlstack__json *n = (mlstack__json *)mlstack__arena_alloc(&j->arena, sizeof *n);
+    if (!n) {
+        mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        return NULL;
+    }
+    memset(n, 0, sizeof *n);
+    n->type = t;
+    n->key = key;
+    n->key_len = key ? strlen(key) : 0;
+    n->offset = MLSTACK__JS_MADE;
+    return n;
+}
+/* Appends c to parent's members (NULL if either is NULL: out of memory, already reported). */
+static mlstack__json *mlstack__js_add(mlstack__json *parent, mlstack__json *c) {
+    mlstack__json **p;
+    if (!parent || !c) return NULL;
+    for (p = &parent->child; *p; p = &(*p)->next) {}
+    *p = c;
+    parent->len++;
+    return c;
+}
+static mlstack__json *mlstack__js_str_node(mlstack__js *j, const char *key, const char *s) {
+    mlstack__json *n = mlstack__js_made(j, MLSTACK__JSON_STRING, key);
+    if (n) n->str = s, n->len = strlen(s);
+    return n;
+}
+/* A number member from its decimal text (copied). */
+static mlstack__json *mlstack__js_num_node(mlstack__js *j, const char *key, const char *text) {
+    mlstack__json *n = mlstack__js_made(j, MLSTACK__JSON_NUMBER, key);
+    size_t l = strlen(text);
+    char *p = n ? (char *)mlstack__arena_alloc(&j->arena, l + 1) : NULL;
+    if (!p) {
+        if (n) mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        return NULL;
+    }
+    memcpy(p, text, l + 1);
+    n->str = p, n->len = l, n->num = strtod(p, NULL);
+    n->is_int = !strpbrk(p, ".eE") && l < 18;
+    n->i = n->is_int ? (int64_t)strtoll(p, NULL, 10) : 0;
+    return n;
+}
+static mlstack__json *mlstack__js_dec_node(mlstack__js *j, const char *key, const mlstack__jsdec *d) {
+    char t[160];
+    snprintf(t, sizeof t, "%s%s%s%s", d->neg ? "-" : "", d->i[0] ? d->i : "0", d->f[0] ? "." : "", d->f);
+    return mlstack__js_num_node(j, key, t);
+}
+/* A copy of schema s as the member `key` of a made object (s's own members are shared). */
+static mlstack__json *mlstack__js_copy(mlstack__js *j, const mlstack__json *s, const char *key) {
+    mlstack__json *n = mlstack__js_made(j, s->type, key);
+    if (n) n->child = s->child, n->len = s->len, n->str = s->str, n->offset = s->offset;
+    return n;
+}
+/* {"type": [the types of mask]}: number covers integer; integer alone is "integer". */
+static mlstack__json *mlstack__js_typed(mlstack__js *j, int mask) {
+    static const char *const names[] = {"null", "boolean", "integer", "number", "string", "array", "object"};
+    mlstack__json *o = mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL), *t;
+    int k;
+    t = mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_ARRAY, "type"));
+    if ((mask & MLSTACK__JT_NUM) && (mask & MLSTACK__JT_INT)) mask &= ~MLSTACK__JT_INT;
+    for (k = 0; k < 7 && t; k++)
+        if (mask & (1 << k)) mlstack__js_add(t, mlstack__js_str_node(j, NULL, names[k]));
+    return t ? o : NULL;
+}
+/* {"not": s} as a made node. */
+static mlstack__json *mlstack__js_not_of(mlstack__js *j, const mlstack__json *s) {
+    mlstack__json *o = mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL);
+    return mlstack__js_add(o, mlstack__js_copy(j, s, "not")) ? o : NULL;
+}
+/* The disjuncts for a type mask left over: the types, and non-integer numbers where only
+   integers were excluded. */
+static int mlstack__js_neg_types(mlstack__js *j, int comp, mlstack__json *d) {
+    if (comp & ~MLSTACK__JT_NUM & MLSTACK__JT_ALL) {
+        int m = comp & (MLSTACK__JT_INT & comp ? MLSTACK__JT_ALL : ~MLSTACK__JT_NUM);
+        if (m && !mlstack__js_add(d, mlstack__js_typed(j, m))) return -1;
+    }
+    if ((comp & MLSTACK__JT_NUM) && !(comp & MLSTACK__JT_INT)) { /* numbers with a fraction */
+        mlstack__json *o = mlstack__js_typed(j, MLSTACK__JT_NUM), *n = mlstack__js_made(j, MLSTACK__JSON_OBJECT, "not");
+        if (!mlstack__js_add(n, mlstack__js_str_node(j, "type", "integer")) || !mlstack__js_add(o, n) ||
+            !mlstack__js_add(d, o))
+            return -1;
+    }
+    return 0;
+}
+
+static int mlstack__js_dec_cmp_node(const void *a, const void *b) {
+    return mlstack__jsdec_cmp((const mlstack__jsdec *)a, (const mlstack__jsdec *)b);
+}
+/* not const / enum: the other types; the other boolean; the numbers between the listed ones (as
+   exclusive bounds); strings but the listed ones (a made 'not enum' the string grammar reads). */
+static int mlstack__js_neg_values(mlstack__js *j, const mlstack__json *vals, mlstack__json *d) {
+    int one = vals->key && !strcmp(vals->key, "const"), types = 0, nb = 0, nd = 0, k;
+    const mlstack__json *c;
+    mlstack__json *strs = mlstack__js_made(j, MLSTACK__JSON_ARRAY, "enum");
+    mlstack__jsdec *nums;
+    if (!one && vals->type != MLSTACK__JSON_ARRAY)
+        return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'enum' must be an array");
+    nums = (mlstack__jsdec *)mlstack__arena_alloc(&j->arena, sizeof *nums * (one ? 1 : vals->len + 1));
+    if (!nums || !strs) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    for (c = one ? vals : vals->child; c; c = one ? NULL : c->next) {
+        int vt = mlstack__js_value_type(c);
+        types |= vt == MLSTACK__JT_INT || vt == MLSTACK__JT_NUM ? MLSTACK__JT_INT | MLSTACK__JT_NUM : vt;
+        if (vt & (MLSTACK__JT_ARR | MLSTACK__JT_OBJ))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                    "'not' of a const / enum listing an array or object");
+        if (vt == MLSTACK__JT_BOOL) nb |= c->type == MLSTACK__JSON_TRUE ? 1 : 2;
+        if (vt == MLSTACK__JT_STR && !mlstack__js_add(strs, mlstack__js_copy(j, c, NULL))) return -1;
+        if ((vt & (MLSTACK__JT_INT | MLSTACK__JT_NUM)) && mlstack__jsdec_parse(c->str, c->len, &nums[nd++]))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "'not' of a number of more than 64 digits");
+    }
+    if (mlstack__js_work(j, 4 + (uint64_t)nd * 8) || mlstack__js_neg_types(j, MLSTACK__JT_ALL & ~types, d)) return -1;
+    if (nb == 1 || nb == 2) {
+        mlstack__json *o = mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL);
+        if (!mlstack__js_add(d, o) ||
+            !mlstack__js_add(o, mlstack__js_made(j, nb == 1 ? MLSTACK__JSON_FALSE : MLSTACK__JSON_TRUE, "const")))
+            return -1;
+    }
+    if (strs->len) {
+        mlstack__json *o = mlstack__js_typed(j, MLSTACK__JT_STR), *n = mlstack__js_made(j, MLSTACK__JSON_OBJECT, "not");
+        if (!mlstack__js_add(n, strs) || !mlstack__js_add(o, n) || !mlstack__js_add(d, o)) return -1;
+    }
+    qsort(nums, (size_t)nd, sizeof *nums, mlstack__js_dec_cmp_node);
+    for (k = 0; k <= nd && nd; k++) { /* the open intervals around the listed numbers */
+        mlstack__json *o;
+        if (k && k < nd && !mlstack__jsdec_cmp(&nums[k - 1], &nums[k])) continue;
+        o = mlstack__js_add(d, mlstack__js_typed(j, MLSTACK__JT_INT | MLSTACK__JT_NUM));
+        if (k && !mlstack__js_add(o, mlstack__js_dec_node(j, "exclusiveMinimum", &nums[k - 1]))) return -1;
+        if (k < nd && !mlstack__js_add(o, mlstack__js_dec_node(j, "exclusiveMaximum", &nums[k]))) return -1;
+    }
+    return j->rc == MLSTACK_OK ? 0 : -1;
+}
+
+/* Numeric bounds and the counts of strings, arrays and objects, each the other way. */
+static int mlstack__js_neg_counts(mlstack__js *j, const mlstack__json *s, mlstack__json *d) {
+    static const char *const kw[] = {"minLength", "maxLength",     "minItems",
+                                     "maxItems",  "minProperties", "maxProperties"};
+    static const int tys[] = {MLSTACK__JT_STR, MLSTACK__JT_ARR, MLSTACK__JT_OBJ};
+    int q;
+    for (q = 0; q < 2; q++) {
+        mlstack__jsdec b;
+        int ex = 0, has = 0;
+        mlstack__json *o;
+        if (mlstack__js_bound(j, s, q == 0, &b, &ex, &has)) return -1;
+        if (!has) continue;
+        o = mlstack__js_add(d, mlstack__js_typed(j, MLSTACK__JT_INT | MLSTACK__JT_NUM));
+        if (!mlstack__js_add(
+                o, mlstack__js_dec_node(
+                       j, q == 0 ? (ex ? "maximum" : "exclusiveMaximum") : (ex ? "minimum" : "exclusiveMinimum"), &b)))
+            return -1;
+    }
+    for (q = 0; q < 6; q++) {
+        const mlstack__json *v = mlstack__json_get(s, kw[q]);
+        mlstack__json *o;
+        char t[32];
+        double x;
+        if (!v) continue;
+        if (v->type != MLSTACK__JSON_NUMBER || v->num < 0 || v->num > 1e9)
+            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a non-negative integer", kw[q]);
+        x = q % 2 ? floor(v->num) + 1 : ceil(v->num) - 1; /* max n: at least n + 1; min n: at most n - 1 */
+        if (x < 0) continue;
+        snprintf(t, sizeof t, "%.0f", x);
+        o = mlstack__js_add(d, mlstack__js_typed(j, tys[q / 2]));
+        if (!mlstack__js_add(o, mlstack__js_num_node(j, kw[q % 2 ? q - 1 : q + 1], t))) return -1;
+    }
+    return 0;
+}
+
+/* {"type": "object", "required": [a] (a may be NULL), "properties": {b: false}} (b may be NULL). */
+static mlstack__json *mlstack__js_obj_with(mlstack__js *j, const mlstack__json *a, const mlstack__json *b) {
+    mlstack__json *o = mlstack__js_typed(j, MLSTACK__JT_OBJ), *r, *p;
+    if (a && (!(r = mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_ARRAY, "required"))) ||
+              !mlstack__js_add(r, mlstack__js_str_node(j, NULL, a->type == MLSTACK__JSON_STRING ? a->str : a->key))))
+        return NULL;
+    if (b && (!(p = mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_OBJECT, "properties"))) ||
+              !mlstack__js_add(
+                  p, mlstack__js_made(j, MLSTACK__JSON_FALSE, b->type == MLSTACK__JSON_STRING ? b->str : b->key))))
+        return NULL;
+    return o;
+}
+/* required (a name absent), properties (present with a value that fails), dependentRequired
+   and draft 7's dependencies with names (the key present, a name it needs absent). */
+static int mlstack__js_neg_object(mlstack__js *j, const mlstack__json *s, mlstack__json *d) {
+    static const char *const deps[] = {"dependentRequired", "dependencies"};
+    const mlstack__json *v, *c, *e;
+    int q;
+    if ((v = mlstack__json_get(s, "required")) != NULL && v->type == MLSTACK__JSON_ARRAY)
+        for (c = v->child; c; c = c->next) {
+            if (c->type != MLSTACK__JSON_STRING)
+                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'required' must list strings");
+            if (!mlstack__js_add(d, mlstack__js_obj_with(j, NULL, c))) return -1;
+        }
+    if ((v = mlstack__json_get(s, "properties")) != NULL && v->type == MLSTACK__JSON_OBJECT)
+        for (c = v->child; c; c = c->next) {
+            mlstack__json *o, *p;
+            if (c->type == MLSTACK__JSON_TRUE || (c->type == MLSTACK__JSON_OBJECT && mlstack__js_neg_kind(c) == 4))
+                continue;
+            if (strlen(c->key) != c->key_len)
+                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "'not' of a property name with a NUL");
+            o = mlstack__js_add(d, mlstack__js_obj_with(j, c, NULL));
+            p = mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_OBJECT, "properties"));
+            if (c->type != MLSTACK__JSON_FALSE) {
+                mlstack__json *w = mlstack__js_add(p, mlstack__js_made(j, MLSTACK__JSON_OBJECT, c->key));
+                if (!mlstack__js_add(w, mlstack__js_copy(j, c, "not"))) return -1;
+            } else if (!p)
+                return -1;
+        }
+    for (q = 0; q < 2; q++)
+        if ((v = mlstack__json_get(s, deps[q])) != NULL && v->type == MLSTACK__JSON_OBJECT)
+            for (c = v->child; c; c = c->next) {
+                if (c->type != MLSTACK__JSON_ARRAY)
+                    return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "'not' of '%s' with a schema", deps[q]);
+                for (e = c->child; e; e = e->next)
+                    if (e->type != MLSTACK__JSON_STRING || !mlstack__js_add(d, mlstack__js_obj_with(j, c, e)))
+                        return j->rc == MLSTACK_OK
+                                   ? mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must list strings", deps[q])
+                                   : -1;
+            }
+    return j->rc == MLSTACK_OK ? 0 : -1;
+}
+
+/* allOf (a member fails), anyOf (all fail), oneOf (none or two hold), not, if / then / else,
+   $ref (the target fails), contains (no item holds), items (an item fails). */
+static int mlstack__js_neg_applicators(mlstack__js *j, const mlstack__json *s, mlstack__json *d) {
+    const mlstack__json *v, *c, *e;
+    mlstack__json *o, *a;
+    if ((v = mlstack__json_get(s, "allOf")) != NULL && v->type == MLSTACK__JSON_ARRAY)
+        for (c = v->child; c; c = c->next)
+            if (!mlstack__js_add(d, mlstack__js_not_of(j, c))) return -1;
+    if ((v = mlstack__json_get(s, "anyOf")) != NULL && v->type == MLSTACK__JSON_ARRAY) {
+        a = mlstack__js_add(mlstack__js_add(d, mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)),
+                            mlstack__js_made(j, MLSTACK__JSON_ARRAY, "allOf"));
+        for (c = v->child; c; c = c->next)
+            if (!mlstack__js_add(a, mlstack__js_not_of(j, c))) return -1;
+    }
+    if ((v = mlstack__json_get(s, "oneOf")) != NULL && v->type == MLSTACK__JSON_ARRAY) {
+        if (v->len > 8) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "'not' of a oneOf of more than 8");
+        a = mlstack__js_add(mlstack__js_add(d, mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)),
+                            mlstack__js_made(j, MLSTACK__JSON_ARRAY, "allOf"));
+        for (c = v->child; c; c = c->next) {
+            if (!mlstack__js_add(a, mlstack__js_not_of(j, c))) return -1;
+            for (e = c->next; e; e = e->next) { /* two hold */
+                mlstack__json *p = mlstack__js_add(mlstack__js_add(d, mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)),
+                                                   mlstack__js_made(j, MLSTACK__JSON_ARRAY, "allOf"));
+                if (!mlstack__js_add(p, mlstack__js_copy(j, c, NULL)) ||
+                    !mlstack__js_add(p, mlstack__js_copy(j, e, NULL)))
+                    return -1;
+            }
+        }
+    }
+    if ((v = mlstack__json_get(s, "not")) != NULL && !mlstack__js_add(d, mlstack__js_copy(j, v, NULL))) return -1;
+    if (j->draft >= 7 && (v = mlstack__json_get(s, "if")) != NULL) {
+        const mlstack__json *th = mlstack__json_get(s, "then"), *el = mlstack__json_get(s, "else");
+        for (e = th; e; e = e == th ? el : NULL) { /* (if, not then), (not if, not else) */
+            if (!e) continue;
+            a = mlstack__js_add(mlstack__js_add(d, mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)),
+                                mlstack__js_made(j, MLSTACK__JSON_ARRAY, "allOf"));
+            if (!mlstack__js_add(a, e == th ? mlstack__js_copy(j, v, NULL) : mlstack__js_not_of(j, v)) ||
+                !mlstack__js_add(a, mlstack__js_not_of(j, e)))
+                return -1;
+        }
+    }
+    if ((v = mlstack__json_get(s, "$ref")) != NULL) {
+        const mlstack__json *t = mlstack__js_ref(j, v);
+        if (!t || !mlstack__js_add(d, mlstack__js_not_of(j, t))) return -1;
+    }
+    if ((v = mlstack__json_get(s, "contains")) != NULL) {
+        o = mlstack__js_add(d, mlstack__js_typed(j, MLSTACK__JT_ARR));
+        if (!mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_OBJECT, "items")) ||
+            !mlstack__js_add(o->child->next, mlstack__js_copy(j, v, "not")))
+            return -1;
+    }
+    if ((v = mlstack__json_get(s, "items")) != NULL && v->type != MLSTACK__JSON_ARRAY &&
+        v->type != MLSTACK__JSON_TRUE && !mlstack__json_get(s, "prefixItems")) {
+        o = mlstack__js_add(d, mlstack__js_typed(j, MLSTACK__JT_ARR));
+        if (!mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_OBJECT, "contains")) ||
+            !mlstack__js_add(o->child->next, mlstack__js_copy(j, v, "not")))
+            return -1;
+    }
+    return j->rc == MLSTACK_OK ? 0 : -1;
+}
+
+/* The keywords whose breaking is not written here: refused by name. */
+static const char *const mlstack__js_neg_refused[] = {"pattern",           "format",           "multipleOf",
+                                                      "patternProperties", "propertyNames",    "additionalItems",
+                                                      "prefixItems",       "dependentSchemas", "unevaluatedProperties",
+                                                      "unevaluatedItems",  "$dynamicRef",      "$recursiveRef",
+                                                      "minContains",       "maxContains"};
+
+/* not s as a positive schema (made, cached). NULL on error (refused, with the keyword). */
+static const mlstack__json *mlstack__js_negate(mlstack__js *j, const mlstack__json *s) {
+    const mlstack__json *v, *key = s->child;
+    mlstack__json *o, *d;
+    size_t z, old;
+    int q;
+    if (s->type == MLSTACK__JSON_TRUE || s->type == MLSTACK__JSON_FALSE)
+        return mlstack__js_made(j, s->type == MLSTACK__JSON_TRUE ? MLSTACK__JSON_FALSE : MLSTACK__JSON_TRUE, NULL);
+    if (s->type != MLSTACK__JSON_OBJECT) {
+        mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "a schema must be an object or a boolean");
+        return NULL;
+    }
+    for (q = 0; q < j->n_negs; q++)
+        if (j->negs[q].key == key) return j->negs[q].neg;
+    if (mlstack__js_work(j, 16 + (uint64_t)j->n_negs)) return NULL;
+    if (j->draft <= 7 && (v = mlstack__json_get(s, "$ref")) != NULL) { /* the reference alone counts */
+        const mlstack__json *t = mlstack__js_ref(j, v), *r;
+        if (!t) return NULL;
+        if (++j->neg_depth > 64) {
+            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "'not' of a $ref cycle with no value in between");
+            return NULL;
+        }
+        r = mlstack__js_negate(j, t);
+        j->neg_depth--;
+        return r;
+    }
+    old = mlstack__js_push(j, "not", 3);
+    for (z = 0; z < sizeof mlstack__js_neg_refused / sizeof mlstack__js_neg_refused[0]; z++)
+        if ((v = mlstack__json_get(s, mlstack__js_neg_refused[z])) != NULL) {
+            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "'not' of '%s' is not supported", mlstack__js_neg_refused[z]);
+            return NULL;
+        }
+    if (((v = mlstack__json_get(s, "uniqueItems")) != NULL && v->type == MLSTACK__JSON_TRUE) ||
+        ((v = mlstack__json_get(s, "additionalProperties")) != NULL && v->type != MLSTACK__JSON_TRUE) ||
+        ((v = mlstack__json_get(s, "items")) != NULL && v->type == MLSTACK__JSON_ARRAY)) {
+        mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "'not' of '%s' is not supported", v->key);
+        return NULL;
+    }
+    o = mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL);
+    d = mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_ARRAY, "anyOf"));
+    if (!d) return NULL;
+    if (j->n_negs == j->cap_negs) {
+        int cap = j->cap_negs ? j->cap_negs * 2 : 16;
+        struct mlstack__jsneg *t = (struct mlstack__jsneg *)mlstack__arena_alloc(&j->arena, sizeof *t * (size_t)cap);
+        if (!t) {
+            mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+            return NULL;
+        }
+        if (j->n_negs) memcpy(t, j->negs, sizeof *t * (size_t)j->n_negs);
+        j->negs = t, j->cap_negs = cap;
+    }
+    j->negs[j->n_negs].key = key, j->negs[j->n_negs++].neg = o; /* before the members: recursion meets it */
+    if ((v = mlstack__json_get(s, "type")) != NULL) {
+        int m = mlstack__js_type_mask(j, v);
+        if (m < 0 || mlstack__js_neg_types(j, MLSTACK__JT_ALL & ~m, d)) return NULL;
+    }
+    for (q = 0; q < 2; q++)
+        if ((v = mlstack__json_get(s, q ? "enum" : "const")) != NULL && mlstack__js_neg_values(j, v, d)) return NULL;
+    if (mlstack__js_neg_counts(j, s, d) || mlstack__js_neg_object(j, s, d) || mlstack__js_neg_applicators(j, s, d))
+        return NULL;
+    mlstack__js_pop(j, old);
+    if (!d->len) o->type = MLSTACK__JSON_FALSE, o->child = NULL, o->len = 0; /* not of no assertion: nothing */
+    return o;
+}
+
 static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, mlstack__jsbr *cur, mlstack__jsbrs *out,
                             int hops);
 
@@ -24560,30 +25177,143 @@ static int mlstack__js_flat_split(mlstack__js *j, const mlstack__json *arr, cons
     mlstack__jstodo *t2;
     if (arr->type != MLSTACK__JSON_ARRAY || !arr->child)
         return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be a non-empty array", key);
-    if (key[0] == 'o') /* oneOf: as anyOf when no two members can both hold */
-        for (c = arr->child; c; c = c->next)
-            for (d = c->next; d; d = d->next) {
+    int x, y, overlap = 0;
+    char *dis = NULL; /* oneOf: whether members x and y are proved disjoint */
+    if (key[0] == 'o' && arr->len > 1) {
+        if (arr->len > 64) return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "oneOf with more than 64 members");
+        dis = (char *)mlstack__arena_alloc(&j->arena, arr->len * arr->len);
+        if (!dis) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        for (c = arr->child, x = 0; c; c = c->next, x++)
+            for (d = c->next, y = x + 1; d; d = d->next, y++) {
                 int r = mlstack__js_disjoint(j, c, d);
                 if (r < 0) return -1;
-                if (!r) {
-                    size_t old = mlstack__js_push(j, "oneOf", 5);
-                    mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
-                                     "oneOf whose members may overlap (exactly one must hold; not expressible here)");
-                    mlstack__js_pop(j, old);
-                    return -1;
-                }
+                dis[x * (int)arr->len + y] = dis[y * (int)arr->len + x] = (char)r;
+                overlap |= !r;
             }
-    t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)(n + 1));
+        if (overlap && arr->len > 8) {
+            size_t old = mlstack__js_push(j, "oneOf", 5);
+            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "oneOf of more than 8 members that may overlap");
+            mlstack__js_pop(j, old);
+            return -1;
+        }
+    }
+    t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)(n + 1 + (overlap ? arr->len : 0)));
     if (!t2) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     if (n) memcpy(t2, todo, sizeof *t2 * (size_t)n);
-    for (c = arr->child; c && j->rc == MLSTACK_OK; c = c->next) {
+    for (c = arr->child, x = 0; c && j->rc == MLSTACK_OK; c = c->next, x++) {
         mlstack__jsbr b = *cur;
+        int m = n;
         b.splits++;
-        t2[n].s = c;
-        t2[n].negated = 0;
-        if (mlstack__js_flat(j, t2, n + 1, &b, out, hops)) return -1;
+        /* oneOf with overlapping members: this one holds and each other it may overlap fails */
+        for (d = overlap ? arr->child : NULL, y = 0; d; d = d->next, y++)
+            if (y != x && !dis[x * (int)arr->len + y]) t2[m].s = d, t2[m++].negated = 1;
+        t2[m].s = c;
+        t2[m++].negated = 0;
+        {
+            size_t old = overlap ? mlstack__js_push(j, "oneOf", 5) : j->path_len;
+            int r = mlstack__js_flat(j, t2, m, &b, out, hops);
+            if (r) return -1; /* the path names the oneOf where a member's 'not' was refused */
+            mlstack__js_pop(j, old);
+        }
     }
     return j->rc == MLSTACK_OK ? 0 : -1;
+}
+
+/* if / then / else (t2 has room for two more): (if and then) or (not if and else), an absent
+   then or else being true: (if) or (else) without then, (not if) or (then) without else. */
+static int mlstack__js_flat_if(mlstack__js *j, const mlstack__json *s, const mlstack__json *k, mlstack__jstodo *t2,
+                               int m, mlstack__jsbr *cur, mlstack__jsbrs *out, int hops) {
+    const mlstack__json *th = mlstack__json_get(s, "then"), *el = mlstack__json_get(s, "else");
+    mlstack__jsbr b = *cur;
+    if ((!th && !el) || k->type == MLSTACK__JSON_TRUE || k->type == MLSTACK__JSON_FALSE) {
+        const mlstack__json *x = !th && !el ? NULL : k->type == MLSTACK__JSON_TRUE ? th : el;
+        if (x) t2[m].s = x, t2[m++].negated = 0;
+        return mlstack__js_flat(j, t2, m, cur, out, hops);
+    }
+    b.splits++, cur->splits++;
+    t2[m].s = th ? th : k, t2[m].negated = 0;
+    t2[m + 1].s = k, t2[m + 1].negated = 0;
+    if (mlstack__js_flat(j, t2, m + (th && el ? 2 : 1), &b, out, hops)) return -1;
+    t2[m].s = el ? el : k, t2[m].negated = !el;
+    t2[m + 1].s = k, t2[m + 1].negated = 1;
+    return mlstack__js_flat(j, t2, m + (el && th ? 2 : 1), cur, out, hops);
+}
+
+/* ---- dependencies: each "K present => X" as a split (K absent) | (K required, and X) ---- */
+
+static mlstack__json *mlstack__js_node(mlstack__js *j, mlstack__json_type type, const char *key, size_t key_len) {
+    mlstack__json *v = (mlstack__json *)mlstack__arena_alloc(&j->arena, sizeof *v);
+    if (!v) {
+        mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        return NULL;
+    }
+    memset(v, 0, sizeof *v);
+    v->type = type, v->key = key, v->key_len = key_len;
+    return v;
+}
+/* The two members of the split for the dependency d (key K; a list of names or a schema). */
+static mlstack__json *mlstack__js_dep_split(mlstack__js *j, const mlstack__json *d) {
+    mlstack__json *arr = mlstack__js_node(j, MLSTACK__JSON_ARRAY, NULL, 0);
+    mlstack__json *a = mlstack__js_node(j, MLSTACK__JSON_OBJECT, NULL, 0),
+                  *b = mlstack__js_node(j, MLSTACK__JSON_OBJECT, NULL, 0);
+    mlstack__json *ap = mlstack__js_node(j, MLSTACK__JSON_OBJECT, "properties", 10);
+    mlstack__json *no = mlstack__js_node(j, MLSTACK__JSON_FALSE, d->key, d->key_len);
+    mlstack__json *req = mlstack__js_node(j, MLSTACK__JSON_ARRAY, "required", 8);
+    mlstack__json *k = mlstack__js_node(j, MLSTACK__JSON_STRING, NULL, 0);
+    mlstack__json *all = mlstack__js_node(j, MLSTACK__JSON_ARRAY, "allOf", 5), *x;
+    if (!arr || !a || !b || !ap || !no || !req || !k || !all) return NULL;
+    if (d->type == MLSTACK__JSON_ARRAY) { /* the names as a "required" of their own */
+        mlstack__json *r2 = mlstack__js_node(j, MLSTACK__JSON_OBJECT, NULL, 0);
+        if (!r2 || !(x = mlstack__js_node(j, MLSTACK__JSON_ARRAY, "required", 8))) return NULL;
+        x->child = d->child, x->len = d->len;
+        r2->child = x, r2->len = 1;
+        x = r2;
+    } else { /* a copy without its siblings: allOf reads the list on */
+        if (!(x = mlstack__js_node(j, d->type, NULL, 0))) return NULL;
+        *x = *d;
+        x->next = NULL;
+    }
+    k->str = d->key, k->len = d->key_len;
+    req->child = k, req->len = 1;
+    all->child = x, all->len = 1;
+    req->next = all;
+    b->child = req, b->len = 2;
+    ap->child = no, ap->len = 1;
+    a->child = ap, a->len = 1;
+    arr->child = a, a->next = b, arr->len = 2;
+    return arr;
+}
+/* Appends to t (from *m, below cap) one anyOf split per dependency of s that constrains. */
+static int mlstack__js_flat_deps(mlstack__js *j, const mlstack__json *s, mlstack__jstodo *t, int *m, int cap) {
+    static const char *const kws[] = {"dependentRequired", "dependentSchemas", "dependencies"};
+    const mlstack__json *k, *c;
+    int q;
+    for (q = 0; q < 3; q++) {
+        if (!(k = mlstack__json_get(s, kws[q]))) continue;
+        if (k->type != MLSTACK__JSON_OBJECT)
+            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' must be an object", kws[q]);
+        for (c = k->child; c; c = c->next) {
+            const mlstack__json *e;
+            if (c->type == MLSTACK__JSON_TRUE || (c->type == MLSTACK__JSON_ARRAY && !c->child) ||
+                (c->type == MLSTACK__JSON_OBJECT && !c->child))
+                continue;
+            for (e = c->type == MLSTACK__JSON_ARRAY ? c->child : NULL; e; e = e->next)
+                if (e->type != MLSTACK__JSON_STRING)
+                    return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' lists must hold strings", kws[q]);
+            if (c->type != MLSTACK__JSON_ARRAY && c->type != MLSTACK__JSON_OBJECT && c->type != MLSTACK__JSON_FALSE)
+                return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "'%s' members must be schemas or lists", kws[q]);
+            if (*m >= cap) return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "more than 64 dependencies");
+            if (c->type == MLSTACK__JSON_FALSE) { /* K may not appear */
+                mlstack__json *arr = mlstack__js_dep_split(j, c);
+                if (!arr) return -1;
+                t[*m].s = arr->child, t[(*m)++].negated = 0;
+                continue;
+            }
+            if (!(t[*m].s = mlstack__js_dep_split(j, c))) return -1;
+            t[(*m)++].negated = 3;
+        }
+    }
+    return 0;
 }
 
 static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, mlstack__jsbr *cur, mlstack__jsbrs *out,
@@ -24603,6 +25333,16 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     if (todo[n - 1].negated) {
         if (s->type == MLSTACK__JSON_TRUE) return 0; /* not true: nothing */
         if (s->type == MLSTACK__JSON_FALSE) return mlstack__js_flat(j, todo, n - 1, cur, out, hops);
+        if (s->type == MLSTACK__JSON_OBJECT &&
+            (mlstack__js_neg_kind(s) == 0 || (mlstack__js_neg_kind(s) == 2 && s->offset != MLSTACK__JS_MADE))) {
+            const mlstack__json *p = mlstack__js_negate(j, s); /* rewritten as a positive schema */
+            if (!p) return -1;
+            t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)n);
+            if (!t2) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+            memcpy(t2, todo, sizeof *t2 * (size_t)(n - 1));
+            t2[n - 1].s = p, t2[n - 1].negated = 0;
+            return mlstack__js_flat(j, t2, n, cur, out, hops + 1);
+        }
         if (cur->n_neg == 16) return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "more than 16 'not' together");
         cur->neg[cur->n_neg++] = s;
         return mlstack__js_flat(j, todo, n - 1, cur, out, hops);
@@ -24614,12 +25354,7 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     for (z = 0; z < sizeof mlstack__js_refused / sizeof mlstack__js_refused[0]; z++)
         if (mlstack__json_get(s, mlstack__js_refused[z]))
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", mlstack__js_refused[z]);
-    if ((k = mlstack__json_get(s, "dependencies")) != NULL)
-        for (c = k->type == MLSTACK__JSON_OBJECT ? k->child : NULL; c; c = c->next)
-            if (c->type != MLSTACK__JSON_ARRAY)
-                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
-                                        "unsupported keyword 'dependencies' with a schema (dependentSchemas)");
-    t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)(n + 80));
+    t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)(n + 160));
     if (!t2) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     memcpy(t2, todo, sizeof *t2 * (size_t)(n - 1));
     m = n - 1;
@@ -24660,17 +25395,9 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     if ((k = mlstack__json_get(s, "not")) != NULL) t2[m].s = k, t2[m++].negated = 1;
     if ((k = mlstack__json_get(s, "anyOf")) != NULL) t2[m].s = k, t2[m++].negated = 3;
     if ((k = mlstack__json_get(s, "oneOf")) != NULL) t2[m].s = k, t2[m++].negated = 2;
-    if ((k = mlstack__json_get(s, "if")) != NULL) {
-        const mlstack__json *th = mlstack__json_get(s, "then"), *el = mlstack__json_get(s, "else");
-        mlstack__jsbr b = *cur;
-        b.splits++, cur->splits++;
-        t2[m].s = k, t2[m].negated = 0;
-        t2[m + 1].s = th ? th : k, t2[m + 1].negated = 0;
-        if (mlstack__js_flat(j, t2, m + 2, &b, out, hops + 1)) return -1;
-        t2[m].s = k, t2[m].negated = 1;
-        t2[m + 1].s = el ? el : k, t2[m + 1].negated = el ? 0 : 1;
-        return mlstack__js_flat(j, t2, m + 2, cur, out, hops + 1);
-    }
+    if (mlstack__js_flat_deps(j, s, t2, &m, n + 159)) return -1;
+    if ((k = mlstack__json_get(s, "if")) != NULL && j->draft >= 7)
+        return mlstack__js_flat_if(j, s, k, t2, m, cur, out, hops + 1);
     return mlstack__js_flat(j, t2, m, cur, out, hops + 1);
 }
 
@@ -24956,6 +25683,100 @@ static int mlstack__js_bound(mlstack__js *j, const mlstack__json *s, int lower, 
     return 0;
 }
 
+/* The integers that are multiples of both m (any decimal: p / 10^q) and k: multiples of
+   lcm(k, p / gcd(p, 10^q)), at most 100000. -1 (refused) beyond. */
+static long mlstack__js_mult_lcm(mlstack__js *j, const mlstack__json *m, long k, int integer) {
+    mlstack__jsdec d;
+    long p = 0, g, a, b, q;
+    const char *c;
+    if (mlstack__jsdec_parse(m->str, m->len, &d) == 0) {
+        for (c = d.i; *c && p <= 100000; c++) p = p * 10 + (*c - '0');
+        for (c = d.f; *c && p <= 100000; c++) p = p * 10 + (*c - '0');
+        if (*c) p = 0; /* more digits than fit: refused below */
+        if (d.f[0] && !integer) p = 0; /* numbers: their fractions would need a digit automaton */
+        for (q = (long)strlen(d.f); q > 0 && p % 2 == 0; q--) p /= 2; /* p / gcd(p, 10^q) */
+        for (q = (long)strlen(d.f); q > 0 && p % 5 == 0; q--) p /= 5;
+    }
+    if (p <= 0 || p > 100000)
+        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                "multipleOf whose integer multiples have a period above 100000 (or a non-integer "
+                                "multipleOf on numbers)");
+    for (a = k, b = p; b;) g = a % b, a = b, b = g; /* a = gcd(k, p) */
+    if (k / a > 100000 / p + 1 || k / a * p > 100000)
+        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "multipleOf together with a period above 100000");
+    return k / a * p;
+}
+
+/* m as p / 10^q with p * (q + 1) <= 100000 and 0 < q <= 9; -1 otherwise. */
+static int mlstack__js_dec_period(const mlstack__json *m, long *p, int *q) {
+    mlstack__jsdec d;
+    const char *c;
+    *p = 0;
+    if (mlstack__jsdec_parse(m->str, m->len, &d) || !d.f[0] || strlen(d.f) > 9) return -1;
+    *q = (int)strlen(d.f);
+    for (c = d.i; *c && *p <= 100000; c++) *p = *p * 10 + (*c - '0');
+    for (c = d.f; *c && *p <= 100000; c++) *p = *p * 10 + (*c - '0');
+    return *c || *p <= 0 || *p * (*q + 1) > 100000 ? -1 : 0;
+}
+/* Decimal multiples of m = p / 10^q (numbers, q > 0): the remainder of the digits read so far
+   times 10^(fraction digits still to come) mod p, one rule per (remainder, fraction digits):
+   I(r) in the integer part, H(r, f) after f fraction digits (dropped where no end is reachable). */
+static int mlstack__js_dec_multiples(mlstack__js *j, mlstack__buf *b, long p, int q) {
+    long pw[12], r, d;
+    int f, base = j->n_rules, hb = base + (int)p, ok = 1;
+    char *live = (char *)mlstack__arena_alloc(&j->arena, (size_t)p * (size_t)(q + 1));
+    char t[64];
+    mlstack__buf e = {0, 0, 0};
+    if (!live) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    if (mlstack__js_work(j, 24 * (uint64_t)p * (uint64_t)(q + 1))) return -1;
+    j->n_rules += (int)p * (q + 1);
+    for (pw[q] = 1 % p, f = q - 1; f >= 0; f--) pw[f] = pw[f + 1] * 10 % p;
+    for (f = q; f >= 1; f--) /* H(r, f) live: it may end, or a digit leads to a live one */
+        for (r = 0; r < p; r++) {
+            char *lv = &live[(size_t)f * (size_t)p + (size_t)r];
+            *lv = r * pw[f] % p == 0;
+            for (d = 0; d < 10 && f < q && !*lv; d++)
+                *lv = live[(size_t)(f + 1) * (size_t)p + (size_t)((r * 10 + d) % p)];
+        }
+    for (r = 0; r < p && ok; r++) /* P(r) = "." and at least one fraction digit, into H(., 1), inlined */
+        for (f = 0; f <= q && ok; f++) {
+            int alts = 0;
+            e.n = 0;
+            if (f && !live[(size_t)f * (size_t)p + (size_t)r]) continue;
+            if (r * pw[f] % p == 0) ok = mlstack__buf_puts(&e, "\"\""), alts++;
+            for (d = 0; d < 10 && ok && (f < q || !f); d++) {
+                long nr = (r * 10 + d) % p;
+                if (f && !live[(size_t)(f + 1) * (size_t)p + (size_t)nr]) continue;
+                snprintf(t, sizeof t, "%s\"%ld\" s%d", alts++ ? " | " : "", d,
+                         f ? hb + f * (int)p + (int)nr : base + (int)nr);
+                ok = mlstack__buf_puts(&e, t);
+            }
+            for (d = 0; d < 10 && ok && !f; d++) {
+                long nr = (r * 10 + d) % p;
+                if (!live[(size_t)p + (size_t)nr]) continue;
+                snprintf(t, sizeof t, "%s\".%ld\" s%d", alts++ ? " | " : "", d, hb + (int)nr);
+                ok = mlstack__buf_puts(&e, t);
+            }
+            if (ok) mlstack__js_emit(j, f ? hb + (f - 1) * (int)p + (int)r : base + (int)r, &e);
+        }
+    MLSTACK_FREE(e.p);
+    if (!ok) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    if (j->rc != MLSTACK_OK) return -1;
+    /* a leading 0 only alone or before the point: "0" then I(0)'s point part */
+    if (MLSTACK__JS_P(j, b, "(\"0\" (\"\"")) return -1;
+    for (d = 0; d < 10; d++)
+        if (live[(size_t)p + (size_t)(d % p)]) {
+            snprintf(t, sizeof t, " | \".%ld\" s%d", d, hb + (int)(d % p));
+            if (MLSTACK__JS_P(j, b, t)) return -1;
+        }
+    if (MLSTACK__JS_P(j, b, ")")) return -1;
+    for (d = 1; d < 10; d++) {
+        snprintf(t, sizeof t, " | \"%ld\" s%d", d, base + (int)(d % p));
+        if (MLSTACK__JS_P(j, b, t)) return -1;
+    }
+    return MLSTACK__JS_P(j, b, ")");
+}
+
 /* ---- one branch: the grammar of each type the branch allows ---- */
 
 static int mlstack__js_gen_list(mlstack__js *j, const mlstack__json *const *list, int n);
@@ -24971,8 +25792,9 @@ static int mlstack__js_put_rule(mlstack__js *j, mlstack__buf *b, int id) {
 static int mlstack__js_num_branch(mlstack__js *j, const mlstack__jsbr *br, int mask, mlstack__buf *b) {
     mlstack__jsdec lo, hi, d;
     int has_lo = 0, has_hi = 0, lo_ex = 0, hi_ex = 0, i, h, e = 0, integer = !(mask & MLSTACK__JT_NUM), alts = 0, r;
-    long mult = 0;
-    const mlstack__json *m;
+    long mult = 0, dp = 0;
+    int dq = 0;
+    const mlstack__json *m, *dec = NULL;
     for (i = 0; i < br->n_pos + br->n_neg; i++) {
         const mlstack__json *s = i < br->n_pos ? br->pos[i] : br->neg[i - br->n_pos];
         int q, neg = i >= br->n_pos;
@@ -24989,12 +25811,32 @@ static int mlstack__js_num_branch(mlstack__js *j, const mlstack__jsbr *br, int m
         if (!neg && (m = mlstack__json_get(s, "multipleOf")) != NULL) {
             if (m->type != MLSTACK__JSON_NUMBER || m->num <= 0)
                 return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'multipleOf' must be a positive number");
-            if (!m->is_int || m->i > 100000 || (mult && mult != m->i && mult % m->i && m->i % mult))
-                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
-                                        "multipleOf other than an integer up to 100000 (or two that do not divide)");
-            if (m->i > mult) mult = (long)m->i;
+            if (!integer && !m->is_int && !dec && !mult && mlstack__js_dec_period(m, &dp, &dq) == 0) {
+                dec = m; /* a decimal period on numbers: the digit automaton below */
+                continue;
+            }
+            if (dec || (mult = mlstack__js_mult_lcm(j, m, mult ? mult : 1, integer)) < 0)
+                return dec ? mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                              "two multipleOf, one of them decimal, on numbers")
+                           : -1;
             integer = 1;
         }
+    }
+    if (mask & MLSTACK__JT_NONINT) { /* not integer: a fraction ending in a digit other than 0, no exponent,
+                                        at most 7 digits either side (a subset: a double still tells
+                                        each of them from the integers, as validators read them) */
+        if (has_lo || has_hi || mult || dec)
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                    "'not integer' beside numeric bounds or multipleOf");
+        return MLSTACK__JS_P(j, b, "\"-\"? (\"0\" | [1-9] [0-9]{0,6}) \".\" [0-9]{0,6} [1-9]") ? -1 : 1;
+    }
+    if (mult == 1) mult = 0; /* every integer */
+    if (dec) {
+        if (has_hi || (has_lo && (lo.neg || lo.i[0] || lo.f[0] || lo_ex)))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                    "multipleOf together with minimum / maximum (other than minimum 0)");
+        if (!has_lo && MLSTACK__JS_P(j, b, "\"-\"? ")) return -1;
+        return mlstack__js_dec_multiples(j, b, dp, dq) ? -1 : 1;
     }
     if (!has_lo && !has_hi && !mult) return MLSTACK__JS_P(j, b, integer ? "jint" : "jnum") ? -1 : 1;
     if (mult) {
@@ -25081,8 +25923,8 @@ static int mlstack__js_pattern(mlstack__js *j, mlstack__buf *b, const char *re, 
     while (bs + 1 < n && re[n - 2 - bs] == '\\') bs++;
     start = n && re[0] == '^';
     end = n && re[n - 1] == '$' && bs % 2 == 0;
-    if (!strcmp(kw, "format")) start = end = 1;
-    if ((start || end) && mlstack__js_top_alt(re, n))
+    if (!strcmp(kw, "format")) start = end = 2; /* the whole text, in a group: no anchor characters */
+    if ((start == 1 || end == 1) && mlstack__js_top_alt(re, n))
         return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
                                 "pattern with anchors inside a top-level alternation");
     if (MLSTACK__JS_P(j, b, start ? "(" : "(jcanon* ")) return -1;
@@ -25096,6 +25938,8 @@ static int mlstack__js_pattern(mlstack__js *j, mlstack__buf *b, const char *re, 
     }
     return MLSTACK__JS_P(j, b, end ? ")" : " jcanon*)");
 }
+
+static int mlstack__js_pattern_dfa(mlstack__js *j, mlstack__buf *b, const char *re, size_t n);
 
 static int mlstack__js_str_branch(mlstack__js *j, const mlstack__jsbr *br, mlstack__buf *b) {
     const mlstack__json *re = NULL, *v;
@@ -25139,6 +25983,10 @@ static int mlstack__js_str_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
         if (mn || mx >= 0)
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
                                     "minLength / maxLength together with a pattern or format");
+        if (!strcmp(kw, "pattern") &&
+            (strstr(rtext, "\\p") || strstr(rtext, "\\P") ||
+             ((rtext[0] == '^' || (rlen && rtext[rlen - 1] == '$')) && mlstack__js_top_alt(rtext, rlen))))
+            return mlstack__js_pattern_dfa(j, b, rtext, rlen);
         return MLSTACK__JS_P(j, b, "\"\\\"\" ") || mlstack__js_pattern(j, b, rtext, rlen, kw) ||
                        MLSTACK__JS_P(j, b, " \"\\\"\"")
                    ? -1
@@ -25149,6 +25997,19 @@ static int mlstack__js_str_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     else
         snprintf(t, sizeof t, "\"\\\"\" jchar{%ld,} \"\\\"\"", mn);
     return MLSTACK__JS_P(j, b, t) ? -1 : 1;
+}
+
+/* Records in the grammar text, as a comment line, a keyword accepted but not enforced (issue 47:
+   uniqueItems on items a grammar cannot keep apart). */
+static int mlstack__js_not_enforced(mlstack__js *j, const char *kw) {
+    size_t at = j->out->n, q;
+    if (!mlstack__buf_puts(j->out, "# not enforced: ") || !mlstack__buf_puts(j->out, kw) ||
+        !mlstack__buf_puts(j->out, " at ") || !mlstack__buf_puts(j->out, j->path_len ? j->path : "/") ||
+        !mlstack__buf_puts(j->out, "\n"))
+        return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    for (q = at; q + 1 < j->out->n; q++)
+        if ((unsigned char)j->out->p[q] < 0x20) j->out->p[q] = '?';
+    return 0;
 }
 
 /* The schema position i of an array has under member s (prefixItems / array-form items, then
@@ -25216,9 +26077,8 @@ static int mlstack__js_arr_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     }
     for (q = 0; q < br->n_pos; q++)
         if ((v = mlstack__json_get(br->pos[q], "uniqueItems")) != NULL && v->type == MLSTACK__JSON_TRUE &&
-            (mx < 0 || mx > 1))
-            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
-                                    "uniqueItems (not enforced by a grammar on these items)");
+            (mx < 0 || mx > 1) && mlstack__js_not_enforced(j, "uniqueItems"))
+            return -1;
     if (mx >= 0 && mx < mn) return 0;
     if (mn > 100000 || mx > 100000)
         return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "minItems / maxItems above 100000");
@@ -25298,6 +26158,714 @@ static uint32_t mlstack__js_cp_at(const char *s, size_t n, size_t *at) {
     *at += l ? l : 1;
     return cp;
 }
+/* ---- key languages: ECMAScript regexes -> one DFA over code points ----
+   patternProperties need the keys that match exactly a given set of patterns and none of the
+   named properties. The patterns (ECMA-262: literals, ., classes, \d \w \s as ECMAScript reads
+   them, \p{..} general categories, groups, alternation, greedy and lazy quantifiers; unanchored
+   means "contains a match") become one Thompson NFA each, then one DFA by subsets, in product with
+   a trie of the named keys. A DFA state's label is the set of patterns it has matched; the rules
+   made from it write keys in the canonical JSON spelling (jcanon). */
+
+#define MLSTACK__KRE_MAX_PAT 8
+#define MLSTACK__KRE_DIGIT(c) ((c) >= '0' && (c) <= '9')
+#define MLSTACK__KRE_XDIGIT(c) (MLSTACK__KRE_DIGIT(c) || (((c) | 32) >= 'a' && ((c) | 32) <= 'f'))
+#define MLSTACK__KRE_ALNUM(c) (MLSTACK__KRE_DIGIT(c) || (((c) | 32) >= 'a' && ((c) | 32) <= 'z'))
+#define MLSTACK__KRE_MAX_NODES 20000
+#define MLSTACK__KRE_MAX_STATES 4000
+
+typedef struct {
+    int32_t out1, out2, set; /* set -1: epsilon (out2 may be a second way), else one code point in it */
+} mlstack__kn;
+typedef struct {
+    int32_t at, n, trie, mask; /* NFA states ints[at..at+n), trie node (-1 off), patterns matched */
+} mlstack__kds;
+typedef struct {
+    mlstack__js *j;
+    mlstack__buf nodes, rng, sets; /* mlstack__kn; uint32 pairs; int32 (first pair, pairs) */
+    const unsigned char *p;
+    size_t n, i;
+    int n_pat, start[MLSTACK__KRE_MAX_PAT], fin[MLSTACK__KRE_MAX_PAT];
+    mlstack__buf trie; /* int32 quads: first child, next sibling, code point, terminal */
+    mlstack__buf bound; /* uint32 interval starts */
+    int n_int;
+    mlstack__buf ints, st; /* NFA state lists; mlstack__kds */
+    int32_t *trans, *hash;
+    int n_st, hmask;
+} mlstack__kre;
+
+#define MLSTACK__KN(k, i) (((mlstack__kn *)(k)->nodes.p)[i])
+#define MLSTACK__KDS(k, i) (((mlstack__kds *)(k)->st.p)[i])
+
+static int mlstack__kre_fail(mlstack__kre *k, const char *msg) {
+    char t[160];
+    snprintf(t, sizeof t, "regex: %s at offset %zu", msg, k->i);
+    return mlstack__js_fail(k->j, MLSTACK_ERR_UNSUPPORTED, "%s", t);
+}
+static int mlstack__kre_node(mlstack__kre *k, int32_t set, int32_t out1, int32_t out2) {
+    mlstack__kn nd;
+    int id = (int)(k->nodes.n / sizeof nd);
+    nd.out1 = out1, nd.out2 = out2, nd.set = set;
+    if (id >= MLSTACK__KRE_MAX_NODES) return mlstack__kre_fail(k, "more than 20000 NFA states");
+    if (!mlstack__buf_put(&k->nodes, &nd, sizeof nd) || mlstack__js_work(k->j, 2))
+        return mlstack__js_fail(k->j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    return id;
+}
+/* A set from ranges (pairs, scratch), optionally negated. Returns its index, -1 on error. */
+static int mlstack__kre_set(mlstack__kre *k, uint32_t *r, size_t n, int neg) {
+    int32_t hd[2];
+    size_t q, m = mlstack__grange_norm(r, n);
+    uint32_t lo = 0, pr[2];
+    hd[0] = (int32_t)(k->rng.n / sizeof pr), hd[1] = 0;
+    for (q = 0; q < m; q++) {
+        if (neg && r[2 * q] > lo) pr[0] = lo, pr[1] = r[2 * q] - 1;
+        else if (!neg)
+            pr[0] = r[2 * q], pr[1] = r[2 * q + 1];
+        lo = r[2 * q + 1] + 1;
+        if (neg && !(q ? r[2 * q] > r[2 * q - 1] + 1 : r[0] > 0)) continue;
+        if (!mlstack__buf_put(&k->rng, pr, sizeof pr)) goto oom;
+        hd[1]++;
+    }
+    if (neg && lo <= 0x10FFFF) {
+        pr[0] = lo, pr[1] = 0x10FFFF;
+        if (!mlstack__buf_put(&k->rng, pr, sizeof pr)) goto oom;
+        hd[1]++;
+    }
+    if (!mlstack__buf_put(&k->sets, hd, sizeof hd)) goto oom;
+    return (int)(k->sets.n / sizeof hd) - 1;
+oom:
+    return mlstack__js_fail(k->j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+}
+static int mlstack__kre_has(const mlstack__kre *k, int set, uint32_t cp) {
+    const int32_t *hd = (const int32_t *)k->sets.p + 2 * set;
+    const uint32_t *r = (const uint32_t *)k->rng.p + 2 * hd[0];
+    int lo = 0, hi = hd[1] - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (cp < r[2 * mid]) hi = mid - 1;
+        else if (cp > r[2 * mid + 1])
+            lo = mid + 1;
+        else
+            return 1;
+    }
+    return 0;
+}
+
+/* Adds the code points of a class escape (d w s D W S p P; ECMAScript's meaning) to sc. */
+static int mlstack__kre_class_esc(mlstack__kre *k, unsigned char c, mlstack__buf *sc) {
+    static const uint32_t d[] = {'0', '9'}, w[] = {'0', '9', 'A', 'Z', '_', '_', 'a', 'z'},
+                          sp[] = {9,      13,     32,     32,     0xA0,   0xA0,   0x1680, 0x1680, 0x2000, 0x200A,
+                                  0x2028, 0x2029, 0x202F, 0x202F, 0x205F, 0x205F, 0x3000, 0x3000, 0xFEFF, 0xFEFF};
+    const uint32_t *t = NULL;
+    uint32_t pr[2];
+    size_t n = 0, q, at = sc->n;
+    int neg = c == 'D' || c == 'W' || c == 'S' || c == 'P';
+    if (c == 'd' || c == 'D') t = d, n = 1;
+    else if (c == 'w' || c == 'W')
+        t = w, n = 4;
+    else if (c == 's' || c == 'S')
+        t = sp, n = 10;
+    else if (c == 'p' || c == 'P') { /* \p{L}, \p{Letter}, ...: a general category or a major class */
+        static const char *const names[] = {"L",  "Letter", "Lu",     "Ll",        "Lt", "Lm",
+                                            "Lo", "N",      "Number", "Nd",        "P",  "Punctuation",
+                                            "S",  "Symbol", "Z",      "Separator", "M",  "Mark"};
+        static const uint32_t masks[] = {MLSTACK__UCM_L,
+                                         MLSTACK__UCM_L,
+                                         1,
+                                         2,
+                                         4,
+                                         8,
+                                         16,
+                                         MLSTACK__UCM_N,
+                                         MLSTACK__UCM_N,
+                                         1u << 8,
+                                         MLSTACK__UCM_P,
+                                         MLSTACK__UCM_P,
+                                         MLSTACK__UCM_S,
+                                         MLSTACK__UCM_S,
+                                         MLSTACK__UCM_Z,
+                                         MLSTACK__UCM_Z,
+                                         MLSTACK__UCM_M,
+                                         MLSTACK__UCM_M};
+        size_t b, e;
+        uint32_t mask = 0, cp, run = 0;
+        int in = 0;
+        if (k->i >= k->n || k->p[k->i] != '{') return mlstack__kre_fail(k, "\\p without {name}");
+        for (b = e = k->i + 1; e < k->n && k->p[e] != '}'; e++) {}
+        for (q = 0; q < sizeof names / sizeof names[0]; q++)
+            if (e < k->n && strlen(names[q]) == e - b && !memcmp(names[q], k->p + b, e - b)) mask = masks[q];
+        if (!mask) return mlstack__kre_fail(k, "unsupported \\p{...} property");
+        k->i = e + 1;
+        if (mlstack__js_work(k->j, 0x110000 / 16)) return -1;
+        for (cp = 0; cp <= 0x110000; cp++) { /* the category's runs, from the tables */
+            int has = cp < 0x110000 && ((mask >> mlstack__ucat(cp)) & 1);
+            if (has && !in) run = cp, in = 1;
+            if (!has && in) {
+                in = 0, pr[0] = run, pr[1] = cp - 1;
+                if (!mlstack__buf_put(sc, pr, sizeof pr)) return -1;
+            }
+        }
+    } else
+        return 1;
+    if (t && !mlstack__buf_put(sc, t, 2 * n * sizeof *t)) return -1;
+    if (neg) { /* the complement of what was just added */
+        int s2;
+        size_t m = (sc->n - at) / sizeof pr;
+        uint32_t *r = (uint32_t *)(sc->p + at);
+        const int32_t *hd;
+        if ((s2 = mlstack__kre_set(k, r, m, 1)) < 0) return -1;
+        sc->n = at;
+        hd = (const int32_t *)k->sets.p + 2 * s2;
+        if (!mlstack__buf_put(sc, (const uint32_t *)k->rng.p + 2 * hd[0], (size_t)hd[1] * sizeof pr)) return -1;
+    }
+    return 0;
+}
+
+/* After a backslash outside the class escapes: one code point, or -1 (refused). */
+static int mlstack__kre_cp_esc(mlstack__kre *k, uint32_t *cp) {
+    unsigned char c = k->i < k->n ? k->p[k->i++] : 0;
+    const char *ctl = strchr("t\tn\nr\rf\fv\v0", c);
+    int digits = c == 'x' ? 2 : c == 'u' ? 4 : 0, q;
+    if (c && ctl && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v') {
+        *cp = c == '0' ? 0 : (uint32_t)(unsigned char)ctl[1];
+        return 0;
+    }
+    if (digits) {
+        int brace = c == 'u' && k->i < k->n && k->p[k->i] == '{';
+        *cp = 0;
+        k->i += (size_t)brace;
+        for (q = 0; brace ? k->i < k->n && k->p[k->i] != '}' && q < 6 : q < digits; q++, k->i++) {
+            unsigned char h = k->i < k->n ? k->p[k->i] : 0;
+            if (!MLSTACK__KRE_XDIGIT(h)) return mlstack__kre_fail(k, "bad \\x / \\u escape");
+            *cp = *cp * 16 + (uint32_t)(h <= '9' ? h - '0' : (h | 32) - 'a' + 10);
+        }
+        if (brace && (k->i >= k->n || k->p[k->i++] != '}')) return mlstack__kre_fail(k, "bad \\u{...}");
+        if (*cp > 0x10FFFF || (*cp >= 0xD800 && *cp < 0xE000)) return mlstack__kre_fail(k, "surrogate or too high");
+        return 0;
+    }
+    if (!c || MLSTACK__KRE_ALNUM(c)) return mlstack__kre_fail(k, "unsupported escape (backreference, \\b, \\c, ...)");
+    k->i--;
+    k->i += (size_t)mlstack__utf8_decode(k->p + k->i, k->n - k->i, cp);
+    return 0;
+}
+/* One code point or class escape inside [...] or outside: ranges added to sc. */
+static int mlstack__kre_item(mlstack__kre *k, mlstack__buf *sc, uint32_t *cp, int *single) {
+    *single = 0;
+    if (k->p[k->i] == '\\') {
+        int r;
+        if (++k->i >= k->n) return mlstack__kre_fail(k, "a pattern ending in a backslash");
+        if ((r = mlstack__kre_class_esc(k, k->p[k->i++], sc)) <= 0) return r;
+        k->i--;
+        if (mlstack__kre_cp_esc(k, cp)) return -1;
+    } else
+        k->i += (size_t)mlstack__utf8_decode(k->p + k->i, k->n - k->i, cp);
+    *single = 1;
+    return 0;
+}
+static int mlstack__kre_class(mlstack__kre *k, mlstack__buf *sc) {
+    int neg = 0, single;
+    uint32_t cp, hi, pr[2];
+    size_t at = sc->n;
+    k->i++; /* [ */
+    if (k->i < k->n && k->p[k->i] == '^') neg = 1, k->i++;
+    while (k->i < k->n && k->p[k->i] != ']') {
+        if (mlstack__kre_item(k, sc, &cp, &single)) return -1;
+        if (!single) continue;
+        hi = cp;
+        if (k->i + 1 < k->n && k->p[k->i] == '-' && k->p[k->i + 1] != ']') {
+            k->i++;
+            if (mlstack__kre_item(k, sc, &hi, &single)) return -1;
+            if (!single || hi < cp) return mlstack__kre_fail(k, "bad class range");
+        }
+        pr[0] = cp, pr[1] = hi;
+        if (!mlstack__buf_put(sc, pr, sizeof pr)) return -1;
+    }
+    if (k->i >= k->n) return mlstack__kre_fail(k, "unterminated [");
+    k->i++;
+    return mlstack__kre_set(k, (uint32_t *)(sc->p + at), (sc->n - at) / sizeof pr, neg);
+}
+
+typedef struct {
+    int s, e; /* NFA fragment: start, and an epsilon end with nothing out yet */
+} mlstack__kfr;
+
+static int mlstack__kre_alt(mlstack__kre *k, int top, mlstack__kfr *f);
+
+static int mlstack__kre_atom(mlstack__kre *k, mlstack__kfr *f) {
+    unsigned char c = k->p[k->i];
+    mlstack__buf sc = {0, 0, 0};
+    int set = -1, single;
+    uint32_t cp, pr[2];
+    if (c == '(') {
+        k->i++;
+        if (k->i < k->n && k->p[k->i] == '?') {
+            if (k->i + 1 < k->n && k->p[k->i + 1] == ':') k->i += 2;
+            else if (k->i + 2 < k->n && k->p[k->i + 1] == '<' && k->p[k->i + 2] != '=' && k->p[k->i + 2] != '!') {
+                while (k->i < k->n && k->p[k->i] != '>') k->i++;
+                k->i++;
+            } else
+                return mlstack__kre_fail(k, "lookaround");
+        }
+        if (mlstack__kre_alt(k, 0, f)) return -1;
+        if (k->i >= k->n || k->p[k->i] != ')') return mlstack__kre_fail(k, "unbalanced (");
+        k->i++;
+        return 0;
+    }
+    if (c == '^' || c == '$') return mlstack__kre_fail(k, "an anchor inside the pattern");
+    if (c == '*' || c == '+' || c == '?' || c == ')') return mlstack__kre_fail(k, "nothing to repeat");
+    if (c == '[') set = mlstack__kre_class(k, &sc);
+    else if (c == '.') {
+        static const uint32_t nl[] = {10, 10, 13, 13, 0x2028, 0x2029};
+        uint32_t r[6];
+        memcpy(r, nl, sizeof r);
+        k->i++;
+        set = mlstack__kre_set(k, r, 3, 1);
+    } else if (mlstack__kre_item(k, &sc, &cp, &single) == 0) {
+        if (single) {
+            pr[0] = pr[1] = cp;
+            if (!mlstack__buf_put(&sc, pr, sizeof pr)) set = -2;
+        }
+        set = set == -2 ? -1 : mlstack__kre_set(k, (uint32_t *)sc.p, sc.n / sizeof pr, 0);
+    }
+    MLSTACK_FREE(sc.p);
+    if (set < 0) return mlstack__js_fail(k->j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    if ((f->e = mlstack__kre_node(k, -1, -1, -1)) < 0 || (f->s = mlstack__kre_node(k, set, f->e, -1)) < 0) return -1;
+    return 0;
+}
+
+/* {m}, {m,}, {m,n} at k->i: 1 when read (*mn, *mx; -1 unbounded), 0 when not a quantifier. */
+static int mlstack__kre_braces(mlstack__kre *k, long *mn, long *mx) {
+    size_t i = k->i + 1;
+    long a = 0, b;
+    if (i >= k->n || !MLSTACK__KRE_DIGIT(k->p[i])) return 0;
+    while (i < k->n && MLSTACK__KRE_DIGIT(k->p[i]) && a < 100000) a = a * 10 + (k->p[i++] - '0');
+    b = a;
+    if (i < k->n && k->p[i] == ',') {
+        i++, b = -1;
+        if (i < k->n && MLSTACK__KRE_DIGIT(k->p[i]))
+            for (b = 0; i < k->n && MLSTACK__KRE_DIGIT(k->p[i]) && b < 100000;) b = b * 10 + (k->p[i++] - '0');
+    }
+    if (i >= k->n || k->p[i] != '}') return 0;
+    k->i = i + 1, *mn = a, *mx = b;
+    return 1;
+}
+/* f then g. */
+static void mlstack__kre_cat(mlstack__kre *k, mlstack__kfr *f, const mlstack__kfr *g) {
+    MLSTACK__KN(k, f->e).out1 = g->s;
+    f->e = g->e;
+}
+/* f made optional (x?) or looped (x*). */
+static int mlstack__kre_opt(mlstack__kre *k, mlstack__kfr *f, int loop) {
+    int sk = mlstack__kre_node(k, -1, f->s, -1), e = mlstack__kre_node(k, -1, -1, -1);
+    if (sk < 0 || e < 0) return -1;
+    MLSTACK__KN(k, sk).out2 = e;
+    MLSTACK__KN(k, f->e).out1 = loop ? sk : e;
+    f->s = sk, f->e = e;
+    return 0;
+}
+/* An atom with its quantifier: copies made by reading the atom's text again. */
+static int mlstack__kre_piece(mlstack__kre *k, mlstack__kfr *f) {
+    size_t a0 = k->i, a1, end;
+    long mn = 1, mx = 1, q;
+    mlstack__kfr g;
+    if (mlstack__kre_atom(k, f)) return -1;
+    a1 = k->i;
+    if (k->i < k->n && strchr("*+?", k->p[k->i])) {
+        char c = (char)k->p[k->i++];
+        mn = c == '+', mx = c == '?' ? 1 : -1;
+    } else if (k->i < k->n && k->p[k->i] == '{' && !mlstack__kre_braces(k, &mn, &mx))
+        mn = mx = 1;
+    if (k->i < k->n && (mn != 1 || mx != 1) && k->p[k->i] == '?') k->i++; /* lazy: the same strings */
+    if (mx >= 0 && mx < mn) return mlstack__kre_fail(k, "{m,n} with n < m");
+    if ((mx < 0 ? mn + 1 : mx) * (long)(a1 - a0) > 4000) return mlstack__kre_fail(k, "a repetition too large");
+    end = k->i;
+    if (mx == 0) { /* x{0}: the empty string */
+        f->s = f->e = mlstack__kre_node(k, -1, -1, -1);
+        return f->s < 0 ? -1 : 0;
+    }
+    if (mn == 0 && mlstack__kre_opt(k, f, mx < 0)) return -1;
+    for (q = 1; q < mn; q++) { /* the other required copies */
+        k->i = a0;
+        if (mlstack__kre_atom(k, &g)) return -1;
+        mlstack__kre_cat(k, f, &g);
+    }
+    if (mn >= 1 && mx < 0) { /* x{m,}: x^m x* */
+        k->i = a0;
+        if (mlstack__kre_atom(k, &g) || mlstack__kre_opt(k, &g, 1)) return -1;
+        mlstack__kre_cat(k, f, &g);
+    }
+    for (q = mn ? mn : 1; mx >= 0 && q < mx; q++) { /* optional copies */
+        k->i = a0;
+        if (mlstack__kre_atom(k, &g) || mlstack__kre_opt(k, &g, 0)) return -1;
+        mlstack__kre_cat(k, f, &g);
+    }
+    k->i = end;
+    return 0;
+}
+
+/* Code points in any string: the loop of "contains" at an unanchored end. */
+static int mlstack__kre_any(mlstack__kre *k, mlstack__kfr *f) {
+    uint32_t r[2] = {0, 0x10FFFF};
+    int set = mlstack__kre_set(k, r, 1, 0);
+    if (set < 0 || (f->e = mlstack__kre_node(k, -1, -1, -1)) < 0 || (f->s = mlstack__kre_node(k, set, f->e, -1)) < 0)
+        return -1;
+    return mlstack__kre_opt(k, f, 1);
+}
+/* Alternatives up to ')' or the end; at the top, each may be anchored by ^ and $. */
+static int mlstack__kre_alt(mlstack__kre *k, int top, mlstack__kfr *f) {
+    int first = 1;
+    if (mlstack__js_work(k->j, 1 + k->n - k->i)) return -1;
+    for (;;) {
+        mlstack__kfr br, g;
+        int anch_s = 0, anch_e = 0;
+        if ((br.s = br.e = mlstack__kre_node(k, -1, -1, -1)) < 0) return -1;
+        if (top && k->i < k->n && k->p[k->i] == '^') anch_s = 1, k->i++;
+        while (k->i < k->n && k->p[k->i] != '|' && k->p[k->i] != ')') {
+            if (top && k->p[k->i] == '$' && (k->i + 1 == k->n || k->p[k->i + 1] == '|')) {
+                anch_e = 1, k->i++;
+                break;
+            }
+            if (mlstack__kre_piece(k, &g)) return -1;
+            mlstack__kre_cat(k, &br, &g);
+        }
+        if (top && !anch_s) {
+            if (mlstack__kre_any(k, &g)) return -1;
+            mlstack__kre_cat(k, &g, &br), br = g;
+        }
+        if (top && !anch_e) {
+            if (mlstack__kre_any(k, &g)) return -1;
+            mlstack__kre_cat(k, &br, &g);
+        }
+        if (first) *f = br;
+        else { /* f | br */
+            int s = mlstack__kre_node(k, -1, f->s, br.s), e = mlstack__kre_node(k, -1, -1, -1);
+            if (s < 0 || e < 0) return -1;
+            MLSTACK__KN(k, f->e).out1 = e, MLSTACK__KN(k, br.e).out1 = e;
+            f->s = s, f->e = e;
+        }
+        first = 0;
+        if (k->i >= k->n || k->p[k->i] != '|') break;
+        k->i++;
+    }
+    if (top && k->i < k->n) return mlstack__kre_fail(k, "unbalanced )");
+    return 0;
+}
+/* Adds pattern re (one more NFA). */
+static int mlstack__kre_add(mlstack__kre *k, const char *re, size_t n) {
+    mlstack__kfr f;
+    if (k->n_pat == MLSTACK__KRE_MAX_PAT) return mlstack__kre_fail(k, "more than 8 patterns on one object");
+    k->p = (const unsigned char *)re, k->n = n, k->i = 0;
+    if (mlstack__kre_alt(k, 1, &f)) return -1;
+    k->start[k->n_pat] = f.s, k->fin[k->n_pat++] = f.e;
+    return 0;
+}
+
+/* The names' trie: quads (first child, next sibling, code point, terminal); node 0 the root. */
+static int mlstack__kre_trie(mlstack__kre *k, const char *const *names, const size_t *lens, int n) {
+    int32_t root[4] = {-1, -1, 0, 0}, q;
+    if (!mlstack__buf_put(&k->trie, root, sizeof root)) return -1;
+    for (q = 0; q < n; q++) {
+        size_t at = 0;
+        int32_t node = 0;
+        if (mlstack__js_work(k->j, 4 + lens[q])) return -1;
+        while (at < lens[q]) {
+            uint32_t cp = mlstack__js_cp_at(names[q], lens[q], &at);
+            int32_t *t = (int32_t *)k->trie.p, c = t[4 * node], add[4];
+            while (c >= 0 && t[4 * c + 2] != (int32_t)cp) c = t[4 * c + 1];
+            if (c < 0) {
+                c = (int32_t)(k->trie.n / sizeof add);
+                add[0] = -1, add[1] = t[4 * node], add[2] = (int32_t)cp, add[3] = 0;
+                t[4 * node] = c;
+                if (!mlstack__buf_put(&k->trie, add, sizeof add)) return -1;
+            }
+            node = c;
+        }
+        ((int32_t *)k->trie.p)[4 * node + 3] = 1;
+    }
+    return 0;
+}
+static int mlstack__kre_u32cmp(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+/* Interval starts: every set's edges, each name character alone, and JSON's special characters. */
+static int mlstack__kre_bounds(mlstack__kre *k) {
+    static const uint32_t fixed[] = {0, 0x20, '"', '"' + 1, '\\', '\\' + 1, 0xD800, 0xE000};
+    const uint32_t *r = (const uint32_t *)k->rng.p;
+    const int32_t *t = (const int32_t *)k->trie.p;
+    size_t q, nr = k->rng.n / 8, nt = k->trie.n / 16, m = 0;
+    uint32_t *b;
+    if (!mlstack__buf_put(&k->bound, fixed, sizeof fixed)) return -1;
+    for (q = 0; q < nr; q++) {
+        uint32_t e[2];
+        e[0] = r[2 * q], e[1] = r[2 * q + 1] + 1;
+        if (!mlstack__buf_put(&k->bound, e, sizeof e)) return -1;
+    }
+    for (q = 1; q < nt; q++) {
+        uint32_t e[2];
+        e[0] = (uint32_t)t[4 * q + 2], e[1] = e[0] + 1;
+        if (!mlstack__buf_put(&k->bound, e, sizeof e)) return -1;
+    }
+    b = (uint32_t *)k->bound.p;
+    qsort(b, k->bound.n / 4, 4, mlstack__kre_u32cmp);
+    for (q = 0; q < k->bound.n / 4; q++)
+        if (b[q] <= 0x10FFFF && (!m || b[q] != b[m - 1])) b[m++] = b[q];
+    k->bound.n = m * 4;
+    k->n_int = (int)m;
+    return mlstack__js_work(k->j, 4 * (uint64_t)m);
+}
+
+/* The closure of seeds[0..n) (epsilon moves), kept sorted: the nodes that consume or end. */
+static int mlstack__kre_closure(mlstack__kre *k, int32_t *seeds, int n, int32_t *mark, int32_t stamp,
+                                mlstack__buf *out) {
+    int32_t *stack = seeds; /* seeds has room for every node: it is the stack */
+    int sp = n, q;
+    out->n = 0;
+    for (q = 0; q < n; q++) mark[seeds[q]] = stamp;
+    while (sp > 0) {
+        int32_t s = stack[--sp];
+        const mlstack__kn *nd = &MLSTACK__KN(k, s);
+        if (nd->set >= 0 || nd->out1 < 0) {
+            if (!mlstack__buf_put(out, &s, sizeof s)) return -1;
+            if (nd->set >= 0) continue;
+        }
+        if (nd->out1 >= 0 && mark[nd->out1] != stamp) mark[nd->out1] = stamp, stack[sp++] = nd->out1;
+        if (nd->out2 >= 0 && mark[nd->out2] != stamp) mark[nd->out2] = stamp, stack[sp++] = nd->out2;
+    }
+    qsort(out->p, out->n / 4, 4, mlstack__kre_u32cmp);
+    return mlstack__js_work(k->j, 1 + out->n / 4);
+}
+/* The DFA state for (NFA list, trie node): found or added. Returns its index, -1 on error. */
+static int mlstack__kre_state(mlstack__kre *k, const mlstack__buf *list, int32_t trie) {
+    uint32_t h = mlstack__ghash(list->p ? list->p : "", list->n) ^ ((uint32_t)trie * 0x9E3779B9u);
+    int32_t *slot;
+    mlstack__kds d;
+    int q;
+    for (h &= (uint32_t)k->hmask;; h = (h + 1) & (uint32_t)k->hmask) {
+        slot = &k->hash[h];
+        if (*slot < 0) break;
+        d = MLSTACK__KDS(k, *slot);
+        if (d.trie == trie && (size_t)d.n * 4 == list->n &&
+            (!list->n || !memcmp(k->ints.p + (size_t)d.at * 4, list->p, list->n)))
+            return *slot;
+    }
+    if (k->n_st >= MLSTACK__KRE_MAX_STATES) return mlstack__kre_fail(k, "more than 4000 DFA states for the keys");
+    d.at = (int32_t)(k->ints.n / 4), d.n = (int32_t)(list->n / 4), d.trie = trie, d.mask = 0;
+    for (q = 0; q < d.n; q++) {
+        int32_t s = ((const int32_t *)list->p)[q], p;
+        for (p = 0; p < k->n_pat; p++)
+            if (k->fin[p] == s) d.mask |= 1 << p;
+    }
+    if (!mlstack__buf_put(&k->ints, list->p, list->n) || !mlstack__buf_put(&k->st, &d, sizeof d))
+        return mlstack__js_fail(k->j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    *slot = k->n_st;
+    return k->n_st++;
+}
+/* Is state s a named key (excluded from every pattern's keys)? */
+static int mlstack__kre_named(const mlstack__kre *k, int s) {
+    int32_t t = MLSTACK__KDS(k, s).trie;
+    return t >= 0 && ((const int32_t *)k->trie.p)[4 * t + 3];
+}
+/* Builds every state and transition (trans[s * n_int + interval]) from the start. */
+static int mlstack__kre_dfa(mlstack__kre *k) {
+    int n_nodes = (int)(k->nodes.n / sizeof(mlstack__kn)), s, ii, q, rc = -1;
+    int32_t *mark = (int32_t *)mlstack__calloc((size_t)n_nodes + 1, sizeof(int32_t) * 2), *seeds, stamp = 0;
+    mlstack__buf list = {0, 0, 0}, tr = {0, 0, 0};
+    const uint32_t *b = (const uint32_t *)k->bound.p;
+    k->hmask = 8191;
+    k->hash = (int32_t *)MLSTACK_MALLOC(sizeof(int32_t) * (size_t)(k->hmask + 1));
+    if (!mark || !k->hash) goto done;
+    seeds = mark + n_nodes + 1;
+    memset(k->hash, 0xFF, sizeof(int32_t) * (size_t)(k->hmask + 1));
+    for (q = 0; q < k->n_pat; q++) seeds[q] = k->start[q];
+    if (mlstack__kre_closure(k, seeds, k->n_pat, mark, ++stamp, &list) || mlstack__kre_state(k, &list, 0) < 0)
+        goto done;
+    for (s = 0; s < k->n_st; s++) {
+        mlstack__kds d = MLSTACK__KDS(k, s);
+        if (mlstack__js_work(k->j, (uint64_t)k->n_int * (uint64_t)(1 + d.n))) goto done;
+        for (ii = 0; ii < k->n_int; ii++) {
+            uint32_t lo = b[ii], hi = ii + 1 < k->n_int ? b[ii + 1] - 1 : 0x10FFFF;
+            int32_t trie = -1, n = 0, to;
+            if (lo >= 0xD800 && lo < 0xE000) to = -1;
+            else {
+                for (q = 0; q < d.n; q++) {
+                    const mlstack__kn *nd = &MLSTACK__KN(k, ((int32_t *)k->ints.p)[d.at + q]);
+                    if (nd->set >= 0 && mlstack__kre_has(k, nd->set, lo)) seeds[n++] = nd->out1;
+                }
+                if (d.trie >= 0 && lo == hi) {
+                    const int32_t *t = (const int32_t *)k->trie.p;
+                    for (trie = t[4 * d.trie]; trie >= 0 && t[4 * trie + 2] != (int32_t)lo;) trie = t[4 * trie + 1];
+                }
+                if (mlstack__kre_closure(k, seeds, n, mark, ++stamp, &list) ||
+                    (to = mlstack__kre_state(k, &list, trie)) < 0)
+                    goto done;
+                d = MLSTACK__KDS(k, s); /* st may have moved */
+            }
+            if (!mlstack__buf_put(&tr, &to, sizeof to)) goto done;
+        }
+    }
+    rc = 0;
+done:
+    if (rc && k->j->rc == MLSTACK_OK) mlstack__js_fail(k->j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    k->trans = (int32_t *)tr.p;
+    MLSTACK_FREE(mark);
+    MLSTACK_FREE(list.p);
+    return rc;
+}
+/* The state after the key text (UTF-8) from the start. */
+static int mlstack__kre_walk(const mlstack__kre *k, const char *key, size_t n) {
+    size_t at = 0;
+    int s = 0;
+    while (at < n && s >= 0) {
+        uint32_t cp = mlstack__js_cp_at(key, n, &at);
+        const uint32_t *b = (const uint32_t *)k->bound.p;
+        int lo = 0, hi = k->n_int - 1;
+        while (lo < hi) { /* the last interval starting at or before cp */
+            int mid = (lo + hi + 1) / 2;
+            if (b[mid] <= cp) lo = mid;
+            else
+                hi = mid - 1;
+        }
+        s = k->trans[(size_t)s * (size_t)k->n_int + (size_t)lo];
+    }
+    return s;
+}
+static void mlstack__kre_free(mlstack__kre *k) {
+    MLSTACK_FREE(k->nodes.p), MLSTACK_FREE(k->rng.p), MLSTACK_FREE(k->sets.p), MLSTACK_FREE(k->trie.p);
+    MLSTACK_FREE(k->bound.p), MLSTACK_FREE(k->ints.p), MLSTACK_FREE(k->st.p), MLSTACK_FREE(k->trans);
+    MLSTACK_FREE(k->hash);
+}
+
+/* The JSON spellings (jcanon) of code points lo..hi as GBNF alternatives: a class for the plain
+   ones, a literal for each escaped one. */
+static int mlstack__kre_spell(mlstack__buf *e, uint32_t lo, uint32_t hi, int *alts) {
+    char t[48];
+    for (; lo <= hi && (lo < 0x20 || lo == '"' || lo == '\\'); lo++) {
+        static const char esc[] = "btn\0fr"; /* 8..13 */
+        if (lo == '"' || lo == '\\') t[0] = '\\', t[1] = (char)lo, t[2] = 0;
+        else if (lo >= 8 && lo <= 13 && lo != 11)
+            t[0] = '\\', t[1] = esc[lo - 8], t[2] = 0;
+        else
+            snprintf(t, sizeof t, "\\u00%02x", (unsigned)lo);
+        if ((*alts)++ && !mlstack__buf_puts(e, " | ")) return 0;
+        if (!mlstack__js_lit(e, t, strlen(t))) return 0;
+    }
+    if (lo > hi) return 1;
+    if ((*alts)++ && !mlstack__buf_puts(e, " | ")) return 0;
+    snprintf(t, sizeof t, "[\\U%08X-\\U%08X]", (unsigned)lo, (unsigned)hi);
+    return mlstack__buf_puts(e, t);
+}
+typedef struct {
+    int32_t to, ii;
+} mlstack__kedge;
+static int mlstack__kedge_cmp(const void *a, const void *b) {
+    const mlstack__kedge *x = (const mlstack__kedge *)a, *y = (const mlstack__kedge *)b;
+    return x->to != y->to ? (x->to < y->to ? -1 : 1) : (x->ii < y->ii ? -1 : x->ii > y->ii);
+}
+/* State s's rule: the closing quote where acc[s], else a character and the rule of the state after. */
+static int mlstack__kre_state_rule(mlstack__kre *k, int s, const char *acc, const char *useful, int base,
+                                   mlstack__kedge *ed) {
+    const uint32_t *b = (const uint32_t *)k->bound.p;
+    const int32_t *tr = k->trans + (size_t)s * (size_t)k->n_int;
+    mlstack__buf e = {0, 0, 0};
+    int ne = 0, q, alts = 0, ok = 1;
+    char t[32];
+    if (acc[s]) ok = mlstack__buf_puts(&e, "\"\\\"\""), alts = 1;
+    for (q = 0; q < k->n_int; q++)
+        if (tr[q] >= 0 && useful[tr[q]]) ed[ne].to = tr[q], ed[ne++].ii = q;
+    qsort(ed, (size_t)ne, sizeof *ed, mlstack__kedge_cmp);
+    for (q = 0; q < ne && ok; q++) {
+        int in = 0;
+        if (alts++) ok = mlstack__buf_puts(&e, " | ");
+        ok = ok && mlstack__buf_puts(&e, "(");
+        for (; ok; q++) {
+            uint32_t lo = b[ed[q].ii], hi = ed[q].ii + 1 < k->n_int ? b[ed[q].ii + 1] - 1 : 0x10FFFF;
+            ok = mlstack__kre_spell(&e, lo, hi, &in);
+            if (q + 1 >= ne || ed[q + 1].to != ed[q].to) break;
+        }
+        snprintf(t, sizeof t, ") s%d", base + ed[q].to);
+        ok = ok && mlstack__buf_puts(&e, t);
+    }
+    if (!ok) {
+        MLSTACK_FREE(e.p);
+        return mlstack__js_fail(k->j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    }
+    mlstack__js_emit(k->j, base + s, &e);
+    MLSTACK_FREE(e.p);
+    return mlstack__js_work(k->j, 1 + (uint64_t)k->n_int);
+}
+/* The rule for the keys (quoted) whose states have acc set; -2: none. */
+static int mlstack__kre_rules(mlstack__kre *k, const char *acc) {
+    char *useful = (char *)mlstack__calloc((size_t)k->n_st, 1);
+    mlstack__kedge *ed = (mlstack__kedge *)mlstack__calloc((size_t)k->n_int, sizeof *ed);
+    int s, q, changed = 1, base, id = -2;
+    if (!useful || !ed) {
+        id = mlstack__js_fail(k->j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        goto done;
+    }
+    memcpy(useful, acc, (size_t)k->n_st);
+    while (changed) { /* the states from which an accepted key can still be finished */
+        changed = 0;
+        if (mlstack__js_work(k->j, (uint64_t)k->n_st * (uint64_t)k->n_int)) {
+            id = -1;
+            goto done;
+        }
+        for (s = 0; s < k->n_st; s++)
+            for (q = 0; q < k->n_int && !useful[s]; q++) {
+                int32_t t = k->trans[(size_t)s * (size_t)k->n_int + (size_t)q];
+                if (t >= 0 && useful[t]) useful[s] = 1, changed = 1;
+            }
+    }
+    if (!useful[0]) goto done;
+    base = k->j->n_rules;
+    k->j->n_rules += k->n_st + 1;
+    for (s = 0; s < k->n_st && k->j->rc == MLSTACK_OK; s++)
+        if (useful[s] && mlstack__kre_state_rule(k, s, acc, useful, base, ed)) break;
+    if (k->j->rc == MLSTACK_OK) {
+        mlstack__buf e = {0, 0, 0};
+        char t[48];
+        snprintf(t, sizeof t, "\"\\\"\" s%d", base);
+        if (!mlstack__buf_puts(&e, t)) mlstack__js_fail(k->j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        else
+            mlstack__js_emit(k->j, base + k->n_st, &e);
+        MLSTACK_FREE(e.p);
+        id = base + k->n_st;
+    }
+    if (k->j->rc != MLSTACK_OK) id = -1;
+done:
+    MLSTACK_FREE(useful);
+    MLSTACK_FREE(ed);
+    return id;
+}
+
+/* A pattern as a string value through the key automaton (for what the direct translation does not
+   read: \p{..} categories). */
+static int mlstack__js_pattern_dfa(mlstack__js *j, mlstack__buf *b, const char *re, size_t n) {
+    mlstack__kre k;
+    char *acc = NULL, t[32];
+    int r = -1, s;
+    memset(&k, 0, sizeof k);
+    k.j = j;
+    if (mlstack__kre_add(&k, re, n) || mlstack__kre_trie(&k, NULL, NULL, 0) || mlstack__kre_bounds(&k) ||
+        mlstack__kre_dfa(&k))
+        goto done;
+    if (!(acc = (char *)mlstack__calloc((size_t)k.n_st + 1, 1))) {
+        mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        goto done;
+    }
+    for (s = 0; s < k.n_st; s++) acc[s] = (char)(MLSTACK__KDS(&k, s).mask & 1);
+    r = mlstack__kre_rules(&k, acc);
+    if (r >= 0) {
+        snprintf(t, sizeof t, "s%d", r);
+        r = MLSTACK__JS_P(j, b, t) ? -1 : 1;
+    } else if (r == -2)
+        r = 0;
+done:
+    if (r < 0 && j->rc == MLSTACK_OK) mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    MLSTACK_FREE(acc);
+    mlstack__kre_free(&k);
+    return r;
+}
+
 /* A rule for the JSON strings (one spelling per character: jcanon) that are none of names[0..n)
    (sorted by bytes, each sharing the first `off` bytes). */
 static int mlstack__js_except(mlstack__js *j, const char *const *names, const size_t *lens, int n, size_t off) {
@@ -25399,9 +26967,10 @@ static int mlstack__js_name_cmp(const void *a, const void *b) {
 
 /* Object members: named ones in order (R(i, c): from name i on, c written), then extra ones
    (E(c)), with c counted up to cap for min/maxProperties. */
+#define MLSTACK__JS_MAX_EXTRA 32
 typedef struct {
     mlstack__jsprop *p;
-    int n, extra, key_rule; /* extra: the value rule of other keys (-2 none); key_rule: their keys */
+    int n, n_ex, ex_key[MLSTACK__JS_MAX_EXTRA], ex_val[MLSTACK__JS_MAX_EXTRA]; /* other keys: kinds of key, value */
     long mn, mx, cap;
     int *rule; /* (n + 1) x (cap + 1): rule ids, -2 infeasible, -3 not made */
 } mlstack__jsobj;
@@ -25419,12 +26988,14 @@ static int mlstack__js_obj_rule(mlstack__js *j, mlstack__jsobj *o, int i, long c
     *slot = id;
     if (i == o->n) {
         if (c >= o->mn) mlstack__buf_puts(&e, "\"\""), alts++;
-        if (o->extra != -2 && can_add && (sub = o->rule[(size_t)i * (size_t)(o->cap + 1) + (size_t)c1]) != -2) {
+        int x;
+        for (x = 0; x < o->n_ex && can_add && (sub = o->rule[(size_t)i * (size_t)(o->cap + 1) + (size_t)c1]) != -2;
+             x++) {
             snprintf(t, sizeof t, "%s%s", alts++ ? " | " : "", c ? "ws \",\" ws " : "");
             mlstack__buf_puts(&e, t);
-            mlstack__js_put_rule(j, &e, o->key_rule);
+            mlstack__js_put_rule(j, &e, o->ex_key[x]);
             mlstack__buf_puts(&e, "ws \":\" ws ");
-            mlstack__js_put_rule(j, &e, o->extra);
+            mlstack__js_put_rule(j, &e, o->ex_val[x]);
             snprintf(t, sizeof t, "s%d", sub);
             mlstack__buf_puts(&e, t);
         }
@@ -25528,9 +27099,132 @@ static int mlstack__js_obj_names(mlstack__js *j, const mlstack__jsbr *br, mlstac
     return 0;
 }
 
+/* patternProperties of an object branch: the patterns, which member they came from, and the key
+   automaton (on: 1 when built). */
+typedef struct {
+    mlstack__kre k;
+    const mlstack__json *schema[MLSTACK__KRE_MAX_PAT];
+    int q[MLSTACK__KRE_MAX_PAT], on;
+} mlstack__jspat;
+
+/* Builds kp when some pattern matters: a pattern whose schema is true changes nothing unless
+   additionalProperties (or strict tool arguments) would refuse the keys it matches. */
+static int mlstack__js_obj_pats(mlstack__js *j, const mlstack__jsbr *br, const mlstack__jsobj *o, mlstack__jspat *kp) {
+    const mlstack__json *v, *c;
+    int q, n = 0, matters = j->strict, i;
+    const char **names;
+    size_t *lens;
+    for (q = 0; q < br->n_pos; q++) {
+        if ((v = mlstack__json_get(br->pos[q], "additionalProperties")) != NULL && v->type != MLSTACK__JSON_TRUE &&
+            !(v->type == MLSTACK__JSON_OBJECT && !v->child))
+            matters = 1;
+        if (!(v = mlstack__json_get(br->pos[q], "patternProperties"))) continue;
+        if (v->type != MLSTACK__JSON_OBJECT)
+            return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'patternProperties' must be an object");
+        for (c = v->child; c; c = c->next, n++)
+            matters |= !(c->type == MLSTACK__JSON_TRUE || (c->type == MLSTACK__JSON_OBJECT && !c->child));
+    }
+    if (!n || !matters) return 0;
+    if (n > MLSTACK__KRE_MAX_PAT)
+        return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "more than 8 patternProperties on one object");
+    for (q = 0; q < br->n_pos; q++)
+        if (mlstack__json_get(br->pos[q], "propertyNames"))
+            return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "propertyNames beside patternProperties");
+    memset(&kp->k, 0, sizeof kp->k);
+    kp->k.j = j, kp->on = 1;
+    for (q = 0; q < br->n_pos; q++)
+        for (c = (v = mlstack__json_get(br->pos[q], "patternProperties")) ? v->child : NULL; c; c = c->next) {
+            size_t old = mlstack__js_push(j, "patternProperties", 17);
+            kp->schema[kp->k.n_pat] = c, kp->q[kp->k.n_pat] = q;
+            i = mlstack__kre_add(&kp->k, c->key, c->key_len);
+            mlstack__js_pop(j, old);
+            if (i) return -1;
+        }
+    names = (const char **)mlstack__arena_alloc(&j->arena, sizeof *names * (size_t)(o->n + 1));
+    lens = (size_t *)mlstack__arena_alloc(&j->arena, sizeof *lens * (size_t)(o->n + 1));
+    if (!names || !lens) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    for (i = 0; i < o->n; i++) names[i] = o->p[i].key, lens[i] = o->p[i].len;
+    if (mlstack__kre_trie(&kp->k, names, lens, o->n) || mlstack__kre_bounds(&kp->k) || mlstack__kre_dfa(&kp->k)) {
+        if (j->rc == MLSTACK_OK) mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        return -1;
+    }
+    return 1;
+}
+
+/* The schemas a key's value must satisfy, given the properties schema of each member (NULL:
+   none there) folded in by the caller, and the patterns it matches (mask). */
+static int mlstack__js_key_list(const mlstack__jsbr *br, const mlstack__jspat *kp, int mask, const char *name,
+                                size_t len, const mlstack__json **list) {
+    int q, p, nl = 0;
+    for (q = 0; q < br->n_pos; q++) {
+        const mlstack__json *ps = name ? mlstack__json_get(br->pos[q], "properties") : NULL, *v = NULL;
+        int matched = 0;
+        if (ps && ps->type == MLSTACK__JSON_OBJECT && strlen(name) == len) v = mlstack__json_get(ps, name);
+        if (v && nl < MLSTACK__JS_MAX_CONJ) list[nl++] = v;
+        for (p = 0; kp->on && p < kp->k.n_pat; p++)
+            if (kp->q[p] == q && (mask >> p & 1)) {
+                matched = 1;
+                if (nl < MLSTACK__JS_MAX_CONJ) list[nl++] = kp->schema[p];
+            }
+        if (!v && !matched && (v = mlstack__json_get(br->pos[q], "additionalProperties")) != NULL &&
+            nl < MLSTACK__JS_MAX_CONJ)
+            list[nl++] = v;
+    }
+    return nl;
+}
+
+/* Other keys through the automaton: one kind per value rule, its keys those of the DFA states
+   (not named) whose matched patterns lead to that rule. */
+static int mlstack__js_obj_extra_pats(mlstack__js *j, const mlstack__jsbr *br, mlstack__jsobj *o, mlstack__jspat *kp) {
+    int rule_of[1 << MLSTACK__KRE_MAX_PAT], s, x, m, q;
+    char *acc = (char *)mlstack__arena_alloc(&j->arena, (size_t)kp->k.n_st + 1);
+    const mlstack__json *list[MLSTACK__JS_MAX_CONJ];
+    if (!acc) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    for (m = 0; m < (1 << kp->k.n_pat); m++) rule_of[m] = -5;
+    for (s = 0; s < kp->k.n_st; s++) { /* the value rule of each label met */
+        int nl, has_addl = 0;
+        m = MLSTACK__KDS(&kp->k, s).mask;
+        if (mlstack__kre_named(&kp->k, s) || rule_of[m] != -5) continue;
+        nl = mlstack__js_key_list(br, kp, m, NULL, 0, list);
+        for (q = 0; q < br->n_pos; q++) has_addl |= mlstack__json_get(br->pos[q], "additionalProperties") != NULL;
+        rule_of[m] = !m && j->strict && !has_addl ? -2 : mlstack__js_gen_list(j, list, nl);
+        if (rule_of[m] == -1) return -1;
+    }
+    for (m = 0; m < (1 << kp->k.n_pat); m++) {
+        int r = rule_of[m], key;
+        if (r == -5 || r == -2) continue;
+        for (x = 0; x < o->n_ex && o->ex_val[x] != r; x++) {}
+        if (x < o->n_ex) continue;
+        for (s = 0; s < kp->k.n_st; s++)
+            acc[s] = !mlstack__kre_named(&kp->k, s) && rule_of[MLSTACK__KDS(&kp->k, s).mask] == r;
+        if ((key = mlstack__kre_rules(&kp->k, acc)) == -1) return -1;
+        if (key == -2) continue;
+        if (o->n_ex == MLSTACK__JS_MAX_EXTRA)
+            return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "more than 32 kinds of pattern keys");
+        o->ex_key[o->n_ex] = key, o->ex_val[o->n_ex++] = r;
+    }
+    return 0;
+}
+/* Other keys without patterns: additionalProperties' values under propertyNames' keys or any
+   key but the named ones. */
+static int mlstack__js_obj_extra(mlstack__js *j, const mlstack__jsbr *br, mlstack__jsobj *o) {
+    const mlstack__json *list[MLSTACK__JS_MAX_CONJ], *v;
+    int nl = 0, q, val, key;
+    for (q = 0; q < br->n_pos && nl < MLSTACK__JS_MAX_CONJ; q++)
+        if ((v = mlstack__json_get(br->pos[q], "additionalProperties")) != NULL) list[nl++] = v;
+    val = j->strict && !nl ? -2 : mlstack__js_gen_list(j, list, nl);
+    if (val == -1) return -1;
+    if (val == -2 || o->n > 512) return 0; /* no other keys beside hundreds of named ones (a subset) */
+    key = mlstack__js_obj_keys(j, br, o);
+    if (key == -1) return -1;
+    if (key != -2) o->n_ex = 1, o->ex_key[0] = key, o->ex_val[0] = val;
+    return 0;
+}
+
 static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlstack__buf *b) {
     mlstack__jsobj o;
-    const mlstack__json *v, *c, *list[MLSTACK__JS_MAX_CONJ];
+    mlstack__jspat kp;
+    const mlstack__json *v, *list[MLSTACK__JS_MAX_CONJ];
     size_t total = 0;
     int q, i, nl, r;
     char t[64];
@@ -25540,18 +27234,6 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
         const mlstack__json *s = br->pos[q];
         if ((v = mlstack__json_get(s, "properties")) != NULL && v->type == MLSTACK__JSON_OBJECT) total += v->len;
         if ((v = mlstack__json_get(s, "required")) != NULL && v->type == MLSTACK__JSON_ARRAY) total += v->len;
-        if ((v = mlstack__json_get(s, "dependentRequired")) != NULL ||
-            (v = mlstack__json_get(s, "dependencies")) != NULL)
-            if (v->type == MLSTACK__JSON_OBJECT && v->child)
-                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", v->key);
-        if ((v = mlstack__json_get(s, "patternProperties")) != NULL && v->type == MLSTACK__JSON_OBJECT) {
-            const mlstack__json *a = mlstack__json_get(s, "additionalProperties");
-            for (c = v->child; c; c = c->next)
-                if (!(c->type == MLSTACK__JSON_TRUE || (c->type == MLSTACK__JSON_OBJECT && !c->child)) ||
-                    (a && a->type != MLSTACK__JSON_TRUE))
-                    return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
-                                            "patternProperties with a schema or beside additionalProperties");
-        }
         if ((v = mlstack__json_get(s, "minProperties")) != NULL && v->type == MLSTACK__JSON_NUMBER &&
             (long)ceil(v->num) > o.mn)
             o.mn = (long)ceil(v->num);
@@ -25563,29 +27245,27 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     o.p = (mlstack__jsprop *)mlstack__arena_alloc(&j->arena, sizeof *o.p * (total + 1));
     if (!o.p) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     if (mlstack__js_obj_names(j, br, &o, total)) return -1;
+    kp.on = 0;
+    if (mlstack__js_obj_pats(j, br, &o, &kp) < 0) goto fail;
     for (i = 0; i < o.n && j->rc == MLSTACK_OK; i++) { /* each name's value: all that apply to it */
         size_t o1 = mlstack__js_push(j, "properties", 10), o2 = mlstack__js_push(j, o.p[i].key, o.p[i].len);
         mlstack__buf e = {0, 0, 0};
-        nl = 0;
-        for (q = 0; q < br->n_pos; q++) {
-            const mlstack__json *ps = mlstack__json_get(br->pos[q], "properties");
-            v = ps && ps->type == MLSTACK__JSON_OBJECT ? mlstack__json_get(ps, o.p[i].key) : NULL;
-            if (v && strlen(o.p[i].key) != o.p[i].len) v = NULL;
-            if (!v) v = mlstack__json_get(br->pos[q], "additionalProperties");
-            if (v) list[nl++] = v;
-        }
+        int mask = kp.on ? MLSTACK__KDS(&kp.k, mlstack__kre_walk(&kp.k, o.p[i].key, o.p[i].len)).mask : 0;
+        nl = mlstack__js_key_list(br, &kp, mask, o.p[i].key, o.p[i].len, list);
         r = mlstack__js_gen_list(j, list, nl);
         mlstack__js_pop(j, o2);
         mlstack__js_pop(j, o1);
-        if (r == -1) return -1;
+        if (r == -1) goto fail;
         if (r == -2) {
-            if (o.p[i].required) return 0;
+            if (o.p[i].required) goto none;
             o.p[i].rule = -2;
             continue;
         }
         o.p[i].rule = j->n_rules++;
-        if (!mlstack__js_canon_quote(&e, o.p[i].key, o.p[i].len))
-            return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        if (!mlstack__js_canon_quote(&e, o.p[i].key, o.p[i].len)) {
+            mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+            goto fail;
+        }
         {
             mlstack__buf l = {0, 0, 0};
             mlstack__js_lit(&l, e.p, e.n);
@@ -25596,18 +27276,10 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
         }
         MLSTACK_FREE(e.p);
     }
-    nl = 0;
-    o.extra = 0;
-    for (q = 0; q < br->n_pos; q++)
-        if ((v = mlstack__json_get(br->pos[q], "additionalProperties")) != NULL) list[nl++] = v;
-    o.extra = j->strict && !nl ? -2 : mlstack__js_gen_list(j, list, nl);
-    if (o.extra == -1) return -1;
-    if (o.extra != -2 && o.n > 512) o.extra = -2; /* no other keys beside hundreds of named ones (a subset) */
-    if (o.extra != -2) {
-        o.key_rule = mlstack__js_obj_keys(j, br, &o);
-        if (o.key_rule == -1) return -1;
-        if (o.key_rule == -2) o.extra = -2;
-    }
+    if (j->rc != MLSTACK_OK || (kp.on ? mlstack__js_obj_extra_pats(j, br, &o, &kp) : mlstack__js_obj_extra(j, br, &o)))
+        goto fail;
+    if (kp.on) mlstack__kre_free(&kp.k);
+    kp.on = 0;
     o.cap = o.mx >= 0 ? o.mx : (o.mn > 1 ? o.mn : 1);
     if ((double)(o.n + 1) * (double)(o.cap + 1) > 1e6)
         return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "properties x min/maxProperties above a million states");
@@ -25629,7 +27301,7 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
         int *row = &o.rule[(size_t)o.n * (size_t)(o.cap + 1)];
         long cc;
         for (cc = 0; cc < o.cap; cc++)
-            if (row[cc] == -3 && o.extra != -2 && (o.mx < 0 || cc < o.mx)) row[cc + 1] = -3;
+            if (row[cc] == -3 && o.n_ex && (o.mx < 0 || cc < o.mx)) row[cc + 1] = -3;
     }
     for (i = o.n; i >= 0 && j->rc == MLSTACK_OK; i--) {
         long cc;
@@ -25641,6 +27313,48 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     if (r == -1) return -1;
     if (r == -2) return 0;
     snprintf(t, sizeof t, "\"{\" ws s%d ws \"}\"", r);
+    return MLSTACK__JS_P(j, b, t) ? -1 : 1;
+none:
+    if (kp.on) mlstack__kre_free(&kp.k);
+    return 0;
+fail:
+    if (kp.on) mlstack__kre_free(&kp.k);
+    return -1;
+}
+
+/* Strings under a made 'not enum' (mlstack__js_neg_values): any but the listed ones, when no
+   other string keyword applies; otherwise the string grammar of the branch. */
+static int mlstack__js_str_except_branch(mlstack__js *j, const mlstack__jsbr *br, mlstack__buf *b) {
+    static const char *const kw[] = {"minLength", "maxLength", "pattern", "format"};
+    mlstack__jsprop *names;
+    const char **ns;
+    size_t *ls;
+    int q, k, n = 0, m = 0, total = 0, id;
+    const mlstack__json *c;
+    char t[48];
+    for (q = 0; q < br->n_neg; q++)
+        if (br->neg[q]->offset == MLSTACK__JS_MADE && mlstack__js_neg_kind(br->neg[q]) == 2)
+            total += (int)mlstack__json_get(br->neg[q], "enum")->len;
+    if (!total) return mlstack__js_str_branch(j, br, b);
+    for (q = 0; q < br->n_pos; q++)
+        for (k = 0; k < 4; k++)
+            if (mlstack__json_get(br->pos[q], kw[k]))
+                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "'not' of string values beside '%s'", kw[k]);
+    names = (mlstack__jsprop *)mlstack__arena_alloc(&j->arena, sizeof *names * (size_t)total);
+    ns = (const char **)mlstack__arena_alloc(&j->arena, sizeof *ns * (size_t)total);
+    ls = (size_t *)mlstack__arena_alloc(&j->arena, sizeof *ls * (size_t)total);
+    if (!names || !ns || !ls) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    for (q = 0; q < br->n_neg; q++)
+        if (br->neg[q]->offset == MLSTACK__JS_MADE && mlstack__js_neg_kind(br->neg[q]) == 2)
+            for (c = mlstack__json_get(br->neg[q], "enum")->child; c; c = c->next)
+                names[n].key = c->str, names[n++].len = c->len;
+    qsort(names, (size_t)n, sizeof *names, mlstack__js_name_cmp);
+    if (mlstack__js_work(j, (uint64_t)n * 20)) return -1;
+    for (q = 0; q < n; q++)
+        if (!m || mlstack__js_name_cmp(&names[q], &names[m - 1])) names[m++] = names[q];
+    for (q = 0; q < m; q++) ns[q] = names[q].key, ls[q] = names[q].len;
+    if ((id = mlstack__js_except(j, ns, ls, m, 0)) < 0) return -1;
+    snprintf(t, sizeof t, "\"\\\"\" s%d", id);
     return MLSTACK__JS_P(j, b, t) ? -1 : 1;
 }
 
@@ -25760,13 +27474,15 @@ static int mlstack__js_branch(mlstack__js *j, const mlstack__jsbr *br, int mask,
         if (k == 1) {
             int m = mlstack__js_type_mask(j, mlstack__json_get(br->neg[q], "type"));
             if (m < 0) return -1;
+            if ((m & MLSTACK__JT_INT) && !(m & MLSTACK__JT_NUM) && (mask & MLSTACK__JT_NUM))
+                mask |= MLSTACK__JT_NONINT; /* not integer: the numbers with a fraction stay */
             mask &= ~m;
-            if (m & MLSTACK__JT_INT)
-                mask &= ~MLSTACK__JT_NUM; /* not integer: a non-integer number stays; kept simple */
         } else if (k == 3)
             mask &= MLSTACK__JT_INT | MLSTACK__JT_NUM;
         else if (k == 4)
             return 0;
+        else if (k == 2 && !fin && br->neg[q]->offset == MLSTACK__JS_MADE)
+            mask &= MLSTACK__JT_STR; /* made by mlstack__js_neg_values: strings but the listed ones */
         else if (k == 2 && !fin)
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "'not' with const / enum beside an open type");
         else if (k == 0)
@@ -25800,7 +27516,7 @@ static int mlstack__js_branch(mlstack__js *j, const mlstack__jsbr *br, int mask,
         else if (tb == MLSTACK__JT_INT || tb == MLSTACK__JT_NUM)
             r = mlstack__js_num_branch(j, br, mask, b);
         else if (tb == MLSTACK__JT_STR)
-            r = mlstack__js_str_branch(j, br, b);
+            r = mlstack__js_str_except_branch(j, br, b);
         else if (tb == MLSTACK__JT_ARR)
             r = mlstack__js_arr_branch(j, br, b);
         else
@@ -25934,6 +27650,11 @@ static int mlstack__js_gen_root(mlstack__js *j, const mlstack__json *root) {
     j->draft = mlstack__js_draft(root);
     j->sub_ids = mlstack__js_has_sub_id(root, 0);
     j->only = 0;
+    j->n_uris = 0;
+    if (j->sub_ids && root->type == MLSTACK__JSON_OBJECT &&
+        (mlstack__js_uri_put(j, "https://mlstack.invalid/schema.json", NULL, root, 0) ||
+         mlstack__js_uri_walk(j, root, "https://mlstack.invalid/schema.json", 0)))
+        return -1;
     return mlstack__js_gen_list(j, &root, 1);
 }
 
@@ -26207,8 +27928,8 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
    layer_types value that marks those layers and their module; the layer kinds and the sizes of
    their state are data (mlstack__state_floats, mlstack__mix_*_width), the mixers live in >>forward.
    Not supported (refused with the name): bidirectional attention, clip_qkv, and on more than
-   one rank MoE, OLMo-2-style whole q/k norms, the LayerNorm families (StableLM, GPT-NeoX) and
-   hybrids. */
+   one rank MoE, OLMo-2-style whole q/k norms, the LayerNorm families (StableLM, GPT-NeoX),
+   hybrids and multi-head latent attention (DeepSeek). */
 
 #define MLSTACK__MAX_TYPED_LAYERS 1024 /* layers an explicit layer_types list may describe */
 #define MLSTACK__MAX_ROPE_PAIRS 256 /* rotary pairs (rotary dims / 2) a longrope factor list may hold */
@@ -26228,9 +27949,12 @@ enum {
 enum {
     MLSTACK__LAYER_ATTN = 0,
     MLSTACK__LAYER_CONV = 1, /* gated short convolution (LFM2): B, C, x = xn Win; y = C * conv(B * x) */
-    MLSTACK__LAYER_MAMBA2 = 2, /* Mamba2 mixer (conv1d, SSD recurrence): not implemented yet */
-    MLSTACK__LAYER_DELTANET = 3, /* gated delta-net linear attention: not implemented yet */
+    MLSTACK__LAYER_MAMBA2 = 2, /* Mamba2 mixer (conv1d, SSD recurrence) */
+    MLSTACK__LAYER_DELTANET = 3, /* gated delta-net linear attention */
     MLSTACK__LAYER_MLP = 4, /* no token mixing: the layer is its FFN alone (Nemotron-H "mlp" blocks) */
+    /* attention and a Mamba2 mixer side by side on the same normed input, their outputs summed
+       (Falcon-H1): KV pages and a Mamba2 state */
+    MLSTACK__LAYER_ATTN_SSM = 5,
     MLSTACK__LAYER_KINDS_
 };
 /* mlstack__config.qk_norm: the norm of queries and keys before RoPE (numbers travel in rank messages) */
@@ -26252,7 +27976,8 @@ enum {
     MLSTACK__ROPE_LLAMA3,
     MLSTACK__ROPE_YARN,
     MLSTACK__ROPE_LONGROPE,
-    MLSTACK__ROPE_DYNAMIC
+    MLSTACK__ROPE_DYNAMIC,
+    MLSTACK__ROPE_PROPORTIONAL /* Gemma 4: the first rot_pairs frequencies of head_dim, the rest 0 */
 };
 
 /* Family traits (flags of mlstack__family). */
@@ -26306,12 +28031,35 @@ enum {
     0x200000000ull /* router scores are sigmoids, chosen with each layer's expert_bias
                                                  (use_expert_bias), renormalized with + 1e-6, times
                                                  routed_scaling_factor; layers below num_dense_layers dense (LFM2-MoE) */
+/* DeepSeek V2/V3: multi-head latent attention (mlstack__cfg_mla, >>forward mlstack__mla_layer): q
+   from q_proj or q_a_proj -> q_a_layernorm -> q_b_proj, kv_a_proj_with_mqa -> the latent
+   (kv_lora_rank, kv_a_layernorm) and one shared rope key, kv_b_proj -> per-head k_nope and v;
+   MoE layers from first_k_dense_replace on with shared_experts beside the routed ones, softmax
+   scores routed greedy or group_limited_greedy, never renormalized, times routed_scaling_factor */
+#define MLSTACK__F_MLA 0x100000000000000ull
+/* DeepSeek V3: rope_interleave read (default on), noaux_tc routing: sigmoid scores, chosen with
+   mlp.gate.e_score_correction_bias within the groups ranked by their two best */
+#define MLSTACK__F_MLA_V3 0x200000000000000ull
+/* Gemma 4 (text): RMSNorm weights applied as stored, scores unscaled (q and k are normalized),
+   v normalized per head without a weight, a layer_scalar per layer, num_kv_shared_layers (the
+   last layers read an earlier layer's KV, >>model mlstack__layer_kind), per-layer input
+   embeddings (hidden_size_per_layer_input), attention_k_eq_v (v = k's projection) */
+#define MLSTACK__F_GEMMA4 0x10000000000000ull
+/* router scores are sigmoids; experts chosen by score + e_score_correction_bias within the
+   topk_group best of n_group groups (a group scores the sum of its two best), the chosen scores
+   renormalized (norm_topk_prob, + 1e-20), times routed_scaling_factor; ungated experts beside an
+   ungated shared expert; the MoE layers are the "moe" blocks (Nemotron-H) */
+#define MLSTACK__F_GROUP_ROUTER 0x10000000000ull
+/* Falcon-H1's multipliers: embedding, lm_head, attention in/out, key, ssm in/out, the sections
+   of the mixers' in_proj output (ssm_multipliers), the MLP's gate and down (mlp_multipliers) */
+#define MLSTACK__F_MUP 0x20000000000ull
 /* GGUF forms (llama.cpp's converter): (1 + w) norms are stored as 1 + w; delta-net value heads
    are stored tiled (key head k's r-th value head at r Hk + k; rows of the value projections, the
    conv's v channels, A and dt_bias, and ssm_out's input columns), not grouped as in Hugging Face */
-#define MLSTACK__F_GGUF_NORM_PLUS 0x100000000000000ull
-#define MLSTACK__F_GGUF_V_TILED 0x200000000000000ull
-#define MLSTACK__F_GGUF_EMBD_NORM 0x400000000000000ull /* GGUF names the final norm token_embd_norm (LFM2) */
+#define MLSTACK__F_GGUF_NORM_PLUS 0x1000000000000000ull
+#define MLSTACK__F_GGUF_V_TILED 0x2000000000000000ull
+#define MLSTACK__F_GGUF_EMBD_NORM 0x4000000000000000ull /* GGUF names the final norm token_embd_norm (LFM2) */
+#define MLSTACK__F_GGUF_POST_ATTN 0x8000000000000000ull /* GGUF names the pre-FFN norm post_attention_norm */
 #define MLSTACK__MAX_EXPERTS 512
 #define MLSTACK__MAX_DN_DIM 1024 /* delta-net head dims and conv width the config may give */
 
@@ -26360,11 +28108,15 @@ typedef struct mlstack__fam_ssm { /* config keys of Mamba2 mixers (mix.kind MLST
     const char *heads, *head_dim, *state, *groups, *conv, *expand, *conv_bias, *proj_bias, *eps;
     int layout; /* MLSTACK__SSM_*: where the mixers sit */
     int nope; /* 1: no RoPE unless position_embedding_type is "rope" (Granite 4.0-H); 2: never (Nemotron-H) */
+    /* the mixer's width when the config gives it (NULL or null: expand x hidden_size); out_proj's
+       bias when it has a key of its own (NULL: proj_bias) */
+    const char *inner, *out_bias;
 } mlstack__fam_ssm;
 enum {
     MLSTACK__SSM_HYBRID = 0, /* layers named by layer_types, each with its FFN (Granite 4.0-H) */
     MLSTACK__SSM_ALONE = 1, /* every layer a mixer alone, no FFN (Mamba2) */
-    MLSTACK__SSM_BLOCKS = 2 /* one block a layer: a mixer, attention or an MLP alone (Nemotron-H) */
+    MLSTACK__SSM_BLOCKS = 2, /* one block a layer: a mixer, attention or an MLP alone (Nemotron-H) */
+    MLSTACK__SSM_PARALLEL = 3 /* every layer attention and a mixer side by side, then its FFN (Falcon-H1) */
 };
 typedef struct mlstack__family {
     const char *arch; /* config.json architectures[0] */
@@ -26390,17 +28142,20 @@ typedef struct mlstack__family {
 #define MLSTACK__EXPERTS(block, n_key, ff_key) {block, "gate_proj", "up_proj", "down_proj", n_key, ff_key}
 #define MLSTACK__LLAMA_NAMES {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
 #define MLSTACK__NO_MIXER {0, NULL, NULL, NULL}
-#define MLSTACK__NO_SSM {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0}
+#define MLSTACK__NO_SSM {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL}
 #define MLSTACK__MIX_DELTANET {MLSTACK__LAYER_DELTANET, "linear_attention", "linear_attn", NULL}
 #define MLSTACK__F_GEMMA (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED)
 /* Qwen3.5 / Qwen3-Next: (1 + w) norms (GGUF stores 1 + w), per-head q/k norms, gated attention
    beside delta-net layers */
 #define MLSTACK__F_QWEN35                                                                              \
     (MLSTACK__F_NORM_PLUS_ONE | MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_DELTANET | MLSTACK__F_ATTN_GATE | \
-     MLSTACK__F_GGUF_NORM_PLUS)
+     MLSTACK__F_GGUF_NORM_PLUS | MLSTACK__F_GGUF_POST_ATTN)
 #define MLSTACK__OPTS_QWEN35 {"hidden_act", 1, 0, 0, NULL, 0.25f, NULL}
 #define MLSTACK__QWEN35_VL_NAMES \
     {"model.language_model", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}
+#define MLSTACK__F_GEMMA4_ROW                                                                     \
+    (MLSTACK__F_EMBED_SQRT | MLSTACK__F_TIED | MLSTACK__F_FINAL_SOFTCAP | MLSTACK__F_LAYER_ROPE | \
+     MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_GEMMA4)
 /* clang-format off */
 static const mlstack__family mlstack__families[] = {
     /* class name, GGUF name, traits,
@@ -26422,6 +28177,12 @@ static const mlstack__family mlstack__families[] = {
          MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_FINAL_SOFTCAP | MLSTACK__F_LAYER_ROPE | MLSTACK__F_QK_NORM_HEAD,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"Gemma4ForCausalLM", NULL, MLSTACK__F_GEMMA4_ROW,
+         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"Gemma4ForConditionalGeneration", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_TEXT_CONFIG,
+         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
+         MLSTACK__DENSE, MLSTACK__QWEN35_VL_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Phi3ForCausalLM", NULL, 0,
          MLSTACK__NORMS_PRE, {"qkv_proj", "gate_up_proj"}, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"GraniteForCausalLM", NULL, MLSTACK__F_MULTIPLIERS,
@@ -26509,20 +28270,35 @@ static const mlstack__family mlstack__families[] = {
          {"backbone", "embeddings", "norm_f", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
          {MLSTACK__LAYER_MAMBA2, NULL, "mixer", NULL},
          {"num_heads", "head_dim", "state_size", "n_groups", "conv_kernel", "expand", "use_conv_bias", "use_bias",
-          "layer_norm_epsilon", MLSTACK__SSM_ALONE, 0}},
+          "layer_norm_epsilon", MLSTACK__SSM_ALONE, 0, NULL, NULL}},
     {"GraniteMoeHybridForCausalLM", "granitehybrid", MLSTACK__F_MULTIPLIERS | MLSTACK__F_EXPERTS_3D,
          MLSTACK__NORMS_PRE, {NULL, "input_linear"}, {"hidden_act", 1, 0, 0, NULL, 0, "shared_intermediate_size"},
          {"block_sparse_moe", "input_linear", NULL, "output_linear", "num_local_experts", "intermediate_size"},
          {NULL, NULL, NULL, NULL, NULL, NULL, NULL, "output_linear", "shared_mlp", NULL, NULL, NULL},
          {MLSTACK__LAYER_MAMBA2, "mamba", "mamba", NULL},
          {"mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv", "mamba_expand",
-          "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps", MLSTACK__SSM_HYBRID, 1}},
-    {"NemotronHForCausalLM", "nemotron_h", MLSTACK__F_PLAIN_MLP,
-         {"norm", NULL, NULL, NULL}, MLSTACK__UNFUSED, {"mlp_hidden_act", 1, 0, 0, NULL, 0, NULL}, MLSTACK__DENSE,
+          "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps", MLSTACK__SSM_HYBRID, 1, NULL, NULL}},
+    /* multi-head latent attention (MLA): the KV cache holds each position's latent and rope key */
+    {"DeepseekV2ForCausalLM", NULL, MLSTACK__F_MLA,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
+         MLSTACK__EXPERTS("mlp", "n_routed_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"DeepseekV3ForCausalLM", NULL, MLSTACK__F_MLA | MLSTACK__F_MLA_V3 | MLSTACK__F_TOPK_NORM_ON,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
+         MLSTACK__EXPERTS("mlp", "n_routed_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"NemotronHForCausalLM", "nemotron_h", MLSTACK__F_PLAIN_MLP | MLSTACK__F_GROUP_ROUTER | MLSTACK__F_TOPK_NORM_ON,
+         {"norm", NULL, NULL, NULL}, MLSTACK__UNFUSED, {"mlp_hidden_act", 1, 0, 0, NULL, 0, NULL},
+         {"mixer", "up_proj", NULL, "down_proj", "n_routed_experts", "moe_intermediate_size"},
          {"backbone", "embeddings", "norm_f", NULL, "mixer", NULL, NULL, NULL, "mixer", NULL, NULL, NULL},
          {MLSTACK__LAYER_MAMBA2, NULL, "mixer", NULL},
          {"mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", NULL, "use_conv_bias",
-          "use_bias", "layer_norm_epsilon", MLSTACK__SSM_BLOCKS, 2}},
+          "use_bias", "layer_norm_epsilon", MLSTACK__SSM_BLOCKS, 2, NULL, NULL}},
+    {"FalconH1ForCausalLM", NULL, MLSTACK__F_MUP,
+         {"input_layernorm", NULL, "pre_ff_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
+         {NULL, NULL, "final_layernorm", NULL, NULL, NULL, NULL, NULL, "feed_forward", NULL, NULL, NULL},
+         {MLSTACK__LAYER_MAMBA2, NULL, "mamba", NULL},
+         {"mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv", "mamba_expand",
+          "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps", MLSTACK__SSM_PARALLEL, 0, "mamba_d_ssm",
+          "projectors_bias"}},
 };
 /* clang-format on */
 
@@ -26535,6 +28311,7 @@ typedef struct mlstack__rope_cfg {
     float beta_fast, beta_slow, mscale, mscale_all_dim; /* yarn */
     int truncate; /* yarn: floor/ceil the correction range */
     int n_factors; /* longrope: entries in short/long (rotary dims / 2) */
+    int rot_pairs; /* proportional: rotating pairs, int(partial_rotary_factor head_dim / 2) */
     float short_f[MLSTACK__MAX_ROPE_PAIRS], long_f[MLSTACK__MAX_ROPE_PAIRS];
 } mlstack__rope_cfg;
 
@@ -26546,7 +28323,22 @@ typedef struct mlstack__ssm_cfg {
     int conv_bias, proj_bias;
     int norm_groups; /* groups of the gated RMSNorm over inner (Mamba2: G) */
     float eps, dt_min, dt_max; /* gated norm epsilon; dt clamped to [dt_min, dt_max] */
+    int gate_norm; /* MLSTACK__GATE_NORM_*: the output's gate and norm */
+    int out_bias; /* out_proj has a bias */
+    int has_mup; /* in_proj's output times mup[] by section z | x | B | C | dt (Falcon-H1) */
+    float mup[5];
 } mlstack__ssm_cfg;
+enum {
+    MLSTACK__GATE_NORM_AFTER = 0, /* y = RMSNorm(y * silu(z)) (Mamba2) */
+    MLSTACK__GATE_NORM_BEFORE = 1, /* y = RMSNorm(y) * silu(z) (Falcon-H1 mamba_norm_before_gate) */
+    MLSTACK__GATE_NORM_NONE = 2 /* y = y * silu(z), no norm (Falcon-H1 without mamba_rms_norm) */
+};
+/* Multipliers around the blocks (Falcon-H1; 1: none): the attention's input, its keys after the
+   projection, its output; the mixer's input and output; the MLP's gate before the activation
+   and its output; the logits. */
+typedef struct mlstack__mults {
+    float attn_in, key, attn_out, ssm_in, ssm_out, mlp_gate, mlp_down, logits;
+} mlstack__mults;
 
 typedef struct mlstack__config {
     int arch; /* index into mlstack__families */
@@ -26580,7 +28372,19 @@ typedef struct mlstack__config {
     float swiglu_alpha, swiglu_limit; /* MLSTACK__ACT_SWIGLU_OAI: sigmoid gain and clamp */
     int moe_sigmoid, moe_bias; /* F_SIGMOID_ROUTER: sigmoid scores; chosen with expert_bias */
     float moe_scale; /* routing weights times this (routed_scaling_factor; 1: none) */
+    int moe_latent; /* the experts' width in and out (moe_latent_size, projected from and to D); 0: D */
     unsigned char layer_moe[MLSTACK__MAX_TYPED_LAYERS]; /* with n_experts: layer l is MoE */
+    float moe_norm_eps; /* sigmoid routers: added to the top-k weights' sum before they are renormalized */
+    /* grouped routing (DeepSeek): experts in moe_groups groups, only the moe_topk_groups best groups
+       chosen from, a group ranked by its best score (MLSTACK__GROUPS_MAX) or the sum of its two
+       best scores + bias (MLSTACK__GROUPS_TOP2; Nemotron-H, DeepSeek V3); 0: none */
+    int moe_groups, moe_topk_groups, moe_group_rank;
+    /* multi-head latent attention (F_MLA; mla_rank 0: none): kv_lora_rank r, q_lora_rank (0: q_proj),
+       qk_nope_head_dim, qk_rope_head_dim, v_head_dim; rope pairs interleaved (2i, 2i + 1); the
+       shared experts' width (n_shared_experts x moe_intermediate_size). head_dim is then r +
+       qk_rope_head_dim, the width of a query after W_UK is absorbed into it and of the one KV
+       head (the latent and the rope key); n_kv_heads 1; rot_dim qk_rope_head_dim. */
+    int mla_rank, mla_q_rank, mla_nope, mla_rope, mla_v, mla_interleave, mla_shared_ff;
     /* hybrids: recurrent layers beside attention (n_recurrent 0: every layer attends) */
     unsigned char layer_kind[MLSTACK__MAX_TYPED_LAYERS]; /* MLSTACK__LAYER_* (with n_recurrent) */
     int n_recurrent; /* layers that are not attention */
@@ -26589,6 +28393,7 @@ typedef struct mlstack__config {
     int conv_bias; /* the conv layers' convolution and projections have biases (LFM2 conv_bias) */
     size_t state_floats; /* one sequence's recurrent state, every layer (>>kvcache) */
     mlstack__ssm_cfg ssm; /* the Mamba2 mixers (kind MLSTACK__LAYER_MAMBA2) */
+    mlstack__mults mult;
     int nope; /* no rotary embedding on q and k (Granite 4.0-H "nope") */
     /* gated delta-net layers: key heads of dk dims, value heads (a multiple of them) of dv dims,
        the causal conv's width */
@@ -26598,6 +28403,10 @@ typedef struct mlstack__config {
     int dn_v_tiled; /* delta-net value heads stored tiled (GGUF, F_GGUF_V_TILED): their input rows are
                        put back grouped at load; outputs go to the tiled columns ssm_out reads */
     int text_only; /* F_TEXT_CONFIG with a vision_config: its vision tower is not loaded */
+    /* F_GEMMA4: v RMSNorm per head (no weight); k_eq_v: layers without v_proj take v = xn Wk
+       (full layers with attention_k_eq_v); the last n_kv_shared layers read the KV of the last
+       earlier layer of their type and store none; ple_dim: per-layer input width (0: none) */
+    int v_norm, k_eq_v, n_kv_shared, ple_dim, ple_vocab; /* ple_vocab: rows of the per-layer table */
     int32_t bos_id;
     int n_eos;
     int32_t eos_ids[MLSTACK_MAX_EOS];
@@ -26619,6 +28428,7 @@ typedef struct mlstack__layer {
     int moe;
     mlstack__weight router, *experts, sh_gate, sh_up, sh_down, sh_router;
     const float *expert_bias; /* (E,) added to the scores to choose experts (F_SIGMOID_ROUTER), or NULL */
+    mlstack__weight moe_lin, moe_lout; /* latent experts: (latent, D) before them, (D, latent) after */
     /* what mixes the tokens (MLSTACK__LAYER_*): attention reads block kv_layer of each KV page; a
        recurrent layer its state at state_off floats into the sequence's (>>kvcache), with its
        input projection w_in, its output projection in wo (wq/wk/wv unused) */
@@ -26629,11 +28439,24 @@ typedef struct mlstack__layer {
     /* Mamba2 (in_proj in w_in, out_proj in wo, conv1d in conv_w / conv_b): dt_bias, A =
        -exp(A_log) and the D skip (H each), the gated norm's weight (inner) */
     const float *ssm_dt_bias, *ssm_a, *ssm_d, *ssm_norm;
+    mlstack__weight w_mix_out; /* the mixer's out_proj where wo is the attention's (ATTN_SSM) */
     mlstack__weight wqg; /* gated attention: the gate rows of q_proj (H Dh, D) */
     /* gated delta-net: w_in (W, D) holds the rows q | k | v | z | b | a (W = 2 Hk dk + 2 Hv dv +
        2 Hv), wo (D, Hv dv), the conv (C, dn_conv) runs over the C = 2 Hk dk + Hv dv channels
        q | k | v; per value head -exp(A_log) and dt_bias; the gated output norm's weight (dv) */
     const float *dn_neg_a, *dn_dt_bias, *dn_norm;
+    /* latent attention (mla_rank): wq is q_proj or q_b_proj after wqa (q_a_proj) and q_a_norm; wk
+       is kv_a_proj_with_mqa (latent | rope key), kv_a_norm the latent's norm; kv_b_proj as f32
+       copies: w_uk (H r, dn) each head's W_UK transposed (absorbed into its query), w_uv (H dv, r)
+       each head's W_UV (applied to its attention-weighted latent) */
+    mlstack__weight wqa, w_uk, w_uv;
+    const float *q_a_norm, *kv_a_norm;
+    /* F_GEMMA4: kv_shared: no k/v of its own, reads block kv_layer (its source's); x times
+       layer_scale at the end of the layer; per-layer input: x += norm((act(x Wg) * ple) Wp) */
+    int kv_shared, v_from_k; /* v_from_k: no v_proj, v = xn Wk (attention_k_eq_v full layers) */
+    float layer_scale;
+    mlstack__weight w_ple_gate, w_ple_proj;
+    const float *ple_norm;
 } mlstack__layer;
 
 struct mlstack_model {
@@ -26666,6 +28489,13 @@ struct mlstack_model {
     uint64_t mapped_panel_bytes; /* P16 panels used in place from a file saved with them */
     uint64_t packed_bytes; /* P16 panels made from rows by mlstack__model_pack */
     int head_quant; /* desc.head_quant; -1: desc.keep_head */
+    /* per-layer input embeddings (cfg.ple_dim): the table (vocab, L P) as stored and its scale
+       sqrt(P) in its dtype, the projection (L P, D) of the embeddings and its norm (P) */
+    const void *ple_embed;
+    mlstack_dtype ple_dtype;
+    float ple_scale;
+    mlstack__weight ple_proj;
+    const float *ple_norm, *ones; /* ones: (head_dim) weight of the v norm */
 };
 
 static int mlstack__json_int(const mlstack__json *v, int64_t *out) {
@@ -26792,8 +28622,9 @@ static mlstack_result mlstack__cfg_num(const mlstack__json *obj, const char *key
 }
 
 /* Nemotron-H's blocks, one a layer: layers_block_type (or layer_types) as a list of
-   "linear_attention" / "mamba", "full_attention" / "attention", "mlp" (and "moe", refused), or
-   hybrid_override_pattern as a string of M, *, - (and E); their count is the layer count. */
+   "linear_attention" / "mamba", "full_attention" / "attention", "mlp", "moe", or
+   hybrid_override_pattern as a string of M, *, -, E; their count is the layer count. A "moe"
+   block is an MLP block whose FFN is the experts (layer_moe). */
 static mlstack_result mlstack__cfg_blocks(mlstack__config *c, const mlstack__json *root, const char *file,
                                           mlstack_error *err) {
     const mlstack__json *v = mlstack__json_get(root, "layers_block_type"), *e;
@@ -26808,21 +28639,22 @@ static mlstack_result mlstack__cfg_blocks(mlstack__config *c, const mlstack__jso
                              "%s: %s needs its blocks: layers_block_type (a list) or hybrid_override_pattern", file,
                              c->architecture);
     for (e = pat ? NULL : v->child; pat ? pat[n] != 0 : e != NULL; e = e ? e->next : NULL, n++) {
-        static const char *const names[5] = {"linear_attention", "mamba", "full_attention", "attention", "mlp"};
+        static const char *const names[6] = {"linear_attention", "mamba", "full_attention", "attention", "mlp", "moe"};
         if (n >= MLSTACK__MAX_TYPED_LAYERS)
             return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: more than %d blocks", file, MLSTACK__MAX_TYPED_LAYERS);
-        if (pat) k = pat[n] == 'M' ? 0 : pat[n] == '*' ? 2 : pat[n] == '-' ? 4 : 5;
+        if (pat) k = pat[n] == 'M' ? 0 : pat[n] == '*' ? 2 : pat[n] == '-' ? 4 : pat[n] == 'E' ? 5 : 6;
         else
-            for (k = 0; k < 5 && !mlstack__json_is_str(e, names[k]); k++) {}
-        if (k == 5)
+            for (k = 0; k < 6 && !mlstack__json_is_str(e, names[k]); k++) {}
+        if (k == 6)
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                                  "%s: block %d of %s is not supported (supported: Mamba2 \"M\", attention \"*\", MLP "
-                                 "\"-\"; not MoE \"E\")",
+                                 "\"-\", MoE \"E\")",
                                  file, n, c->architecture);
         c->layer_kind[n] = (unsigned char)(k < 2   ? MLSTACK__LAYER_MAMBA2
                                            : k < 4 ? MLSTACK__LAYER_ATTN
                                                    : MLSTACK__LAYER_MLP);
-        c->n_recurrent += k < 2 || k == 4;
+        c->layer_moe[n] = (unsigned char)(k == 5);
+        c->n_recurrent += k < 2 || k >= 4;
     }
     if (!n) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: no blocks", file);
     c->n_layers = n;
@@ -26947,6 +28779,18 @@ static mlstack_result mlstack__cfg_rope_one(mlstack__config *c, mlstack__rope_cf
         if (c->rot_dim / 2 > MLSTACK__MAX_ROPE_PAIRS || c->rot_dim < 4)
             return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: dynamic RoPE with %d rotary dims (4 to %d supported)",
                                  file, c->rot_dim, 2 * MLSTACK__MAX_ROPE_PAIRS);
+    } else if (mlstack__json_is_str(ty, "proportional")) {
+        /* Gemma 4: pairs (i, i + head_dim / 2) rotate for i < int(partial_rotary_factor
+           head_dim / 2) with theta^(-2i / head_dim) / factor; the other pairs do not move */
+        float prf;
+        t->kind = MLSTACK__ROPE_PROPORTIONAL;
+        if ((r = mlstack__cfg_num(rs, "factor", 1, 1e-6, 1e6, &t->factor, file, err)) ||
+            (r = mlstack__cfg_num(rs, "partial_rotary_factor", 1, 0, 1, &prf, file, err)))
+            return r;
+        t->rot_pairs = (int)floor((double)prf * c->head_dim / 2);
+        if (c->rot_dim != c->head_dim)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: proportional RoPE is supported for %s only", file,
+                                 "Gemma 4");
     } else if (mlstack__json_is_str(ty, "linear")) {
         t->kind = MLSTACK__ROPE_LINEAR;
         if ((r = mlstack__cfg_float(rs, "factor", 0, &t->factor, file, err)) != MLSTACK_OK) return r;
@@ -27007,7 +28851,7 @@ static mlstack_result mlstack__cfg_rope_one(mlstack__config *c, mlstack__rope_cf
         return MLSTACK__FAIL(
             err, MLSTACK_ERR_UNSUPPORTED,
             "%s: rope_scaling type \"%.40s\" is not supported (supported: default, linear, llama3, yarn, "
-            "longrope, dynamic)",
+            "longrope, dynamic, proportional)",
             file, ty->type == MLSTACK__JSON_STRING ? ty->str : "?");
     }
     return MLSTACK_OK;
@@ -27053,6 +28897,7 @@ static mlstack_result mlstack__cfg_rope(mlstack__config *c, const mlstack__json 
                                   &prf, file, err)) != MLSTACK_OK)
             return r;
     }
+    if (c->fam->flags & MLSTACK__F_GEMMA4) prf = 1; /* whole heads (proportional RoPE leaves pairs still) */
     c->rot_dim = (int)((float)c->head_dim * prf) / 2 * 2; /* transformers: int(head_dim * factor) */
     if (c->rot_dim < 2)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: partial_rotary_factor %g leaves no rotary dims", file, prf);
@@ -27161,6 +29006,145 @@ static mlstack_result mlstack__cfg_deltanet(mlstack__config *c, const mlstack__j
     return MLSTACK_OK;
 }
 
+enum { MLSTACK__GROUPS_MAX = 1, MLSTACK__GROUPS_TOP2 = 2 };
+
+/* Grouped sigmoid routing (F_GROUP_ROUTER, Nemotron-H): n_group groups of experts, the best
+   topk_group kept, routed_scaling_factor, the ungated shared expert's width, the experts' latent
+   width (moe_latent_size, at most hidden_size). */
+static mlstack_result mlstack__cfg_group_router(mlstack__config *c, const mlstack__json *root, const char *file,
+                                                mlstack_error *err) {
+    mlstack_result r;
+    int gsize;
+    c->moe_sigmoid = c->moe_bias = 1;
+    c->moe_norm_eps = 1e-20f;
+    c->moe_group_rank = MLSTACK__GROUPS_TOP2;
+    if ((r = mlstack__cfg_num(root, "routed_scaling_factor", 1, 1e-6, 1e6, &c->moe_scale, file, err)) ||
+        (r = mlstack__cfg_int(root, "n_group", 1, &c->moe_groups, file, err)) ||
+        (r = mlstack__cfg_int(root, "topk_group", 1, &c->moe_topk_groups, file, err)) ||
+        (r = mlstack__cfg_int(root, "moe_shared_expert_intermediate_size", 0, &c->shared_ff, file, err)))
+        return r;
+    gsize = c->n_experts / c->moe_groups;
+    if (c->n_experts % c->moe_groups || gsize < 2 || c->moe_topk_groups > c->moe_groups ||
+        c->n_experts_used > c->moe_topk_groups * gsize)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: %d experts in n_group %d groups, topk_group %d, %d per token (groups of at least 2 "
+                             "experts, no more groups kept than there are, enough experts in them for the top k)",
+                             file, c->n_experts, c->moe_groups, c->moe_topk_groups, c->n_experts_used);
+    if (!mlstack__json_is_null(mlstack__json_get(root, "moe_latent_size")) &&
+        ((r = mlstack__cfg_int(root, "moe_latent_size", 0, &c->moe_latent, file, err)) || c->moe_latent > c->n_embd))
+        return r ? r
+                 : MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: moe_latent_size %d is above hidden_size %d", file,
+                                 c->moe_latent, c->n_embd);
+    return MLSTACK_OK;
+}
+
+/* A config key that may be absent or null, else must be the string want. */
+static mlstack_result mlstack__cfg_str_is(const mlstack__json *root, const char *key, const char *want,
+                                          const char *file, mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, key);
+    if (mlstack__json_is_null(v) || mlstack__json_is_str(v, want)) return MLSTACK_OK;
+    return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s = \"%.40s\" is not supported (supported: %s)", file, key,
+                         v->type == MLSTACK__JSON_STRING ? v->str : "?", want);
+}
+
+/* DeepSeek's experts: dense layers below first_k_dense_replace, shared experts, the routing
+   (V2: softmax scores, greedy or group_limited_greedy, never renormalized; V3: noaux_tc). */
+static mlstack_result mlstack__cfg_mla_moe(mlstack__config *c, const mlstack__json *root, const char *file,
+                                           mlstack_error *err) {
+    int v3 = (c->fam->flags & MLSTACK__F_MLA_V3) != 0, dense, freq, shared, i;
+    const mlstack__json *tm = mlstack__json_get(root, "topk_method"), *ns = mlstack__json_get(root, "n_shared_experts");
+    int64_t w = 0;
+    mlstack_result r;
+    if ((r = mlstack__cfg_num(root, "routed_scaling_factor", v3 ? 2.5 : 1.0, 1e-6, 1e6, &c->moe_scale, file, err)) ||
+        (r = mlstack__cfg_int(root, "moe_layer_freq", 1, &freq, file, err)) ||
+        (r = mlstack__cfg_str_is(root, "scoring_func", v3 ? "sigmoid" : "softmax", file, err)) ||
+        (v3 && (r = mlstack__cfg_str_is(root, "topk_method", "noaux_tc", file, err))))
+        return r;
+    if (freq != 1)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: moe_layer_freq %d (1 supported)", file, freq);
+    if (!mlstack__json_is_null(ns) && (!mlstack__json_int(ns, &w) || w < 0 || w > 64))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: n_shared_experts must be 0 to 64", file);
+    shared = mlstack__json_is_null(ns) ? (v3 ? 1 : 2) : (int)w;
+    c->mla_shared_ff = shared * c->moe_ff;
+    if (c->mla_shared_ff > c->n_ff)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: shared experts %d wide, wider than intermediate_size %d (not supported)", file,
+                             c->mla_shared_ff, c->n_ff);
+    w = v3 ? 3 : 0;
+    if (!mlstack__json_is_null(mlstack__json_get(root, "first_k_dense_replace")) &&
+        (!mlstack__json_int(mlstack__json_get(root, "first_k_dense_replace"), &w) || w < 0 || w > c->n_layers))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: first_k_dense_replace must be 0 to %d", file, c->n_layers);
+    dense = (int)w;
+    for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = (unsigned char)(i >= dense);
+    c->norm_topk = v3 && c->norm_topk; /* V2's router never renormalizes (transformers) */
+    c->moe_sigmoid = c->moe_bias = v3;
+    c->moe_norm_eps = 1e-20f; /* V3: the top-k sum + 1e-20 */
+    if (v3) c->moe_group_rank = MLSTACK__GROUPS_TOP2;
+    else if (mlstack__json_is_str(tm, "group_limited_greedy"))
+        c->moe_group_rank = MLSTACK__GROUPS_MAX;
+    else if ((r = mlstack__cfg_str_is(root, "topk_method", "greedy", file, err)))
+        return r;
+    if (!c->moe_group_rank) return MLSTACK_OK;
+    if ((r = mlstack__cfg_int(root, "n_group", v3 ? 8 : 0, &c->moe_groups, file, err)) ||
+        (r = mlstack__cfg_int(root, "topk_group", v3 ? 4 : 0, &c->moe_topk_groups, file, err)))
+        return r;
+    if (c->n_experts % c->moe_groups || c->moe_topk_groups > c->moe_groups ||
+        (v3 && c->n_experts / c->moe_groups < 2) ||
+        c->moe_topk_groups * (c->n_experts / c->moe_groups) < c->n_experts_used)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: n_group %d, topk_group %d do not fit %d experts, %d per token (groups must divide "
+                             "the experts, %shold at least num_experts_per_tok together)",
+                             file, c->moe_groups, c->moe_topk_groups, c->n_experts, c->n_experts_used,
+                             v3 ? "have 2 or more each, " : "");
+    return MLSTACK_OK;
+}
+
+/* Multi-head latent attention (F_MLA): the ranks and head widths, the one KV head it caches
+   (latent | rope key), the softmax scale (qk_nope + qk_rope)^-0.5, times mscale^2 with yarn's
+   mscale_all_dim (transformers' yarn_apply_mscale). After the rotary tables are read. */
+#define MLSTACK__MLA_MAX 65536 /* widest latent, q LoRA rank and head part an MLA config may give */
+static mlstack_result mlstack__cfg_mla(mlstack__config *c, const mlstack__json *root, const char *file,
+                                       mlstack_error *err) {
+    mlstack_result r;
+    const mlstack__rope_cfg *t = &c->rope[0];
+    double scale;
+    if (!(c->fam->flags & MLSTACK__F_MLA)) return MLSTACK_OK;
+    if ((r = mlstack__cfg_int(root, "kv_lora_rank", 0, &c->mla_rank, file, err)) ||
+        (!mlstack__json_is_null(mlstack__json_get(root, "q_lora_rank")) &&
+         (r = mlstack__cfg_int(root, "q_lora_rank", 0, &c->mla_q_rank, file, err))) ||
+        (r = mlstack__cfg_int(root, "qk_nope_head_dim", 128, &c->mla_nope, file, err)) ||
+        (r = mlstack__cfg_int(root, "qk_rope_head_dim", 64, &c->mla_rope, file, err)) ||
+        (r = mlstack__cfg_int(root, "v_head_dim", 128, &c->mla_v, file, err)))
+        return r;
+    if (c->mla_rank > MLSTACK__MLA_MAX || c->mla_q_rank > MLSTACK__MLA_MAX || c->mla_nope > c->mla_rank ||
+        c->mla_v > MLSTACK__MLA_MAX || c->mla_rope % 2 || c->mla_rope / 2 > MLSTACK__MAX_ROPE_PAIRS ||
+        (int64_t)c->n_heads * (c->mla_rank + c->mla_rope) > (1 << 30) || (int64_t)c->n_heads * c->mla_v > (1 << 30))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: latent attention with kv_lora_rank %d, q_lora_rank %d, qk_nope_head_dim %d, "
+                             "qk_rope_head_dim %d, v_head_dim %d is not supported (qk_nope_head_dim up to "
+                             "kv_lora_rank, an even qk_rope_head_dim up to %d)",
+                             file, c->mla_rank, c->mla_q_rank, c->mla_nope, c->mla_rope, c->mla_v,
+                             2 * MLSTACK__MAX_ROPE_PAIRS);
+    if (c->attn_bias || c->o_bias)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: attention_bias with latent attention is not supported",
+                             file);
+    if (t->kind == MLSTACK__ROPE_LONGROPE || t->kind == MLSTACK__ROPE_DYNAMIC)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s RoPE with latent attention is not supported", file,
+                             t->kind == MLSTACK__ROPE_LONGROPE ? "longrope" : "dynamic");
+    c->mla_interleave =
+        !(c->fam->flags & MLSTACK__F_MLA_V3) || mlstack__json_bool(mlstack__json_get(root, "rope_interleave"), 1);
+    c->head_dim = c->mla_rank + c->mla_rope;
+    c->n_kv_heads = 1;
+    c->rot_dim = c->mla_rope;
+    scale = pow((double)(c->mla_nope + c->mla_rope), -0.5);
+    if (t->kind != MLSTACK__ROPE_DEFAULT && t->mscale_all_dim > 0 && t->factor > 1) {
+        double ms = 0.1 * t->mscale_all_dim * log((double)t->factor) + 1.0;
+        scale = scale * ms * ms;
+    }
+    c->attn_scale = (float)scale;
+    return MLSTACK_OK;
+}
+
 /* Mixture of experts: the expert count and width, top k, renormalization, the shared expert and
    which layers are MoE (decoder_sparse_step, mlp_only_layers). */
 static mlstack_result mlstack__cfg_moe(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -27194,8 +29178,11 @@ static mlstack_result mlstack__cfg_moe(mlstack__config *c, const mlstack__json *
         return r;
     if ((f->flags & MLSTACK__F_SPARSE_STEP) && (r = mlstack__cfg_int(root, "decoder_sparse_step", 1, &step, file, err)))
         return r;
-    for (i = 0; i < c->n_layers; i++) c->layer_moe[i] = (unsigned char)((i + 1) % step == 0);
+    for (i = 0; i < c->n_layers && !(f->flags & MLSTACK__F_GROUP_ROUTER); i++) /* else: the "moe" blocks */
+        c->layer_moe[i] = (unsigned char)((i + 1) % step == 0);
     c->moe_scale = 1;
+    c->moe_norm_eps = 1e-6f;
+    if ((f->flags & MLSTACK__F_GROUP_ROUTER) && (r = mlstack__cfg_group_router(c, root, file, err))) return r;
     if (f->flags & MLSTACK__F_SIGMOID_ROUTER) {
         int dense = 0;
         c->moe_sigmoid = 1;
@@ -27222,7 +29209,7 @@ static mlstack_result mlstack__cfg_moe(mlstack__config *c, const mlstack__json *
     }
     if (!mlstack__json_is_null(mlstack__json_get(root, "clip_qkv")))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: clip_qkv is not supported", file);
-    return MLSTACK_OK;
+    return (f->flags & MLSTACK__F_MLA) ? mlstack__cfg_mla_moe(c, root, file, err) : MLSTACK_OK;
 }
 
 /* Which layers slide, and (hybrids) which are the family's recurrent layers: layer_types, else
@@ -27281,7 +29268,7 @@ static mlstack_result mlstack__cfg_ssm(mlstack__config *c, const mlstack__json *
     mlstack__ssm_cfg *s = &c->ssm;
     const mlstack__json *v;
     mlstack_result r;
-    int expand = 2;
+    int expand = 2, width;
     if ((r = mlstack__cfg_int(root, k->heads, 0, &s->heads, file, err)) ||
         (r = mlstack__cfg_int(root, k->state, 128, &s->state, file, err)) ||
         (r = mlstack__cfg_int(root, k->groups, 1, &s->groups, file, err)) ||
@@ -27295,15 +29282,17 @@ static mlstack_result mlstack__cfg_ssm(mlstack__config *c, const mlstack__json *
                              "%s: %s x hidden_size %d x %d, conv window %d (at most 64), %d heads in %d groups (the "
                              "groups must divide the heads)",
                              file, k->expand ? k->expand : "expand", expand, c->n_embd, s->conv, s->heads, s->groups);
+    width = expand * c->n_embd; /* or as the config gives it (Falcon-H1 mamba_d_ssm) */
+    if (k->inner && !mlstack__json_is_null(mlstack__json_get(root, k->inner)) &&
+        ((r = mlstack__cfg_int(root, k->inner, 0, &width, file, err)) || width > (1 << 24)))
+        return r ? r : MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %s %d is above 2^24", file, k->inner, width);
     v = mlstack__json_get(root, k->head_dim);
-    if (k->expand && (mlstack__json_is_null(v) || mlstack__json_is_str(v, "auto")))
-        s->head_dim = expand * c->n_embd / s->heads;
+    if (k->expand && (mlstack__json_is_null(v) || mlstack__json_is_str(v, "auto"))) s->head_dim = width / s->heads;
     else if ((r = mlstack__cfg_int(root, k->head_dim, 0, &s->head_dim, file, err)) != MLSTACK_OK)
         return r;
     /* the mixer's width: expand x hidden_size, or heads x head_dim where the family has no expand
        key (Nemotron-H) */
-    s->inner = k->expand ? expand * c->n_embd
-                         : (int)((int64_t)s->heads * s->head_dim > (1 << 24) ? -1 : s->heads * s->head_dim);
+    s->inner = k->expand ? width : (int)((int64_t)s->heads * s->head_dim > (1 << 24) ? -1 : s->heads * s->head_dim);
     if ((int64_t)s->heads * s->head_dim != s->inner || (int64_t)s->inner * s->state > (1 << 30) ||
         (int64_t)s->groups * s->state > (1 << 24))
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
@@ -27315,10 +29304,156 @@ static mlstack_result mlstack__cfg_ssm(mlstack__config *c, const mlstack__json *
     s->norm_groups = s->groups;
     s->conv_bias = mlstack__json_bool(mlstack__json_get(root, k->conv_bias), 1);
     s->proj_bias = mlstack__json_bool(mlstack__json_get(root, k->proj_bias), 0);
+    s->out_bias = k->out_bias ? mlstack__json_bool(mlstack__json_get(root, k->out_bias), 0) : s->proj_bias;
+    s->gate_norm = MLSTACK__GATE_NORM_AFTER;
+    if (k->layout == MLSTACK__SSM_PARALLEL) /* Falcon-H1's keys and defaults */
+        s->gate_norm = !mlstack__json_bool(mlstack__json_get(root, "mamba_rms_norm"), 0) ? MLSTACK__GATE_NORM_NONE
+                       : mlstack__json_bool(mlstack__json_get(root, "mamba_norm_before_gate"), 1)
+                           ? MLSTACK__GATE_NORM_BEFORE
+                           : MLSTACK__GATE_NORM_AFTER;
     v = mlstack__json_get(root, "hidden_act");
     if (!mlstack__json_is_null(v) && !mlstack__json_is_str(v, "silu") && !mlstack__json_is_str(v, "swish"))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: the Mamba2 mixers of %s support hidden_act silu only",
                              file, c->architecture);
+    return MLSTACK_OK;
+}
+
+/* The layer whose KV layer l reads: l itself, or for the last n_kv_shared layers the last layer
+   before them of the same type (sliding or full); -1 when there is none. */
+static int mlstack__kv_source(const mlstack__config *c, int l) {
+    int first = c->n_layers - c->n_kv_shared, i;
+    if (l < first) return l;
+    for (i = first - 1; i >= 0; i--)
+        if (c->layer_sliding[i] == c->layer_sliding[l]) return i;
+    return -1;
+}
+
+/* Gemma 4's shared-KV layers and per-layer inputs: num_kv_shared_layers (each shared layer's
+   type needs an earlier layer of that type to read, as transformers requires), the per-layer
+   input width (absent: transformers' default 256; null or 0: none) and its vocabulary. */
+static mlstack_result mlstack__cfg_gemma4_layers(mlstack__config *c, const mlstack__json *root, const char *file,
+                                                 mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, "num_kv_shared_layers");
+    int64_t w = 0;
+    int l, first;
+    if (!mlstack__json_is_null(v) && (!mlstack__json_int(v, &w) || w < 0 || w >= c->n_layers))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: num_kv_shared_layers must be 0 to %d", file,
+                             c->n_layers - 1);
+    c->n_kv_shared = (int)w;
+    first = c->n_layers - c->n_kv_shared;
+    for (l = first; l < c->n_layers; l++)
+        if (mlstack__kv_source(c, l) < 0)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: shared-KV layer %d is %s, but no layer before %d is (num_kv_shared_layers %d)",
+                                 file, l, c->layer_sliding[l] ? "sliding" : "full", first, c->n_kv_shared);
+    if (c->n_kv_shared && mlstack__json_bool(mlstack__json_get(root, "use_double_wide_mlp"), 0))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: use_double_wide_mlp (wider MLPs in shared-KV layers) is not supported yet", file);
+    v = mlstack__json_get(root, "hidden_size_per_layer_input");
+    w = v ? 0 : 256;
+    if (!mlstack__json_is_null(v) &&
+        (!mlstack__json_int(v, &w) || w < 0 || w > (1 << 16) || w * c->n_layers > (1 << 24)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: hidden_size_per_layer_input must be 0 to 65536 (times the layers at most 2^24)",
+                             file);
+    c->ple_dim = (int)w;
+    c->ple_vocab = c->n_vocab;
+    if (c->ple_dim) {
+        mlstack_result r = mlstack__cfg_int(root, "vocab_size_per_layer_input", c->n_vocab, &c->ple_vocab, file, err);
+        if (r != MLSTACK_OK) return r;
+        if (c->ple_vocab > c->n_vocab)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: vocab_size_per_layer_input %d above vocab_size %d", file,
+                                 c->ple_vocab, c->n_vocab);
+    }
+    return MLSTACK_OK;
+}
+/* Gemma 4's text options (F_GEMMA4): the layer pattern (every 6th layer full unless layer_types
+   says otherwise; the last layer always full, as transformers forces it), shared-KV layers,
+   per-layer inputs, k = v layers; what the forward pass does not do (per-layer head sizes, the
+   MoE block, double-wide MLPs, bidirectional attention) is refused by name. */
+static mlstack_result mlstack__cfg_gemma4(mlstack__config *c, const mlstack__json *root, const char *file,
+                                          mlstack_error *err) {
+    const mlstack__json *v, *e;
+    int64_t w;
+    int l;
+    static const char *const keys[2] = {"global_head_dim", "num_global_key_value_heads"};
+    c->attn_scale = 1.0f; /* q and k are RMS-normalized: no 1 / sqrt(head_dim) */
+    c->v_norm = 1;
+    c->k_eq_v = mlstack__json_bool(mlstack__json_get(root, "attention_k_eq_v"), 0);
+    if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d layers (at most %d supported for %s)", file, c->n_layers,
+                             MLSTACK__MAX_TYPED_LAYERS, c->architecture);
+    if (!c->has_layer_types)
+        for (l = 0; l < c->n_layers; l++) c->layer_sliding[l] = (unsigned char)((l + 1) % 6 != 0);
+    c->has_layer_types = 1;
+    c->layer_sliding[c->n_layers - 1] = 0;
+    /* per-layer head sizes: per_layer_config as transformers saves it (the layers that differ),
+       else full layers take global_head_dim (default 512) and, with k = v, num_global_key_value_heads */
+    for (l = 0; l < 2 && mlstack__json_is_null(mlstack__json_get(root, "per_layer_config")); l++) {
+        v = mlstack__json_get(root, keys[l]);
+        w = l ? c->n_kv_heads : 512;
+        if (!mlstack__json_is_null(v) && !mlstack__json_int(v, &w)) w = -1;
+        if (w != (l ? c->n_kv_heads : c->head_dim) && (l == 0 || c->k_eq_v))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: %s different from %s (full layers with other head sizes) is not supported yet",
+                                 file, keys[l], l ? "num_key_value_heads" : "head_dim");
+    }
+    v = mlstack__json_get(root, "per_layer_config");
+    for (e = v && v->type == MLSTACK__JSON_OBJECT ? v->child : NULL; e; e = e->next) {
+        const mlstack__json *hd = mlstack__json_get(e, "head_dim"), *kv = mlstack__json_get(e, "num_key_value_heads");
+        if ((!mlstack__json_is_null(hd) && (!mlstack__json_int(hd, &w) || w != c->head_dim)) ||
+            (!mlstack__json_is_null(kv) && (!mlstack__json_int(kv, &w) || w != c->n_kv_heads)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: per_layer_config with other head sizes per layer is not supported yet", file);
+    }
+    if (mlstack__json_bool(mlstack__json_get(root, "enable_moe_block"), 0) ||
+        mlstack__json_is_str(mlstack__json_get(root, "use_bidirectional_attention"), "all"))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: enable_moe_block and use_bidirectional_attention \"all\" are not supported", file);
+    return mlstack__cfg_gemma4_layers(c, root, file, err);
+}
+
+static void mlstack__mults_init(mlstack__mults *m) {
+    m->attn_in = m->key = m->attn_out = m->ssm_in = m->ssm_out = m->mlp_gate = m->mlp_down = m->logits = 1.0f;
+}
+
+/* A list of exactly n numbers in [-1e9, 1e9] (absent or null: out as it is). */
+static mlstack_result mlstack__cfg_floats(const mlstack__json *root, const char *key, int n, float *out,
+                                          const char *file, mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, key), *e;
+    int i = 0;
+    if (mlstack__json_is_null(v)) return MLSTACK_OK;
+    for (e = v->type == MLSTACK__JSON_ARRAY ? v->child : NULL; e; e = e->next, i++)
+        if (i >= n || e->type != MLSTACK__JSON_NUMBER || !(e->num >= -1e9 && e->num <= 1e9)) break;
+        else
+            out[i] = (float)e->num;
+    if (i != n || v->type != MLSTACK__JSON_ARRAY || e)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: \"%s\" must be a list of %d numbers", file, key, n);
+    return MLSTACK_OK;
+}
+
+/* Falcon-H1's multipliers (F_MUP), each 1 when absent: embedding_multiplier, lm_head_multiplier,
+   attention_in / attention_out / key / ssm_in / ssm_out multipliers, mlp_multipliers [gate, down]
+   and ssm_multipliers [z, x, B, C, dt]. */
+static mlstack_result mlstack__cfg_mup(mlstack__config *c, const mlstack__json *root, const char *file,
+                                       mlstack_error *err) {
+    mlstack__mults *m = &c->mult;
+    float mlp[2] = {1.0f, 1.0f};
+    mlstack_result r;
+    int i;
+    for (i = 0; i < 5; i++) c->ssm.mup[i] = 1.0f;
+    if ((r = mlstack__cfg_num(root, "embedding_multiplier", 1, -1e9, 1e9, &c->embed_scale, file, err)) ||
+        (r = mlstack__cfg_num(root, "lm_head_multiplier", 1, -1e9, 1e9, &m->logits, file, err)) ||
+        (r = mlstack__cfg_num(root, "attention_in_multiplier", 1, -1e9, 1e9, &m->attn_in, file, err)) ||
+        (r = mlstack__cfg_num(root, "attention_out_multiplier", 1, -1e9, 1e9, &m->attn_out, file, err)) ||
+        (r = mlstack__cfg_num(root, "key_multiplier", 1, -1e9, 1e9, &m->key, file, err)) ||
+        (r = mlstack__cfg_num(root, "ssm_in_multiplier", 1, -1e9, 1e9, &m->ssm_in, file, err)) ||
+        (r = mlstack__cfg_num(root, "ssm_out_multiplier", 1, -1e9, 1e9, &m->ssm_out, file, err)) ||
+        (r = mlstack__cfg_floats(root, "mlp_multipliers", 2, mlp, file, err)) ||
+        (r = mlstack__cfg_floats(root, "ssm_multipliers", 5, c->ssm.mup, file, err)))
+        return r;
+    m->mlp_gate = mlp[0], m->mlp_down = mlp[1];
+    for (i = 0; i < 5; i++) c->ssm.has_mup |= c->ssm.mup[i] != 1.0f;
     return MLSTACK_OK;
 }
 
@@ -27331,6 +29466,7 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     mlstack_result r;
     float qpas;
     int64_t w;
+    int i;
     c->tied = mlstack__json_bool(mlstack__json_get(root, "tie_word_embeddings"), (f->flags & MLSTACK__F_TIED) != 0);
     {
         int ab = mlstack__json_bool(mlstack__json_get(root, "attention_bias"), (f->flags & MLSTACK__F_NEOX_BIAS) != 0);
@@ -27368,6 +29504,7 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
     c->embed_scale = f->flags & MLSTACK__F_EMBED_SQRT ? sqrtf((float)c->n_embd) : 1.0f;
     c->residual_scale = 1.0f;
     c->logits_div = 1.0f;
+    mlstack__mults_init(&c->mult);
     c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
     if (f->flags & MLSTACK__F_EMBED_SQRT) c->embed_scale = (float)sqrt((double)c->n_embd);
     if (f->flags & MLSTACK__F_QPAS) {
@@ -27383,6 +29520,7 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
             (r = mlstack__cfg_num(root, "logits_scaling", 1, 1e-9, 1e9, &c->logits_div, file, err)))
             return r;
     }
+    if ((f->flags & MLSTACK__F_MUP) && (r = mlstack__cfg_mup(c, root, file, err)) != MLSTACK_OK) return r;
     if (f->flags & MLSTACK__F_ATTN_SOFTCAP) {
         v = mlstack__json_get(root, "attn_logit_softcapping");
         if (!v) c->attn_softcap = f->opt.attn_softcap;
@@ -27395,11 +29533,13 @@ static mlstack_result mlstack__cfg_features(mlstack__config *c, const mlstack__j
         else if ((r = mlstack__cfg_num(root, "final_logit_softcapping", 0, 1e-6, 1e9, &c->final_softcap, file, err)))
             return r;
     }
-    if (f->moe.block &&
+    for (w = 0, i = 0; i < c->n_layers && i < MLSTACK__MAX_TYPED_LAYERS; i++) w += c->layer_moe[i];
+    if (f->moe.block && !((f->flags & MLSTACK__F_GROUP_ROUTER) && w == 0) && /* Nemotron-H without "moe" blocks */
         !((f->flags & MLSTACK__F_EXPERTS_3D) && mlstack__json_int(mlstack__json_get(root, f->moe.n_experts_key), &w) &&
           w == 0) &&
         (r = mlstack__cfg_moe(c, root, file, err)) != MLSTACK_OK)
         return r;
+    if ((f->flags & MLSTACK__F_GEMMA4) && (r = mlstack__cfg_gemma4(c, root, file, err)) != MLSTACK_OK) return r;
     /* options of these families that the forward pass does not implement: refused by name */
     if (mlstack__json_bool(mlstack__json_get(root, "use_bidirectional_attention"), 0))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: use_bidirectional_attention = true is not supported",
@@ -27484,6 +29624,7 @@ static mlstack_result mlstack__cfg_special_ids(mlstack__config *c, const mlstack
    sizes of the layout in >>kvcache. A conv layer keeps the last conv_k - 1 inputs of its
    convolution, (conv_k - 1, D) oldest first. */
 static size_t mlstack__state_floats(const mlstack__config *c, int kind) {
+    if (kind == MLSTACK__LAYER_ATTN_SSM) kind = MLSTACK__LAYER_MAMBA2; /* its mixer's (KV is in the pages) */
     switch (kind) {
     case MLSTACK__LAYER_CONV: return (size_t)(c->conv_k - 1) * (size_t)c->n_embd;
     case MLSTACK__LAYER_MAMBA2: /* the conv window, then the SSM state (H, P, N) */
@@ -27497,15 +29638,18 @@ static size_t mlstack__state_floats(const mlstack__config *c, int kind) {
 /* Widths of a recurrent kind's mixer (>>forward): floats of one row of its input x (the outputs
    of the layer's w_in) and of its output y (the inputs of wo), and of its scratch per call. */
 static int mlstack__mix_in_width(const mlstack__config *c, int kind) {
+    if (kind == MLSTACK__LAYER_ATTN_SSM) kind = MLSTACK__LAYER_MAMBA2;
     if (kind == MLSTACK__LAYER_DELTANET) /* q | k | v | z | b | a */
         return 2 * c->dn_k_heads * c->dn_k_dim + 2 * c->dn_v_heads * c->dn_v_dim + 2 * c->dn_v_heads;
     return kind == MLSTACK__LAYER_CONV ? 3 * c->n_embd : kind == MLSTACK__LAYER_MAMBA2 ? c->ssm.proj : 0;
 }
 static int mlstack__mix_out_width(const mlstack__config *c, int kind) {
+    if (kind == MLSTACK__LAYER_ATTN_SSM) kind = MLSTACK__LAYER_MAMBA2;
     if (kind == MLSTACK__LAYER_DELTANET) return c->dn_v_heads * c->dn_v_dim;
     return kind == MLSTACK__LAYER_CONV ? c->n_embd : kind == MLSTACK__LAYER_MAMBA2 ? c->ssm.inner : 0;
 }
 static size_t mlstack__mix_scratch_floats(const mlstack__config *c, int kind) {
+    if (kind == MLSTACK__LAYER_ATTN_SSM) kind = MLSTACK__LAYER_MAMBA2;
     if (kind == MLSTACK__LAYER_DELTANET) /* the conv's output over every channel, one row of dv */
         return (size_t)2 * c->dn_k_heads * c->dn_k_dim + (size_t)c->dn_v_heads * c->dn_v_dim + (size_t)c->dn_v_dim;
     if (kind == MLSTACK__LAYER_CONV) return (size_t)c->n_embd; /* the conv's input B * v */
@@ -27523,16 +29667,20 @@ static mlstack_result mlstack__cfg_mixer(mlstack__config *c, const mlstack__json
     int l;
     if (f->ssm.nope) /* Granite 4.0-H: "nope" (or absent) means no rotary; Nemotron-H: never */
         c->nope = f->ssm.nope == 2 || !mlstack__json_is_str(mlstack__json_get(root, "position_embedding_type"), "rope");
-    if (f->ssm.layout == MLSTACK__SSM_ALONE) { /* Mamba2: every layer is a mixer */
+    if (f->ssm.layout == MLSTACK__SSM_ALONE || f->ssm.layout == MLSTACK__SSM_PARALLEL) {
+        /* Mamba2: every layer is a mixer; Falcon-H1: every layer attention and a mixer */
         if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
             return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d layers (at most %d supported for %s)", file,
                                  c->n_layers, MLSTACK__MAX_TYPED_LAYERS, c->architecture);
-        for (l = 0; l < c->n_layers; l++) c->layer_kind[l] = MLSTACK__LAYER_MAMBA2;
+        for (l = 0; l < c->n_layers; l++)
+            c->layer_kind[l] = f->ssm.layout == MLSTACK__SSM_ALONE ? MLSTACK__LAYER_MAMBA2 : MLSTACK__LAYER_ATTN_SSM;
         c->n_recurrent = c->n_layers, c->has_layer_types = 1;
     }
     if (f->mix.kind == MLSTACK__LAYER_DELTANET && (r = mlstack__cfg_deltanet(c, root, file, err)) != MLSTACK_OK)
         return r;
-    c->n_kv_layers = c->n_layers - c->n_recurrent;
+    c->n_kv_layers = c->n_layers - c->n_recurrent - c->n_kv_shared; /* shared-KV layers store none */
+    for (l = 0; c->n_recurrent && l < c->n_layers; l++) /* ... and layers attend beside a mixer */
+        c->n_kv_layers += c->layer_kind[l] == MLSTACK__LAYER_ATTN_SSM;
     if (!f->mix.kind) return MLSTACK_OK;
     if (!c->has_layer_types)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer_types is required for %s (which layers are \"%s\")",
@@ -27583,18 +29731,19 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
                             *tied = mlstack__json_get(root, "tie_word_embeddings");
         if (!tc || tc->type != MLSTACK__JSON_OBJECT)
             return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s needs a text_config object", file, c->architecture);
-        c->text_only = !mlstack__json_is_null(mlstack__json_get(root, "vision_config"));
+        c->text_only = !mlstack__json_is_null(mlstack__json_get(root, "vision_config")) ||
+                       !mlstack__json_is_null(mlstack__json_get(root, "audio_config"));
         if ((r = mlstack__cfg_shape(c, tc, file, err)) || (r = mlstack__cfg_features(c, tc, file, err)) ||
             (r = mlstack__cfg_mixer(c, tc, file, err)) || (r = mlstack__cfg_layer_patterns(c, tc, file, err)) ||
             (r = mlstack__cfg_rope(c, tc, file, err)))
             return r;
-        if (mlstack__json_is_null(mlstack__json_get(tc, "tie_word_embeddings")) && !mlstack__json_is_null(tied))
+        if (!mlstack__json_is_null(tied)) /* transformers ties by the top-level config's key */
             c->tied = mlstack__json_bool(tied, 0);
         return mlstack__cfg_special_ids(c, mlstack__json_get(tc, "eos_token_id") ? tc : root, gen, file, err);
     }
     if ((r = mlstack__cfg_shape(c, root, file, err)) || (r = mlstack__cfg_features(c, root, file, err)) ||
         (r = mlstack__cfg_mixer(c, root, file, err)) || (r = mlstack__cfg_layer_patterns(c, root, file, err)) ||
-        (r = mlstack__cfg_rope(c, root, file, err)))
+        (r = mlstack__cfg_rope(c, root, file, err)) || (r = mlstack__cfg_mla(c, root, file, err)))
         return r;
     return mlstack__cfg_special_ids(c, root, gen, file, err);
 }
@@ -27647,6 +29796,8 @@ static float mlstack__rope_freqs(const mlstack__config *c, const mlstack__rope_c
         } else if (t->kind == MLSTACK__ROPE_LONGROPE) {
             if (inv_long) inv_long[i] = 1.0f / (t->long_f[i] * base_pow);
             f = 1.0f / (t->short_f[i] * base_pow);
+        } else if (t->kind == MLSTACK__ROPE_PROPORTIONAL) {
+            f = i < t->rot_pairs ? f / t->factor : 0.0f;
         }
         inv_freq[i] = f;
     }
@@ -27947,6 +30098,13 @@ static mlstack_result mlstack__qkv_deinterleave(mlstack_model *m, const mlstack_
     return MLSTACK_OK;
 }
 
+/* KV cache elements one position takes over every attention layer: a key and a value of each KV
+   head; latent attention keeps one key (latent | rope key) and no value (>>kvcache). */
+static uint64_t mlstack__kv_token_elems(const mlstack__config *c) {
+    uint64_t per_layer = (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (c->mla_rank ? 1u : 2u);
+    return (uint64_t)(c->n_recurrent || c->n_kv_shared ? c->n_kv_layers : c->n_layers) * per_layer;
+}
+
 /* Layer l's attention kind: its sliding window (layer_types, else the family's pattern) and
    its rotary table. */
 static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer *L) {
@@ -27958,9 +30116,13 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
     L->rope = slides && (c->fam->flags & MLSTACK__F_LAYER_ROPE) ? 1 : 0;
     L->kind = c->n_recurrent ? c->layer_kind[l] : (int)MLSTACK__LAYER_ATTN;
     L->kv_layer = L->state_off = 0;
+    L->kv_shared = c->n_kv_shared && l >= c->n_layers - c->n_kv_shared;
+    L->v_from_k = c->k_eq_v && !slides;
+    L->layer_scale = 1.0f;
     for (i = 0; i < l; i++) { /* the attention layers and the recurrent states before this one */
         int k = c->n_recurrent ? c->layer_kind[i] : (int)MLSTACK__LAYER_ATTN;
-        L->kv_layer += k == MLSTACK__LAYER_ATTN;
+        L->kv_layer += (k == MLSTACK__LAYER_ATTN || k == MLSTACK__LAYER_ATTN_SSM) &&
+                       (!L->kv_shared || i < mlstack__kv_source(c, l));
         L->state_off += mlstack__state_floats(c, k);
     }
     L->nope = c->nope || (l < MLSTACK__MAX_TYPED_LAYERS && c->layer_nope[l]) ||
@@ -27970,16 +30132,19 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
 /* sqrt(D) embedding scales (Gemma) are made in the embedding's dtype by transformers: for F16
    and BF16 tables the scale is rounded to that type (then multiplied in f32, exactly as the
    f32 reference does). */
-static void mlstack__embed_scale_dtype(mlstack__config *c, mlstack_dtype dt) {
-    if (!(c->fam->flags & MLSTACK__F_EMBED_SQRT)) return;
+static float mlstack__round_to(float v, mlstack_dtype dt) {
     if (dt == MLSTACK_DTYPE_F16) {
-        c->embed_scale = mlstack__f16_to_f32(mlstack__f32_to_f16(c->embed_scale));
+        v = mlstack__f16_to_f32(mlstack__f32_to_f16(v));
     } else if (dt == MLSTACK_DTYPE_BF16) {
         uint32_t x;
-        memcpy(&x, &c->embed_scale, 4);
+        memcpy(&x, &v, 4);
         x = (x + 0x7FFFu + ((x >> 16) & 1u)) & 0xFFFF0000u; /* round to nearest even */
-        memcpy(&c->embed_scale, &x, 4);
+        memcpy(&v, &x, 4);
     }
+    return v;
+}
+static void mlstack__embed_scale_dtype(mlstack__config *c, mlstack_dtype dt) {
+    if (c->fam->flags & MLSTACK__F_EMBED_SQRT) c->embed_scale = mlstack__round_to(c->embed_scale, dt);
 }
 
 /* The token embedding table: kept as Q8_0 / Q4_1 blocks when stored so, else a plain
@@ -28128,6 +30293,7 @@ static mlstack_result mlstack__map_layer_attn(mlstack_model *m, mlstack__layer *
         dst[0] = c->attn_gate ? &qg : &L->wq, dst[1] = &L->wk, dst[2] = &L->wv;
         rows3[0] = c->attn_gate ? 2 * q_dim : q_dim, rows3[1] = kv_dim, rows3[2] = kv_dim;
         for (pi = 0; pi < 3; pi++) {
+            if ((pi && L->kv_shared) || (pi == 2 && L->v_from_k)) continue; /* Gemma 4: none stored */
             snprintf(nm, sizeof nm, "%s.%s", attn, proj[pi]);
             if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), rows3[pi], c->n_embd, c->attn_bias, dst[pi], err)) !=
                 MLSTACK_OK)
@@ -28160,6 +30326,68 @@ static mlstack_result mlstack__map_layer_attn(mlstack_model *m, mlstack__layer *
     return MLSTACK_OK;
 }
 
+/* kv_b_proj (H (dn + dv), r) as MLA reads it: per head W_UK transposed and W_UV, f32 copies. */
+static mlstack_result mlstack__mla_kv_b(mlstack_model *m, mlstack__layer *L, const mlstack__weight *kvb,
+                                        mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int H = c->n_heads, R = c->mla_rank, dn = c->mla_nope, dv = c->mla_v, h, d, i;
+    float *uk = (float *)mlstack__model_own(m, sizeof(float) * (size_t)H * R * dn),
+          *uv = (float *)mlstack__model_own(m, sizeof(float) * (size_t)H * dv * R), *row;
+    row = (float *)mlstack__model_own(m, sizeof(float) * (size_t)R);
+    if (!uk || !uv || !row) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if (kvb->wtype != MLSTACK__W_F32 && kvb->wtype != MLSTACK__W_F16 && kvb->wtype != MLSTACK__W_BF16)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s stored as %s (F32, F16 or BF16 supported)", m->path,
+                             kvb->name, mlstack__wtype_name(kvb->wtype));
+    for (h = 0; h < H; h++)
+        for (d = 0; d < dn + dv; d++) {
+            mlstack__to_f32((mlstack_dtype)kvb->wtype,
+                            (const unsigned char *)kvb->data + (size_t)(h * (dn + dv) + d) * kvb->row_bytes, row,
+                            (size_t)R);
+            if (d >= dn) memcpy(uv + ((size_t)h * dv + (size_t)(d - dn)) * R, row, sizeof(float) * (size_t)R);
+            else
+                for (i = 0; i < R; i++) uk[((size_t)h * R + i) * dn + d] = row[i];
+        }
+    memset(&L->w_uk, 0, sizeof L->w_uk), memset(&L->w_uv, 0, sizeof L->w_uv);
+    L->w_uk.data = uk, L->w_uk.wtype = MLSTACK__W_F32, L->w_uk.n_out = H * R, L->w_uk.n_in = dn;
+    L->w_uv.data = uv, L->w_uv.wtype = MLSTACK__W_F32, L->w_uv.n_out = H * dv, L->w_uv.n_in = R;
+    L->w_uk.row_bytes = mlstack__row_bytes(MLSTACK__W_F32, dn);
+    L->w_uv.row_bytes = mlstack__row_bytes(MLSTACK__W_F32, R);
+    return MLSTACK_OK;
+}
+
+/* Layer l's latent attention (F_MLA): q (q_proj, or q_a_proj, its norm and q_b_proj),
+   kv_a_proj_with_mqa and its latent's norm, kv_b_proj, o_proj. */
+static mlstack_result mlstack__map_layer_mla(mlstack_model *m, mlstack__layer *L, const char *pre, const char *attn,
+                                             int l, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int H = c->n_heads, qd = c->n_heads * (c->mla_nope + c->mla_rope), D = c->n_embd, R = c->mla_rank;
+    mlstack__weight kvb;
+    mlstack_result r;
+    char name[256], nm[200];
+    memset(&kvb, 0, sizeof kvb);
+#define MLSTACK__MLA_W(key, rows, cols, w)        \
+    (snprintf(nm, sizeof nm, "%s.%s", attn, key), \
+     (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), rows, cols, 0, w, err)) != MLSTACK_OK)
+#define MLSTACK__MLA_N(key, n, v) \
+    (snprintf(nm, sizeof nm, "%s.%s.weight", attn, key), (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), n, v, err)))
+    if (c->mla_q_rank) {
+        if (MLSTACK__MLA_W("q_a_proj", c->mla_q_rank, D, &L->wqa) ||
+            MLSTACK__MLA_N("q_a_layernorm", c->mla_q_rank, &L->q_a_norm) ||
+            MLSTACK__MLA_W("q_b_proj", qd, c->mla_q_rank, &L->wq))
+            return r;
+    } else if (MLSTACK__MLA_W("q_proj", qd, D, &L->wq)) {
+        return r;
+    }
+    if (MLSTACK__MLA_W("kv_a_proj_with_mqa", R + c->mla_rope, D, &L->wk) ||
+        MLSTACK__MLA_N("kv_a_layernorm", R, &L->kv_a_norm) ||
+        MLSTACK__MLA_W("kv_b_proj", H * (c->mla_nope + c->mla_v), R, &kvb) ||
+        MLSTACK__MLA_W("o_proj", D, H * c->mla_v, &L->wo))
+        return r;
+#undef MLSTACK__MLA_W
+#undef MLSTACK__MLA_N
+    return mlstack__mla_kv_b(m, L, &kvb, err);
+}
+
 /* Layer l's mixture of experts: router, experts, and the shared expert where there is one. */
 static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
                                              mlstack_error *err) {
@@ -28167,7 +30395,7 @@ static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L
     const mlstack__family *f = c->fam;
     mlstack_result r;
     char name[256], nm[200];
-    int e;
+    int e, De = c->moe_latent ? c->moe_latent : c->n_embd; /* the experts' input and output width */
     L->moe = 1;
     L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
     if (!L->experts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -28190,20 +30418,33 @@ static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L
     }
     snprintf(nm, sizeof nm, "%s.gate", f->moe.block);
     if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, c->n_embd, 0, &L->router, err))) return r;
-    snprintf(nm, sizeof nm, "%s.expert_bias", f->moe.block);
+    snprintf(nm, sizeof nm, "%s.%s", f->moe.block,
+             f->flags & (MLSTACK__F_MLA_V3 | MLSTACK__F_GROUP_ROUTER) ? "gate.e_score_correction_bias" : "expert_bias");
     if (c->moe_bias && (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_experts, &L->expert_bias, err))) return r;
+    if (c->moe_latent) { /* Nemotron-H: experts in a latent width, projected from and back to D */
+        snprintf(nm, sizeof nm, "%s.fc1_latent_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), De, c->n_embd, c->mlp_bias, &L->moe_lin, err))) return r;
+        snprintf(nm, sizeof nm, "%s.fc2_latent_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, De, c->mlp_bias, &L->moe_lout, err))) return r;
+    }
     for (e = 0; e < c->n_experts; e++) {
         snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.gate);
-        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e], err)))
-            return r;
-        snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.up);
-        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, c->n_embd, 0, &L->experts[3 * e + 1], err)))
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, De, 0, &L->experts[3 * e], err))) return r;
+        snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.up ? f->moe.up : "");
+        if (f->moe.up && /* NULL: ungated experts, act(x W1) W2 with W1 as the gate */
+            (r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->moe_ff, De, 0, &L->experts[3 * e + 1], err)))
             return r;
         snprintf(nm, sizeof nm, "%s.experts.%d.%s", f->moe.block, e, f->moe.down);
-        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->moe_ff, 0, &L->experts[3 * e + 2], err)))
-            return r;
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), De, c->moe_ff, 0, &L->experts[3 * e + 2], err))) return r;
     }
-    if (c->shared_ff) {
+    if (c->shared_ff && (f->flags & MLSTACK__F_GROUP_ROUTER)) { /* one ungated shared expert, no gate */
+        snprintf(nm, sizeof nm, "%s.shared_experts.up_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, c->mlp_bias, &L->sh_gate, err)))
+            return r;
+        snprintf(nm, sizeof nm, "%s.shared_experts.down_proj", f->moe.block);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_embd, c->shared_ff, c->mlp_bias, &L->sh_down, err)))
+            return r;
+    } else if (c->shared_ff) {
         snprintf(nm, sizeof nm, "%s.shared_expert.gate_proj", f->moe.block);
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->shared_ff, c->n_embd, 0, &L->sh_gate, err))) return r;
         snprintf(nm, sizeof nm, "%s.shared_expert.up_proj", f->moe.block);
@@ -28402,7 +30643,19 @@ static mlstack_result mlstack__map_layer_mlp(mlstack_model *m, mlstack__layer *L
     } else if (c->n_experts && c->layer_moe[l]) { /* router, experts, shared expert */
         if ((r = mlstack__map_layer_moe(m, L, pre, l, err)) != MLSTACK_OK) return r;
     }
-    if (L->moe && !(f->flags & MLSTACK__F_EXPERTS_3D)) { /* experts only */
+    if (L->moe && (f->flags & MLSTACK__F_MLA)) { /* DeepSeek: ungated shared experts beside the routed ones */
+        static const char *const sh[3] = {"gate_proj", "up_proj", "down_proj"};
+        mlstack__weight *dst[3];
+        int i, F = c->mla_shared_ff;
+        dst[0] = &L->w_gate, dst[1] = &L->w_up, dst[2] = &L->w_down;
+        for (i = 0; i < 3 && F; i++) {
+            snprintf(nm, sizeof nm, "%s.shared_experts.%s", mlp, sh[i]);
+            if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), i == 2 ? c->n_embd : F, i == 2 ? F : c->n_embd, 0,
+                                           dst[i], err)))
+                return r;
+        }
+        return MLSTACK_OK;
+    } else if (L->moe && !(f->flags & MLSTACK__F_EXPERTS_3D)) { /* experts only */
     } else if (f->fused.gate_up && (snprintf(nm, sizeof nm, "%s.%s.weight", mlp, f->fused.gate_up),
                                     mlstack__st_find(&m->st, MLSTACK__LNAME(nm)))) { /* fused gate | up rows
                                                                                       (a GGUF has them apart) */
@@ -28508,7 +30761,7 @@ static mlstack_result mlstack__map_layer_qk_norm(mlstack_model *m, mlstack__laye
         snprintf(nm, sizeof nm, "%s.%s.weight", attn, f->name.q_norm ? f->name.q_norm : "q_norm");
         if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME(nm), qn, plus, &L->q_norm, err))) return r;
         snprintf(nm, sizeof nm, "%s.%s.weight", attn, f->name.k_norm ? f->name.k_norm : "k_norm");
-        if ((r = mlstack__model_norm_n(m, MLSTACK__LNAME(nm), kn, plus, &L->k_norm, err))) return r;
+        if (!L->kv_shared && (r = mlstack__model_norm_n(m, MLSTACK__LNAME(nm), kn, plus, &L->k_norm, err))) return r;
     }
     return MLSTACK_OK;
 }
@@ -28550,13 +30803,15 @@ static mlstack_result mlstack__map_layer_ssm(mlstack_model *m, mlstack__layer *L
     int h;
 #define MLSTACK__SSM_NAME(what) (snprintf(nm, sizeof nm, "%s.%s", mx, what), MLSTACK__LNAME(nm))
     if ((r = mlstack__model_linear(m, MLSTACK__SSM_NAME("in_proj"), s->proj, c->n_embd, s->proj_bias, &L->w_in, err)) ||
-        (r = mlstack__model_linear(m, MLSTACK__SSM_NAME("out_proj"), c->n_embd, s->inner, s->proj_bias, &L->wo, err)) ||
+        (r = mlstack__model_linear(m, MLSTACK__SSM_NAME("out_proj"), c->n_embd, s->inner, s->out_bias,
+                                   L->kind == MLSTACK__LAYER_ATTN_SSM ? &L->w_mix_out : &L->wo, err)) ||
         (r = mlstack__model_param(m, MLSTACK__SSM_NAME("conv1d.weight"), (int64_t)s->conv_dim * s->conv, &L->conv_w,
                                   err)) ||
         (s->conv_bias && (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("conv1d.bias"), s->conv_dim, &L->conv_b, err))) ||
         (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("dt_bias"), s->heads, &L->ssm_dt_bias, err)) ||
         (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("D"), s->heads, &L->ssm_d, err)) ||
-        (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("norm.weight"), s->inner, &L->ssm_norm, err)))
+        (s->gate_norm != MLSTACK__GATE_NORM_NONE &&
+         (r = mlstack__model_vec(m, MLSTACK__SSM_NAME("norm.weight"), s->inner, &L->ssm_norm, err))))
         return r;
     if (mlstack__st_find(&m->st, MLSTACK__SSM_NAME("A"))) /* GGUF: A = -exp(A_log) as llama.cpp stores it */
         return mlstack__model_vec(m, name, s->heads, &L->ssm_a, err);
@@ -28740,7 +30995,8 @@ static mlstack_result mlstack__map_layer_mixer(mlstack_model *m, mlstack__layer 
     mlstack_result r;
     char name[256], nm[200];
     float *w;
-    if (L->kind == MLSTACK__LAYER_MAMBA2) return mlstack__map_layer_ssm(m, L, pre, l, err);
+    if (L->kind == MLSTACK__LAYER_MAMBA2 || L->kind == MLSTACK__LAYER_ATTN_SSM)
+        return mlstack__map_layer_ssm(m, L, pre, l, err);
     if (L->kind == MLSTACK__LAYER_DELTANET) return mlstack__map_layer_delta(m, L, pre, l, err);
     if (L->kind != MLSTACK__LAYER_CONV)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: layer %d: recurrent layer kind %d is not implemented",
@@ -28770,7 +31026,58 @@ static mlstack_result mlstack__map_layer_mixer(mlstack_model *m, mlstack__layer 
     if (c->conv_bias && (r = mlstack__model_vec(m, MLSTACK__LNAME(nm), D, &L->conv_b, err)) != MLSTACK_OK) return r;
     return MLSTACK_OK;
 }
+
+/* Gemma 4's layer l: its layer_scalar and, with per-layer inputs, their gate (P, D), projection
+   (D, P) and norm (D). */
+static mlstack_result mlstack__map_layer_gemma4(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                                mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const float *sc;
+    mlstack_result r;
+    char name[256];
+    if ((r = mlstack__model_vec(m, MLSTACK__LNAME("layer_scalar"), 1, &sc, err)) != MLSTACK_OK) return r;
+    L->layer_scale = sc[0];
+    if (!c->ple_dim) return MLSTACK_OK;
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME("per_layer_input_gate"), c->ple_dim, c->n_embd, 0, &L->w_ple_gate,
+                                   err)) ||
+        (r = mlstack__model_linear(m, MLSTACK__LNAME("per_layer_projection"), c->n_embd, c->ple_dim, 0, &L->w_ple_proj,
+                                   err)))
+        return r;
+    return mlstack__model_norm(m, MLSTACK__LNAME("post_per_layer_input_norm.weight"), c->n_embd, &L->ple_norm, err);
+}
+
 #undef MLSTACK__LNAME
+
+/* Gemma 4's model-wide parts: the v norm's unit weight and, with per-layer inputs, the table
+   embed_tokens_per_layer (rows looked up as stored, times sqrt(P) rounded to its dtype as
+   transformers scales it), per_layer_model_projection and per_layer_projection_norm. */
+static mlstack_result mlstack__map_gemma4(mlstack_model *m, const char *pre, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__st_tensor *t;
+    mlstack_result r;
+    char name[256];
+    float *ones = (float *)mlstack__model_own(m, sizeof(float) * (size_t)c->head_dim);
+    int i;
+    if (!ones) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    for (i = 0; i < c->head_dim; i++) ones[i] = 1.0f;
+    m->ones = ones;
+    if (!c->ple_dim) return MLSTACK_OK;
+    snprintf(name, sizeof name, "%s.embed_tokens_per_layer.weight", pre);
+    if ((r = mlstack__model_tensor(m, name, 2, c->ple_vocab, (int64_t)c->n_layers * c->ple_dim, &t, err))) return r;
+    m->ple_embed = m->st.files[t->file].data + t->begin;
+    m->ple_dtype = t->dtype;
+    if ((uintptr_t)m->ple_embed % (uintptr_t)mlstack__dtype_sizes[t->dtype]) {
+        void *copy = mlstack__model_own(m, (size_t)(t->end - t->begin));
+        if (!copy) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        memcpy(copy, m->ple_embed, (size_t)(t->end - t->begin));
+        m->ple_embed = copy;
+    }
+    m->ple_scale = mlstack__round_to(sqrtf((float)c->ple_dim), t->dtype);
+    snprintf(name, sizeof name, "%s.per_layer_model_projection", pre);
+    if ((r = mlstack__model_linear(m, name, c->n_layers * c->ple_dim, c->n_embd, 0, &m->ple_proj, err))) return r;
+    snprintf(name, sizeof name, "%s.per_layer_projection_norm.weight", pre);
+    return mlstack__model_norm(m, name, c->ple_dim, &m->ple_norm, err);
+}
 
 static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
@@ -28788,21 +31095,26 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
     snprintf(name, sizeof name, "%s.%s.bias", pre, fm->name.final_norm ? fm->name.final_norm : "norm");
     if (c->layernorm && (r = mlstack__model_vec(m, name, c->n_embd, &m->final_norm_b, err)) != MLSTACK_OK) return r;
     if ((r = mlstack__map_head(m, head, t, err)) != MLSTACK_OK) return r;
+    if ((fm->flags & MLSTACK__F_GEMMA4) && (r = mlstack__map_gemma4(m, pre, err)) != MLSTACK_OK) return r;
     m->layers = (mlstack__layer *)mlstack__calloc((size_t)c->n_layers, sizeof *m->layers);
     if (!m->layers) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     for (l = 0; l < c->n_layers; l++) {
         mlstack__layer *L = &m->layers[l];
         int att, mlp_only, ffn;
         mlstack__layer_kind(c, l, L);
-        att = L->kind == MLSTACK__LAYER_ATTN, mlp_only = L->kind == MLSTACK__LAYER_MLP;
+        att = L->kind == MLSTACK__LAYER_ATTN || L->kind == MLSTACK__LAYER_ATTN_SSM;
+        mlp_only = L->kind == MLSTACK__LAYER_MLP;
         /* an FFN beside the mixer, but one block a layer: an MLP only in "mlp" blocks (Nemotron-H) */
         ffn = fm->ssm.layout == MLSTACK__SSM_BLOCKS ? mlp_only : fm->ssm.layout != MLSTACK__SSM_ALONE;
         if ((r = mlstack__map_layer_norms(m, L, pre, l, err)) != MLSTACK_OK ||
-            (!mlp_only && (r = att ? mlstack__map_layer_attn(m, L, pre, attn, l, err)
-                                   : mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK) ||
+            (!mlp_only && (r = att && c->mla_rank ? mlstack__map_layer_mla(m, L, pre, attn, l, err)
+                               : att              ? mlstack__map_layer_attn(m, L, pre, attn, l, err)
+                                                  : mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK) ||
+            (L->kind == MLSTACK__LAYER_ATTN_SSM && (r = mlstack__map_layer_mixer(m, L, pre, l, err)) != MLSTACK_OK) ||
             (ffn && (r = mlstack__map_layer_mlp(m, L, pre, l, err)) != MLSTACK_OK) ||
             (att && (r = mlstack__map_layer_qk_norm(m, L, pre, attn, l, err)) != MLSTACK_OK) ||
-            (c->act == MLSTACK__ACT_XIELU && (r = mlstack__map_layer_xielu(m, L, pre, l, err)) != MLSTACK_OK))
+            (c->act == MLSTACK__ACT_XIELU && (r = mlstack__map_layer_xielu(m, L, pre, l, err)) != MLSTACK_OK) ||
+            ((fm->flags & MLSTACK__F_GEMMA4) && (r = mlstack__map_layer_gemma4(m, L, pre, l, err)) != MLSTACK_OK))
             return r;
         if (mlp_only) L->ffn_norm = L->attn_norm, L->attn_norm = NULL; /* the block's norm is its MLP's */
     }
@@ -28812,10 +31124,10 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
 /* The projection weights of layer l (l = -1: the LM head) into ws (room for
    MLSTACK__MAX_LAYER_WEIGHTS); returns how many. Absent ones (the dense MLP of a MoE layer, a
    shared expert the family lacks) are left out. */
-#define MLSTACK__MAX_LAYER_WEIGHTS (14 + 3 * MLSTACK__MAX_EXPERTS)
+#define MLSTACK__MAX_LAYER_WEIGHTS (18 + 3 * MLSTACK__MAX_EXPERTS)
 MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
     mlstack__layer *L;
-    mlstack__weight *all[13];
+    mlstack__weight *all[17];
     int n = 0, i;
     if (l < 0) {
         ws[0] = &m->lm_head;
@@ -28825,11 +31137,13 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
     all[0] = &L->wq, all[1] = &L->wk, all[2] = &L->wv, all[3] = &L->wo;
     all[4] = &L->w_gate, all[5] = &L->w_up, all[6] = &L->w_down;
     all[7] = &L->router, all[8] = &L->sh_gate, all[9] = &L->sh_up, all[10] = &L->sh_down;
-    all[11] = &L->w_in, all[12] = &L->wqg;
-    for (i = 0; i < 13; i++)
+    all[11] = &L->w_in, all[12] = &L->wqg, all[13] = &L->wqa, all[14] = &L->w_mix_out;
+    all[15] = &L->moe_lin, all[16] = &L->moe_lout;
+    for (i = 0; i < 17; i++)
         if (all[i]->data) ws[n++] = all[i];
     if (L->sh_router.data) ws[n++] = &L->sh_router;
-    for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++) ws[n++] = &L->experts[i];
+    for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++)
+        if (L->experts[i].data) ws[n++] = &L->experts[i]; /* ungated experts have no up */
     return n;
 }
 
@@ -30155,6 +32469,8 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     c->rope[0].theta = c->rope_theta;
     c->rope[0].factor = c->rope_factor;
     c->embed_scale = c->residual_scale = c->logits_div = c->moe_scale = 1.0f;
+    c->moe_norm_eps = 1e-6f; /* LFM2-MoE's renormalization */
+    mlstack__mults_init(&c->mult);
     c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
     if (mlstack__gguf_rope_rows(c) && c->attn_bias)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
@@ -30315,11 +32631,14 @@ static void mlstack__gguf_hf_shape(const mlstack__config *c, const mlstack__gguf
 }
 
 /* A hybrid's experts as llama.cpp stores them, one [E, rows, in] tensor per projection
-   (blk.N.ffn_<gate|up|down>_exps.weight): the experts they hold (0: not one). */
+   (blk.N.ffn_<gate|up|down>_exps.weight): the experts they hold (0: not one). Each expert's slice
+   holds at least 32 bytes of the file (tensors do not overlap): the entries made for a hostile
+   file stay proportional to its size. */
 static int mlstack__gguf_expert_count(const mlstack__config *c, const mlstack__gguf_tensor *t) {
     const char *u = strstr(t->name, "_exps.weight");
-    return c->fam->mix.kind && strncmp(t->name, "blk.", 4) == 0 && strstr(t->name, ".ffn_") && c->fam->moe.block && !(c->fam->flags & MLSTACK__F_EXPERTS_3D) && t->n_dims == 3 && u &&
-                   strlen(u) == 12 && t->ne[2] > 0 && t->ne[2] <= MLSTACK__MAX_EXPERTS
+    return c->fam->mix.kind && strncmp(t->name, "blk.", 4) == 0 && strstr(t->name, ".ffn_") && c->fam->moe.block &&
+                   !(c->fam->flags & MLSTACK__F_EXPERTS_3D) && t->n_dims == 3 && u && strlen(u) == 12 && t->ne[2] > 0 &&
+                   t->ne[2] <= MLSTACK__MAX_EXPERTS && t->bytes / t->ne[2] >= 32
                ? (int)t->ne[2]
                : 0;
 }
@@ -30597,6 +32916,13 @@ typedef struct mlstack__gw_tensor {
     uint64_t offset;
     uint32_t unpack; /* 0, or the GGML type (Q4_0, IQ4_NL) the stored rows are repacked from */
     size_t file_row; /* bytes of a row in the file */
+    int gate_heads; /* q_proj of gated attention: rows q_h | gate_h per head, from data (q) and data2 (gate) */
+    const unsigned char *data2;
+    /* delta-net value heads written tiled (llama.cpp's order): from row tile_base on, runs of
+       tile_dim rows per value head (tile_hk key heads, tile_g value heads each); tile_cols: the
+       columns instead (groups of tile_dim elements of each row) */
+    int tile_base, tile_dim, tile_hk, tile_g, tile_cols;
+    int flat; /* written as one dimension of ne[0] ne[1] elements */
 } mlstack__gw_tensor;
 
 /* t is weight w: written as the GGML type the quantizer made it as, when its rows hold that
@@ -30777,7 +33103,7 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
         snprintf(t_->name, sizeof t_->name, "%s", nm);                                              \
         t_->type = (ty), t_->n_dims = (nd), t_->ne[0] = (uint64_t)(e0), t_->ne[1] = (uint64_t)(e1); \
         t_->data = (const unsigned char *)(dat), t_->row_bytes = (rb), t_->permute_heads = (perm);  \
-        t_->unpack = 0, t_->file_row = (rb);                                                        \
+        t_->unpack = 0, t_->file_row = (rb), t_->gate_heads = 0, t_->tile_dim = 0, t_->flat = 0;    \
     } while (0)
 
 /* The embedding table (a tied head's blocks, or a Q8_0 copy of a float table for a Q4_1 head),
@@ -30859,6 +33185,51 @@ static void mlstack__gw_list_mixer(const mlstack__config *c, const mlstack__laye
                   (size_t)(s->inner / s->groups) * 4, 0);
 }
 
+/* Marks the last listed tensor's value heads to be written tiled (llama.cpp's order) from row
+   base on, dim rows (or, cols: elements of each row) per head. */
+static void mlstack__gw_tile(const mlstack__config *c, mlstack__gw_tensor *t, int base, int dim, int cols) {
+    if (c->dn_k_heads == c->dn_v_heads) return;
+    t->tile_base = base, t->tile_dim = dim, t->tile_cols = cols;
+    t->tile_hk = c->dn_k_heads, t->tile_g = c->dn_v_heads / c->dn_k_heads;
+}
+
+/* A delta-net mixer as llama.cpp's qwen35 names it: attn_qkv, attn_gate, ssm_beta, ssm_alpha (rows
+   of w_in), ssm_conv1d, ssm_a (-exp(A_log)), ssm_dt.bias, ssm_norm, ssm_out; value heads tiled. */
+static void mlstack__gw_list_delta(const mlstack__config *c, const mlstack__layer *L, int l, mlstack__gw_tensor *ts,
+                                   int *n_t) {
+    static const char *const nm4[4] = {"attn_qkv", "attn_gate", "ssm_beta", "ssm_alpha"};
+    int Hv = c->dn_v_heads, dv = c->dn_v_dim, kd = c->dn_k_heads * c->dn_k_dim, vd = Hv * dv, C = 2 * kd + vd, k;
+    int rows[4], first[4], K = c->dn_conv;
+    size_t rb = L->w_in.row_bytes;
+    char nm[64];
+    rows[0] = C, rows[1] = vd, rows[2] = Hv, rows[3] = Hv;
+    first[0] = 0, first[1] = C, first[2] = C + vd, first[3] = C + vd + Hv;
+    for (k = 0; k < 4; k++) {
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, nm4[k]);
+        MLSTACK__GW_T(nm, mlstack__gw_type(L->w_in.wtype), 2, L->w_in.n_in, rows[k],
+                      (const unsigned char *)L->w_in.data + (size_t)first[k] * rb, rb, 0);
+        mlstack__gw_made(&ts[*n_t - 1], &L->w_in);
+        mlstack__gw_tile(c, &ts[*n_t - 1], k ? 0 : 2 * kd, k < 2 ? dv : 1, 0);
+    }
+    snprintf(nm, sizeof nm, "blk.%d.ssm_conv1d.weight", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, K, C, L->conv_w, (size_t)K * 4, 0);
+    mlstack__gw_tile(c, &ts[*n_t - 1], 2 * kd, dv, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_a", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, 1, Hv, L->dn_neg_a, 4, 0);
+    ts[*n_t - 1].flat = 1;
+    mlstack__gw_tile(c, &ts[*n_t - 1], 0, 1, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_dt.bias", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, 1, Hv, L->dn_dt_bias, 4, 0);
+    ts[*n_t - 1].flat = 1;
+    mlstack__gw_tile(c, &ts[*n_t - 1], 0, 1, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_norm.weight", l);
+    MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, dv, 1, L->dn_norm, (size_t)dv * 4, 0);
+    snprintf(nm, sizeof nm, "blk.%d.ssm_out.weight", l);
+    MLSTACK__GW_T(nm, mlstack__gw_type(L->wo.wtype), 2, L->wo.n_in, L->wo.n_out, L->wo.data, L->wo.row_bytes, 0);
+    mlstack__gw_made(&ts[*n_t - 1], &L->wo);
+    if (!c->dn_v_tiled) mlstack__gw_tile(c, &ts[*n_t - 1], 0, dv, 1); /* read from GGUF: already tiled */
+}
+
 /* Each layer's norms, projections (q and k rows permuted for llama.cpp's rope), biases and q/k norms. */
 static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t) {
     const mlstack__config *c = &m->cfg;
@@ -30872,7 +33243,9 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         int k;
         for (k = 0; k < 4; k++) { /* the norms the layer has, by role */
             if (!norms[k]) continue;
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, mlstack__gguf_norm_names[k]);
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l,
+                     k == 1 && (c->fam->flags & MLSTACK__F_GGUF_POST_ATTN) ? "post_attention_norm"
+                                                                           : mlstack__gguf_norm_names[k]);
             MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, norms[k], (size_t)c->n_embd * 4, 0);
         }
         for (k = 0; k < 7; k++) {
@@ -30883,13 +33256,19 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
                 role = k == 4 && !L->w_up.data ? 5 : k; /* an ungated MLP's W1 (in w_gate) is ffn_up */
             if (!ws[k]->data || (k == 3 && L->kind != MLSTACK__LAYER_ATTN)) continue; /* wo: the mixer's */
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
-            MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in, ws[k]->n_out, ws[k]->data,
-                          ws[k]->row_bytes, perm);
+            MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in,
+                          k == 0 && L->wqg.data ? 2 * ws[k]->n_out : ws[k]->n_out, ws[k]->data, ws[k]->row_bytes, perm);
             mlstack__gw_made(&ts[*n_t - 1], ws[k]);
+            if (k == 0 && L->wqg.data) /* q_h | gate_h per head */
+                ts[*n_t - 1].gate_heads = c->n_heads, ts[*n_t - 1].data2 = (const unsigned char *)L->wqg.data;
             if (ws[k]->bias) {
                 snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
                 MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
             }
+        }
+        if (L->kind == MLSTACK__LAYER_DELTANET) {
+            mlstack__gw_list_delta(c, L, l, ts, n_t);
+            continue;
         }
         if (L->kind != MLSTACK__LAYER_ATTN) {
             mlstack__gw_list_mixer(c, L, l, ts, n_t);
@@ -30931,12 +33310,46 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
         c->rope[0].kind != MLSTACK__ROPE_LLAMA3)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: its RoPE scaling is not written to GGUF (none, linear and llama3 are)", m->path);
+    for (l = 0; l < c->n_layers; l++) { /* gated q_proj: q and gate rows of one type */
+        const mlstack__layer *L = &m->layers[l];
+        int tiled = L->kind == MLSTACK__LAYER_DELTANET && c->dn_k_heads != c->dn_v_heads && !c->dn_v_tiled;
+        if ((L->wqg.data && (L->wqg.wtype != L->wq.wtype || L->wqg.gtype != L->wq.gtype)) ||
+            (tiled && (L->wo.packed || L->wo.gtype || L->wo.row_bytes % (size_t)c->dn_v_heads ||
+                       c->dn_v_dim % mlstack__wtype_block(L->wo.wtype))))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: layer %d: its gated q_proj or value-head columns of out_proj cannot be written "
+                                 "in llama.cpp's order in this layout",
+                                 m->path, l);
+    }
     for (l = 0; l < c->n_layers; l++) /* SmolLM3: llama.cpp's NoPE layers are every 4th */
         if ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) && m->layers[l].nope != ((l + 1) % 4 == 0))
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                                  "%s: layer %d %s RoPE; %s GGUF files have NoPE layers every 4th layer only", m->path,
                                  l, m->layers[l].nope ? "has no" : "has", arch);
     return MLSTACK_OK;
+}
+
+/* A delta-net hybrid's keys as llama.cpp's qwen35 reads them: head_count_kv, ssm.* (conv width, key
+   head dim, key heads, value heads, value width), recurrent_layers, the M-RoPE sections (text
+   positions: any split of the rotary pairs is plain RoPE). Returns 0 when out of memory. */
+static int mlstack__gw_delta_keys(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
+    const mlstack__config *c = &m->cfg;
+    int ok, l, k, pairs = c->rot_dim / 2;
+    ok = mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv) &&
+         mlstack__gw_u32(kv, arch, "ssm.conv_kernel", (uint32_t)c->dn_conv, n_kv) &&
+         mlstack__gw_u32(kv, arch, "ssm.state_size", (uint32_t)c->dn_k_dim, n_kv) &&
+         mlstack__gw_u32(kv, arch, "ssm.group_count", (uint32_t)c->dn_k_heads, n_kv) &&
+         mlstack__gw_u32(kv, arch, "ssm.time_step_rank", (uint32_t)c->dn_v_heads, n_kv) &&
+         mlstack__gw_u32(kv, arch, "ssm.inner_size", (uint32_t)(c->dn_v_heads * c->dn_v_dim), n_kv) &&
+         mlstack__gw_u32(kv, arch, "full_attention_interval", 4, n_kv) &&
+         mlstack__gw_key(kv, arch, "attention.recurrent_layers", MLSTACK__GGUF_ARRAY) &&
+         mlstack__gw_u(kv, MLSTACK__GGUF_BOOL, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+    for (l = 0; ok && l < c->n_layers; l++) ok = mlstack__gw_u(kv, m->layers[l].kind != MLSTACK__LAYER_ATTN, 1);
+    ok = ok && mlstack__gw_key(kv, arch, "rope.dimension_sections", MLSTACK__GGUF_ARRAY) &&
+         mlstack__gw_u(kv, MLSTACK__GGUF_I32, 4) && mlstack__gw_u(kv, 4, 8);
+    for (k = 0; ok && k < 4; k++) ok = mlstack__gw_u(kv, k < 3 ? (uint32_t)(pairs / 3 + (k < pairs % 3)) : 0, 4);
+    *n_kv += 2;
+    return ok;
 }
 
 /* attention.head_count_kv: one number, or (hybrids) one per layer, 0 for a recurrent layer; and
@@ -30946,6 +33359,7 @@ static int mlstack__gw_head_count_kv(mlstack_model *m, const char *arch, mlstack
     const mlstack__ssm_cfg *s = &c->ssm;
     int ok, l;
     if (!c->n_recurrent) return mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv);
+    if (c->fam->mix.kind == MLSTACK__LAYER_DELTANET) return mlstack__gw_delta_keys(m, arch, kv, n_kv);
     ok = mlstack__gw_key(kv, arch, "attention.head_count_kv", MLSTACK__GGUF_ARRAY) &&
          mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
     for (l = 0; ok && l < c->n_layers; l++)
@@ -31014,7 +33428,7 @@ static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv
          mlstack__gw_head_count_kv(m, arch, kv, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.key_length", (uint32_t)c->head_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.value_length", (uint32_t)c->head_dim, n_kv) &&
-         mlstack__gw_u32(kv, arch, "rope.dimension_count", (uint32_t)c->head_dim, n_kv) &&
+         mlstack__gw_u32(kv, arch, "rope.dimension_count", (uint32_t)c->rot_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "vocab_size", (uint32_t)c->n_vocab, n_kv) &&
          mlstack__gw_f32(kv, arch, "rope.freq_base", c->rope_theta, n_kv) &&
          mlstack__gw_f32(kv, arch, "attention.layer_norm_rms_epsilon", c->eps, n_kv);
@@ -31051,12 +33465,36 @@ static int mlstack__gw_header(mlstack__gw_tensor *ts, int n_t, int n_kv, const m
         uint64_t bytes = (uint64_t)t->file_row * t->ne[1];
         t->offset = off;
         ok = mlstack__gw_str(hdr, t->name, strlen(t->name)) && mlstack__gw_u(hdr, (uint64_t)t->n_dims, 4) &&
-             mlstack__gw_u(hdr, t->ne[0], 8) && (t->n_dims < 2 || mlstack__gw_u(hdr, t->ne[1], 8)) &&
-             mlstack__gw_u(hdr, t->type, 4) && mlstack__gw_u(hdr, off, 8);
+             mlstack__gw_u(hdr, t->flat ? t->ne[0] * t->ne[1] : t->ne[0], 8) &&
+             (t->n_dims < 2 || mlstack__gw_u(hdr, t->ne[1], 8)) && mlstack__gw_u(hdr, t->type, 4) &&
+             mlstack__gw_u(hdr, off, 8);
         off += (bytes + 31) & ~(uint64_t)31;
     }
     while (ok && hdr->n % 32) ok = mlstack__buf_put(hdr, "", 1);
     return ok;
+}
+
+/* The source row of file row `row`: llama.cpp's rope order (its row h*Dh + 2i + j holds Hugging
+   Face row h*Dh + j*Dh/2 + i), gated q_proj's q_h | gate_h per head, or tiled value heads (stored
+   head s = r Hk + g holds head g G + r). */
+static uint64_t mlstack__gw_src_row(const mlstack__gw_tensor *t, uint64_t row, int hd) {
+    uint64_t h = (uint64_t)hd;
+    if (t->permute_heads) return (row / h) * h + ((row % h) & 1) * (h / 2) + (row % h) / 2;
+    if (t->gate_heads) return (row / (2 * h)) * h + row % h; /* of data or data2: mlstack__gw_row */
+    if (t->tile_dim && !t->tile_cols && row >= (uint64_t)t->tile_base) {
+        uint64_t q = row - (uint64_t)t->tile_base, s = q / (uint64_t)t->tile_dim, j = q % (uint64_t)t->tile_dim;
+        return (uint64_t)t->tile_base +
+               ((s % (uint64_t)t->tile_hk) * (uint64_t)t->tile_g + s / (uint64_t)t->tile_hk) * (uint64_t)t->tile_dim +
+               j;
+    }
+    return row;
+}
+
+/* The bytes of file row `row`. */
+static const unsigned char *mlstack__gw_row(const mlstack__gw_tensor *t, uint64_t row, int hd) {
+    uint64_t src = mlstack__gw_src_row(t, row, hd);
+    const unsigned char *d = t->gate_heads && (row % (2 * (uint64_t)hd)) >= (uint64_t)hd ? t->data2 : t->data;
+    return d + src * t->row_bytes;
 }
 
 /* Writes the header and every tensor's rows (permuted, or unpacked to the file's type), each
@@ -31075,17 +33513,24 @@ static int mlstack__gw_write(const mlstack_model *m, FILE *f, const mlstack__buf
             MLSTACK_FREE(conv);
             if (!(conv = (unsigned char *)MLSTACK_MALLOC(t->file_row))) ok = 0;
         }
+        if (t->tile_cols) {
+            MLSTACK_FREE(conv);
+            if (!(conv = (unsigned char *)MLSTACK_MALLOC(t->row_bytes))) ok = 0;
+        }
         for (row = 0; ok && row < t->ne[1]; row++) {
-            /* llama.cpp row h*Dh + 2i + j holds Hugging Face row h*Dh + j*Dh/2 + i */
-            uint64_t src = t->permute_heads
-                               ? (row / (uint64_t)hd) * (uint64_t)hd + ((row % (uint64_t)hd) & 1) * (uint64_t)(hd / 2) +
-                                     (row % (uint64_t)hd) / 2
-                               : row;
-            if (t->unpack) {
-                mlstack__gw_unpack_row(t->unpack, t->data + src * t->row_bytes, conv, (int)t->ne[0]);
+            const unsigned char *rp = mlstack__gw_row(t, row, hd);
+            if (t->tile_cols) {
+                size_t gb = t->row_bytes / (size_t)(t->tile_hk * t->tile_g);
+                uint64_t s;
+                for (s = 0; s < (uint64_t)t->tile_hk * (uint64_t)t->tile_g; s++)
+                    memcpy(conv + s * gb,
+                           rp + ((s % (uint64_t)t->tile_hk) * (uint64_t)t->tile_g + s / (uint64_t)t->tile_hk) * gb, gb);
+                ok = fwrite(conv, 1, t->row_bytes, f) == t->row_bytes;
+            } else if (t->unpack) {
+                mlstack__gw_unpack_row(t->unpack, rp, conv, (int)t->ne[0]);
                 ok = fwrite(conv, 1, t->file_row, f) == t->file_row;
             } else {
-                ok = fwrite(t->data + src * t->row_bytes, 1, t->row_bytes, f) == t->row_bytes;
+                ok = fwrite(rp, 1, t->row_bytes, f) == t->row_bytes;
             }
         }
         if (ok && bytes % 32) ok = fwrite(zeros, 1, (size_t)(32 - bytes % 32), f) == 32 - bytes % 32;
@@ -31135,10 +33580,11 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
                              "%s: %s models (experts, attention sinks) are read from GGUF but not written yet", m->path,
                              arch);
     if (c->n_recurrent && !(c->fam->mix.kind == MLSTACK__LAYER_CONV ||
-                            (c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 && c->fam->ssm.layout == MLSTACK__SSM_ALONE)))
+                            (c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 && c->fam->ssm.layout == MLSTACK__SSM_ALONE) ||
+                            (c->fam->mix.kind == MLSTACK__LAYER_DELTANET && (c->fam->flags & MLSTACK__F_GGUF_V_TILED))))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: %s models are read from GGUF but not written yet (of the hybrids, lfm2 and mamba2 "
-                             "are)",
+                             "%s: %s models are read from GGUF but not written yet (of the hybrids, lfm2, mamba2 and "
+                             "qwen35 are)",
                              m->path, arch);
     if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
     ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 24 + 8, sizeof *ts);
@@ -31273,7 +33719,7 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
     }
     if (m->cfg.text_only && desc->log) {
         char note[160];
-        snprintf(note, sizeof note, "%s: text only; the vision tower (model.visual.*) is not loaded",
+        snprintf(note, sizeof note, "%s: text only; the vision tower (and any audio tower) is not loaded",
                  m->cfg.architecture);
         desc->log(desc->log_user, 2, note);
     }
@@ -31295,6 +33741,7 @@ MLSTACK_API void mlstack_model_get_info(const mlstack_model *m, mlstack_model_in
     o->n_heads = c->n_heads;
     o->n_kv_heads = c->n_kv_heads;
     o->head_dim = c->head_dim;
+    o->kv_elems_per_token = mlstack__kv_token_elems(c);
     o->n_vocab = c->n_vocab;
     o->max_position_embeddings = c->max_pos;
     o->tied_embeddings = c->tied;
@@ -31430,12 +33877,93 @@ static int mlstack__rand_delta(mlstack_model *m, mlstack__pool *pool, mlstack_dt
            mlstack__rand_linear(m, pool, dtype, c->n_embd, vd, NULL, seed, t + 1, &L->wo);
 }
 
+/* A layer's random FFN where it has one (tensor numbers t + 4 .. t + 6; MoE layers after every
+   dense layer's): the dense MLP, or router, experts (ungated where the family's MLPs are) and
+   shared expert (Granite: the dense MLP beside the experts); none for Mamba2, and only in the
+   MLP / MoE blocks of Nemotron-H. */
+static int mlstack__rand_ffn(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, mlstack__layer *L, int l,
+                             const float *zeros, uint64_t seed, uint64_t t) {
+    const mlstack__config *c = &m->cfg;
+    const float *mb = c->mlp_bias ? zeros : NULL;
+    int ok = 1, grouped = (c->fam->flags & MLSTACK__F_GROUP_ROUTER) != 0;
+    if (c->fam->ssm.layout == MLSTACK__SSM_ALONE ||
+        (c->fam->ssm.layout == MLSTACK__SSM_BLOCKS && L->kind != MLSTACK__LAYER_MLP))
+        return 1;
+    if (c->n_experts && c->layer_moe[l]) {
+        /* MoE: router, experts and shared expert; tensor numbers after the dense layers' */
+        uint64_t te = 2 + (uint64_t)c->n_layers * 8 + (uint64_t)l * (3 * (uint64_t)c->n_experts + 5);
+        uint64_t tl = ((uint64_t)1 << 40) + 2 * (uint64_t)l; /* latent projections */
+        int e, De = c->moe_latent ? c->moe_latent : c->n_embd;
+        const float *sb = grouped ? mb : NULL;
+        L->moe = 1;
+        L->expert_bias = c->moe_bias ? zeros : NULL;
+        L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
+        ok = L->experts && mlstack__rand_linear(m, pool, dtype, c->n_experts, c->n_embd, NULL, seed, te, &L->router);
+        for (e = 0; ok && e < c->n_experts; e++)
+            ok = mlstack__rand_linear(m, pool, dtype, c->moe_ff, De, NULL, seed, te + 1 + 3 * (uint64_t)e,
+                                      &L->experts[3 * e]) &&
+                 ((c->fam->flags & MLSTACK__F_PLAIN_MLP) ||
+                  mlstack__rand_linear(m, pool, dtype, c->moe_ff, De, NULL, seed, te + 2 + 3 * (uint64_t)e,
+                                       &L->experts[3 * e + 1])) &&
+                 mlstack__rand_linear(m, pool, dtype, De, c->moe_ff, NULL, seed, te + 3 + 3 * (uint64_t)e,
+                                      &L->experts[3 * e + 2]);
+        ok = ok &&
+             (!c->moe_latent || (mlstack__rand_linear(m, pool, dtype, De, c->n_embd, mb, seed, tl, &L->moe_lin) &&
+                                 mlstack__rand_linear(m, pool, dtype, c->n_embd, De, mb, seed, tl + 1, &L->moe_lout)));
+        te += 1 + 3 * (uint64_t)c->n_experts;
+        ok = ok &&
+             (!c->shared_ff ||
+              (mlstack__rand_linear(m, pool, dtype, c->shared_ff, c->n_embd, sb, seed, te, &L->sh_gate) &&
+               (grouped ||
+                mlstack__rand_linear(m, pool, dtype, c->shared_ff, c->n_embd, NULL, seed, te + 1, &L->sh_up)) &&
+               mlstack__rand_linear(m, pool, dtype, c->n_embd, c->shared_ff, sb, seed, te + 2, &L->sh_down) &&
+               (grouped || mlstack__rand_linear(m, pool, dtype, 1, c->n_embd, NULL, seed, te + 3, &L->sh_router))));
+        if (!ok || !(c->fam->flags & MLSTACK__F_EXPERTS_3D)) return ok; /* Granite: a dense MLP beside them */
+    }
+    return mlstack__rand_linear(m, pool, dtype, c->n_ff, c->n_embd, mb, seed, t + 4, &L->w_gate) &&
+           ((c->fam->flags & MLSTACK__F_PLAIN_MLP) ||
+            mlstack__rand_linear(m, pool, dtype, c->n_ff, c->n_embd, mb, seed, t + 5, &L->w_up)) &&
+           mlstack__rand_linear(m, pool, dtype, c->n_embd, c->n_ff, mb, seed, t + 6, &L->w_down);
+}
+
+/* n floats of value v the model owns, or NULL. */
+static float *mlstack__rand_fill(mlstack_model *m, size_t n, float v) {
+    float *p = (float *)mlstack__model_own(m, n * sizeof(float));
+    size_t i;
+    for (i = 0; p && i < n; i++) p[i] = v;
+    return p;
+}
+
+/* A Mamba2 mixer's random weights (tensor numbers t, t + 1, t + 2 of the layer's; t + 7 for
+   out_proj beside attention): in/out projections and conv taps (f32); conv and projection biases
+   0, dt_bias 0, A = -1 (A_log 0), D 1, the gated norm's weight 1. */
+static int mlstack__rand_ssm(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, mlstack__layer *L,
+                             uint64_t seed, uint64_t t) {
+    const mlstack__ssm_cfg *s = &m->cfg.ssm;
+    const float *zb = mlstack__rand_fill(m, (size_t)(s->proj > m->cfg.n_embd ? s->proj : m->cfg.n_embd), 0.0f);
+    int par = L->kind == MLSTACK__LAYER_ATTN_SSM;
+    L->conv_w =
+        (const float *)mlstack__rand_tensor(m, pool, MLSTACK_DTYPE_F32, (size_t)s->conv_dim * s->conv, seed, t + 2);
+    L->conv_b = s->conv_bias ? zb : NULL;
+    L->ssm_dt_bias = zb;
+    L->ssm_a = mlstack__rand_fill(m, (size_t)s->heads, -1.0f);
+    L->ssm_d = mlstack__rand_fill(m, (size_t)s->heads, 1.0f);
+    L->ssm_norm = s->gate_norm != MLSTACK__GATE_NORM_NONE ? mlstack__rand_fill(m, (size_t)s->inner, 1.0f) : NULL;
+    return zb && L->conv_w && L->ssm_a && L->ssm_d && (L->ssm_norm || s->gate_norm == MLSTACK__GATE_NORM_NONE) &&
+           mlstack__rand_linear(m, pool, dtype, s->proj, m->cfg.n_embd, s->proj_bias ? zb : NULL, seed, t, &L->w_in) &&
+           mlstack__rand_linear(m, pool, dtype, m->cfg.n_embd, s->inner, s->out_bias ? zb : NULL, seed,
+                                par ? t + 7 : t + 1, par ? &L->w_mix_out : &L->wo);
+}
+
 /* A recurrent layer's random weights (tensor numbers t, t + 1, t + 2 of the layer's): a conv
    layer's input and output projections and its convolution (f32), biases zero. */
 static int mlstack__rand_mixer(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, mlstack__layer *L,
                                const float *zeros, uint64_t seed, uint64_t t) {
     const mlstack__config *c = &m->cfg;
     int D = c->n_embd;
+    if (L->kind == MLSTACK__LAYER_MLP) return 1; /* no mixer: the block is its FFN */
+    if (L->kind == MLSTACK__LAYER_MAMBA2 || L->kind == MLSTACK__LAYER_ATTN_SSM)
+        return mlstack__rand_ssm(m, pool, dtype, L, seed, t);
     if (L->kind != MLSTACK__LAYER_CONV) return 0;
     L->conv_w =
         (const float *)mlstack__rand_tensor(m, pool, MLSTACK_DTYPE_F32, (size_t)D * (size_t)c->conv_k, seed, t + 2);
@@ -31443,6 +33971,65 @@ static int mlstack__rand_mixer(mlstack_model *m, mlstack__pool *pool, mlstack_dt
     return L->conv_w &&
            mlstack__rand_linear(m, pool, dtype, 3 * D, D, c->conv_bias ? zeros : NULL, seed, t, &L->w_in) &&
            mlstack__rand_linear(m, pool, dtype, D, D, c->conv_bias ? zeros : NULL, seed, t + 1, &L->wo);
+}
+
+/* Layer l's latent attention projections (the layer's tensor numbers t..; W_UK and W_UV f32, the
+   norms ones) and, in MoE layers, the shared experts (numbers te.. after the experts' of
+   mlstack_model_open_random). 1, or 0 out of memory. */
+static int mlstack__rand_mla(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, mlstack__layer *L, int l,
+                             uint64_t seed) {
+    const mlstack__config *c = &m->cfg;
+    uint64_t t = 2 + (uint64_t)l * 8, E3 = 3 * (uint64_t)c->n_experts,
+             te = 2 + (uint64_t)c->n_layers * 8 + (uint64_t)l * (E3 + 5) + 1 + E3;
+    int H = c->n_heads, D = c->n_embd, R = c->mla_rank, qr = c->mla_q_rank, F = c->mla_shared_ff, i;
+    int qd = H * (c->mla_nope + c->mla_rope);
+    float *ones = (float *)mlstack__model_own(m, sizeof(float) * (size_t)(R > qr ? R : qr));
+    if (!ones) return 0;
+    for (i = 0; i < (R > qr ? R : qr); i++) ones[i] = 1.0f;
+    L->q_a_norm = L->kv_a_norm = ones;
+    return (!qr || mlstack__rand_linear(m, pool, dtype, qr, D, NULL, seed, t + 2, &L->wqa)) &&
+           mlstack__rand_linear(m, pool, dtype, qd, qr ? qr : D, NULL, seed, t, &L->wq) &&
+           mlstack__rand_linear(m, pool, dtype, R + c->mla_rope, D, NULL, seed, t + 1, &L->wk) &&
+           mlstack__rand_linear(m, pool, dtype, D, H * c->mla_v, NULL, seed, t + 3, &L->wo) &&
+           mlstack__rand_linear(m, pool, MLSTACK_DTYPE_F32, H * R, c->mla_nope, NULL, seed, t + 7, &L->w_uk) &&
+           mlstack__rand_linear(m, pool, MLSTACK_DTYPE_F32, H * c->mla_v, R, NULL, seed, t | (uint64_t)1 << 40,
+                                &L->w_uv) &&
+           (!L->moe || !F ||
+            (mlstack__rand_linear(m, pool, dtype, F, D, NULL, seed, te, &L->w_gate) &&
+             mlstack__rand_linear(m, pool, dtype, F, D, NULL, seed, te + 1, &L->w_up) &&
+             mlstack__rand_linear(m, pool, dtype, D, F, NULL, seed, te + 2, &L->w_down)));
+}
+
+/* Gemma 4's parts (F_GEMMA4): the v norm's unit weight; per-layer inputs' table, projection and
+   each layer's gate and projection (tensor numbers from 2^40), norms of weight 1. */
+static int mlstack__rand_gemma4(mlstack_model *m, mlstack__pool *pool, mlstack_dtype dtype, uint64_t seed) {
+    const mlstack__config *c = &m->cfg;
+    size_t n = (size_t)(c->ple_dim > c->n_embd ? c->ple_dim : c->n_embd), i;
+    uint64_t t = (uint64_t)1 << 40;
+    float *ones;
+    int l, ok;
+    if (!(c->fam->flags & MLSTACK__F_GEMMA4)) return 1;
+    if (n < (size_t)c->head_dim) n = (size_t)c->head_dim;
+    if (!(ones = (float *)mlstack__model_own(m, n * sizeof(float)))) return 0;
+    for (i = 0; i < n; i++) ones[i] = 1.0f;
+    m->ones = ones;
+    if (!c->ple_dim) return 1;
+    m->ple_dtype = dtype;
+    m->ple_scale = mlstack__round_to(sqrtf((float)c->ple_dim), dtype);
+    m->ple_norm = ones;
+    m->ple_embed =
+        mlstack__rand_tensor(m, pool, dtype, (size_t)c->ple_vocab * (size_t)c->n_layers * (size_t)c->ple_dim, seed, t);
+    ok = m->ple_embed &&
+         mlstack__rand_linear(m, pool, dtype, c->n_layers * c->ple_dim, c->n_embd, NULL, seed, t + 1, &m->ple_proj);
+    for (l = 0; ok && l < c->n_layers; l++) {
+        mlstack__layer *L = &m->layers[l];
+        L->ple_norm = ones;
+        ok = mlstack__rand_linear(m, pool, dtype, c->ple_dim, c->n_embd, NULL, seed, t + 2 + 2 * (uint64_t)l,
+                                  &L->w_ple_gate) &&
+             mlstack__rand_linear(m, pool, dtype, c->n_embd, c->ple_dim, NULL, seed, t + 3 + 2 * (uint64_t)l,
+                                  &L->w_ple_proj);
+    }
+    return ok;
 }
 
 MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, mlstack_dtype dtype, mlstack_dtype quant,
@@ -31539,47 +34126,18 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
                 ok = mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, NULL, seed, t + 7, &L->wqg);
             ok =
                 ok &&
-                (L->kind != MLSTACK__LAYER_ATTN ||
+                ((L->kind != MLSTACK__LAYER_ATTN && L->kind != MLSTACK__LAYER_ATTN_SSM) || c->mla_rank ||
                  (mlstack__rand_linear(m, &pool, dtype, qd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t, &L->wq) &&
                   mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 1,
                                        &L->wk) &&
                   mlstack__rand_linear(m, &pool, dtype, kvd, c->n_embd, c->attn_bias ? zeros : NULL, seed, t + 2,
                                        &L->wv) &&
                   mlstack__rand_linear(m, &pool, dtype, c->n_embd, qd, c->o_bias ? zeros : NULL, seed, t + 3, &L->wo)));
-            if (ok && c->n_experts && c->layer_moe[l]) {
-                /* MoE: router, experts and shared expert; tensor numbers after the dense layers' */
-                uint64_t te = 2 + (uint64_t)c->n_layers * 8 + (uint64_t)l * (3 * (uint64_t)c->n_experts + 5);
-                int e;
-                L->moe = 1;
-                L->expert_bias = c->moe_bias ? zeros : NULL;
-                L->experts = (mlstack__weight *)mlstack__calloc((size_t)c->n_experts * 3, sizeof *L->experts);
-                ok = L->experts &&
-                     mlstack__rand_linear(m, &pool, dtype, c->n_experts, c->n_embd, NULL, seed, te, &L->router);
-                for (e = 0; ok && e < c->n_experts; e++)
-                    ok = mlstack__rand_linear(m, &pool, dtype, c->moe_ff, c->n_embd, NULL, seed,
-                                              te + 1 + 3 * (uint64_t)e, &L->experts[3 * e]) &&
-                         mlstack__rand_linear(m, &pool, dtype, c->moe_ff, c->n_embd, NULL, seed,
-                                              te + 2 + 3 * (uint64_t)e, &L->experts[3 * e + 1]) &&
-                         mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->moe_ff, NULL, seed,
-                                              te + 3 + 3 * (uint64_t)e, &L->experts[3 * e + 2]);
-                te += 1 + 3 * (uint64_t)c->n_experts;
-                if (ok && c->shared_ff)
-                    ok =
-                        mlstack__rand_linear(m, &pool, dtype, c->shared_ff, c->n_embd, NULL, seed, te, &L->sh_gate) &&
-                        mlstack__rand_linear(m, &pool, dtype, c->shared_ff, c->n_embd, NULL, seed, te + 1, &L->sh_up) &&
-                        mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->shared_ff, NULL, seed, te + 2,
-                                             &L->sh_down) &&
-                        mlstack__rand_linear(m, &pool, dtype, 1, c->n_embd, NULL, seed, te + 3, &L->sh_router);
-            } else if (ok) {
-                ok = mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 4,
-                                          &L->w_gate) &&
-                     ((c->fam->flags & MLSTACK__F_PLAIN_MLP) ||
-                      mlstack__rand_linear(m, &pool, dtype, c->n_ff, c->n_embd, c->mlp_bias ? zeros : NULL, seed, t + 5,
-                                           &L->w_up)) &&
-                     mlstack__rand_linear(m, &pool, dtype, c->n_embd, c->n_ff, c->mlp_bias ? zeros : NULL, seed, t + 6,
-                                          &L->w_down);
-            }
+            if (ok && L->kind == MLSTACK__LAYER_MLP) L->ffn_norm = L->attn_norm, L->attn_norm = NULL; /* its block's */
+            ok = ok && mlstack__rand_ffn(m, &pool, dtype, L, l, zeros, seed, t);
+            if (ok && c->mla_rank) ok = mlstack__rand_mla(m, &pool, dtype, L, l, seed);
         }
+        ok = ok && mlstack__rand_gemma4(m, &pool, dtype, seed);
         mlstack__pool_free(&pool);
         if (!ok)
             r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: no memory for %s random weights", path,
@@ -31602,9 +34160,13 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
    values of P consecutive positions of one sequence for every layer, so a sequence's cache is
    just its page table (page ids, one per P positions) and pages come and go in O(1) from a free
    stack. Elements are F16 (default), BF16 or F32. Layout of one page: blocks
-       [layer][k or v][kv head], each P x Dh elements: values [slot 0..P-1][Dh], keys [Dh][slot]
-   i.e. value (l, h, s, d) at (((l * 2 + 1) * Hkv + h) * P + s) * Dh + d and key (l, h, s, d) at
-   ((l * 2 * Hkv + h) * Dh + d) * P + s. Attention reads
+       [layer][k or v][kv head], keys P x Dh elements [Dh][slot], values P x Dv [slot 0..P-1][Dv]
+   i.e. with W = Hkv (Dh + Dv) elements a position of a layer (row_elems), key (l, h, s, d) at
+   (l W P + h Dh P) + d P + s and value (l, h, s, d) at (l W P + Hkv Dh P + h Dv P) + s Dv + d.
+   The widths are data (mlstack__kv_widths): Dv = Dh, except for multi-head latent attention
+   (DeepSeek), whose one KV head's key is the position's normalised latent and rope key (Dh =
+   kv_lora_rank + qk_rope_head_dim) and whose values are that key's first kv_lora_rank dims, so
+   Dv = 0 and nothing is stored twice (v_of_k; attention reads them from the keys). Attention reads
    one kv head's keys and values, and a page holds each as one contiguous run (with the slot
    outside the head, a run of 16 positions read every Hkv-th vector: decode at depth 4096 1.5x
    slower). The keys lie transposed because attention's scores take 8 keys a vector, value d of
@@ -31675,8 +34237,10 @@ typedef struct mlstack__kv {
     mlstack_dtype dtype;
     size_t esize;
     int n_pages, page_tokens;
-    size_t page_elems, row_elems; /* row: one slot of one layer's K (or V): Hkv * Dh */
-    size_t head_elems; /* Dh: a page holds [layer][K, V][kv head][slot][Dh] */
+    size_t page_elems, row_elems; /* row: one slot of one layer's K and V: Hkv * (Dh + Dv) */
+    size_t head_elems; /* Dh: a key's width; a page holds [layer][K: kv head][slot][Dh], [V: kv head][slot][Dv] */
+    size_t v_elems; /* Dv: a value's width in the cache (Dh; 0 where values are read from the keys) */
+    size_t v_of_k; /* latent attention: the values are the keys' first v_of_k dims (the latent); else 0 */
     int *free_stack;
     int n_free;
     int32_t *ref; /* per page: references (0 = on the free stack) */
@@ -31747,6 +34311,16 @@ static mlstack_result mlstack__state_alloc(mlstack__kv *kv, mlstack_error *err) 
     return MLSTACK_OK;
 }
 
+/* What a position of one layer holds, as data: kv_heads keys of head_dim and values of v_elems
+   (head_dim; latent attention: none, its values are the first mla_rank dims of its one key, the
+   latent, beside the rope key). */
+static void mlstack__kv_widths(mlstack__kv *kv, const mlstack__config *c, int kv_heads) {
+    kv->head_elems = (size_t)c->head_dim;
+    kv->v_elems = c->mla_rank ? 0 : (size_t)c->head_dim;
+    kv->v_of_k = (size_t)c->mla_rank;
+    kv->row_elems = (size_t)kv_heads * (kv->head_elems + kv->v_elems);
+}
+
 /* The pool holds as many pages as `budget` gives pages of all c->n_kv_heads; the data is
    allocated for `kv_heads` of them in `n_layers` layers (one rank's share, >>ranks), so every
    rank has the same page ids. */
@@ -31763,10 +34337,11 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->dtype = dtype;
     kv->esize = (size_t)mlstack__dtype_sizes[dtype];
     kv->page_tokens = page_tokens;
-    kv->head_elems = (size_t)c->head_dim;
-    kv->row_elems = (size_t)c->n_kv_heads * (size_t)c->head_dim;
-    if (c->n_recurrent && n_layers == c->n_layers) n_layers = c->n_kv_layers; /* pages hold attention layers */
-    kv->page_elems = (size_t)(c->n_recurrent ? c->n_kv_layers : c->n_layers) * 2 * (size_t)page_tokens * kv->row_elems;
+    mlstack__kv_widths(kv, c, c->n_kv_heads);
+    /* pages hold the attention layers that store KV (not recurrent ones, not shared-KV ones) */
+    if ((c->n_recurrent || c->n_kv_shared) && n_layers == c->n_layers) n_layers = c->n_kv_layers;
+    kv->page_elems =
+        (size_t)(c->n_recurrent || c->n_kv_shared ? c->n_kv_layers : c->n_layers) * (size_t)page_tokens * kv->row_elems;
     if (!kv->page_elems) kv->page_elems = 1; /* no attention layer (Mamba2): a page carries tokens and snapshots */
     page_bytes = (uint64_t)kv->page_elems * kv->esize;
     if ((r = mlstack__state_budget(kv, c, &budget, &page_bytes, max_seqs, err)) != MLSTACK_OK) return r;
@@ -31777,8 +34352,8 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->n_pages = (int)(budget / page_bytes);
     if ((uint64_t)kv->n_pages * page_bytes > (uint64_t)SIZE_MAX / 2)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem too large for this address space");
-    kv->row_elems = (size_t)kv_heads * (size_t)c->head_dim;
-    kv->page_elems = (size_t)n_layers * 2 * (size_t)page_tokens * kv->row_elems;
+    mlstack__kv_widths(kv, c, kv_heads);
+    kv->page_elems = (size_t)n_layers * (size_t)page_tokens * kv->row_elems;
     if (!kv->page_elems) kv->page_elems = 1;
     here_bytes = (uint64_t)kv->page_elems * kv->esize;
     kv->data = mlstack__kv_alloc((size_t)kv->n_pages * (size_t)here_bytes);
@@ -32156,10 +34731,10 @@ static void mlstack__radix_free_all(mlstack__kv *kv) { mlstack__radix_free_subtr
    kv head h of `layer`, K (kvi = 0) or V (kvi = 1), in the page of position pos of sequence s. */
 static unsigned char *mlstack__kv_block(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kvi, int h,
                                         int32_t pos) {
-    size_t nh = kv->row_elems / kv->head_elems;
-    return kv->data + ((size_t)s->pages[pos / kv->page_tokens] * kv->page_elems +
-                       ((size_t)(layer * 2 + kvi) * nh + (size_t)h) * (size_t)kv->page_tokens * kv->head_elems) *
-                          kv->esize;
+    size_t nh = kv->row_elems / (kv->head_elems + kv->v_elems), P = (size_t)kv->page_tokens;
+    size_t at = (size_t)layer * P * kv->row_elems +
+                (kvi ? nh * P * kv->head_elems + (size_t)h * P * kv->v_elems : (size_t)h * P * kv->head_elems);
+    return kv->data + ((size_t)s->pages[pos / kv->page_tokens] * kv->page_elems + at) * kv->esize;
 }
 
 /* Stores key (Dh,) and value (Dh,) of kv head h of `layer` at position pos, in the cache's dtype
@@ -32171,7 +34746,8 @@ static void mlstack__kv_store(const mlstack__kv *kv, const mlstack__kv_seq *s, i
     size_t es = kv->esize, Dh = kv->head_elems, slot = (size_t)(pos % kv->page_tokens),
            col = (size_t)kv->page_tokens * es, d0, i;
     unsigned char tmp[64 * 4], *kd = mlstack__kv_block(kv, s, layer, 0, h, pos) + slot * es;
-    from_f32(kv->dtype, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * Dh * es, Dh);
+    if (kv->v_elems)
+        from_f32(kv->dtype, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * kv->v_elems * es, kv->v_elems);
     for (d0 = 0; d0 < Dh; d0 += 64) {
         size_t m = Dh - d0 < 64 ? Dh - d0 : 64;
         from_f32(kv->dtype, key + d0, tmp, m);
@@ -32198,12 +34774,12 @@ static void mlstack__fetch_range(const unsigned char *p, size_t n) {
 static int mlstack__kv_chunk_runs(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int32_t t, int n, int h,
                                   const void **k, const void **v, int *len) {
     int P = kv->page_tokens, slot = t % P, nr = 0;
-    size_t es = kv->esize, Dh = kv->head_elems;
+    size_t es = kv->esize, Dv = kv->v_elems;
     int32_t pg = t / P;
     for (; n > 0; n -= len[nr++], slot = 0, pg++) {
         len[nr] = P - slot < n ? P - slot : n;
         k[nr] = mlstack__kv_block(kv, s, layer, 0, h, pg * P) + (size_t)slot * es;
-        v[nr] = mlstack__kv_block(kv, s, layer, 1, h, pg * P) + (size_t)slot * Dh * es;
+        v[nr] = Dv ? mlstack__kv_block(kv, s, layer, 1, h, pg * P) + (size_t)slot * Dv * es : NULL;
     }
     return nr;
 }
@@ -32218,10 +34794,11 @@ static void mlstack__kv_fetch(const mlstack__kv *kv, const void *const *k, const
     size_t es = kv->esize, Dh = kv->head_elems, col = (size_t)kv->page_tokens * es;
     int r, d;
     for (r = 0; r < nr; r++) {
-        size_t kspan = ((Dh - 1) * (size_t)kv->page_tokens + (size_t)len[r]) * es, vspan = (size_t)len[r] * Dh * es;
+        size_t kspan = ((Dh - 1) * (size_t)kv->page_tokens + (size_t)len[r]) * es,
+               vspan = (size_t)len[r] * kv->v_elems * es;
         if (f && col <= 128) {
             mlstack__fetch_add(f, k[r], kspan);
-            mlstack__fetch_add(f, v[r], vspan);
+            if (vspan) mlstack__fetch_add(f, v[r], vspan);
             continue;
         }
         if (col <= 128) /* the keys' columns close together: their whole span */
@@ -32229,7 +34806,7 @@ static void mlstack__kv_fetch(const mlstack__kv *kv, const void *const *k, const
         else
             for (d = 0; d < (int)Dh; d++)
                 mlstack__fetch_range((const unsigned char *)k[r] + (size_t)d * col, (size_t)len[r] * es);
-        mlstack__fetch_range((const unsigned char *)v[r], vspan);
+        if (vspan) mlstack__fetch_range((const unsigned char *)v[r], vspan);
     }
 }
 /* Scratch floats one attention task needs: K (keys side by side) and V of a chunk, scores and
@@ -32240,12 +34817,30 @@ static size_t mlstack__attend_scratch(int G, int Dh) {
            (size_t)MLSTACK__ATT_ROWS * (size_t)G * ((size_t)Dh + 2);
 }
 
+/* kv_chunk for latent attention (kv->v_of_k): the keys (Dh, 32) as kv_chunk makes them, and the
+   values vf (n, Dv) their first Dv dims (the latent), read from the keys since the cache holds
+   them once. Exact conversions, so the same bits on every ISA. */
+static void mlstack__kv_chunk_latent(const mlstack__kernels *kn, mlstack_dtype dt, const void *const *k, const int *len,
+                                     int nr, size_t ldk, int Dh, int Dv, float *kt, float *vf) {
+    size_t es = dt == MLSTACK_DTYPE_F32 ? 4 : 2;
+    int r, d, j, j0 = 0;
+    for (r = 0; r < nr; j0 += len[r++])
+        for (d = 0; d < Dh; d++)
+            kn->to_f32(dt, (const unsigned char *)k[r] + (size_t)d * ldk * es, kt + (size_t)d * 32 + j0,
+                       (size_t)len[r]);
+    mlstack__kt_zero(kt, j0, Dh);
+    for (j = 0; j < j0; j++)
+        for (d = 0; d < Dv; d++) vf[(size_t)j * Dv + d] = kt[(size_t)d * 32 + j];
+}
+
 /* Fused attention for R query rows of one sequence and the G query heads that share one KV
    head (GQA): row r attends to positions [t0, t1[r]], read through the page table in chunks of
    32 positions with an online softmax:
        out_g (Dh,) = sum_t softmax_t(cap(q_g . k_t * scale)) v_t,   cap(s) = softcap tanh(s / softcap) (or s)   q, out: row r at + r * ldq (ldo), (G, Dh)
    (with sinks, head g's sink logit joins each softmax as a key with a zero value: the running
    max starts at it and the denominator at e^0 = 1)
+   With latent attention (kv->v_of_k) a value is the first Dv = v_of_k dims of its key and out
+   holds Dv of each head's Dh columns.
    Each K/V chunk is converted to f32 once for all R rows and G heads; a chunk that one row
    reads (decode) is read where it lies instead, by the table's _kv ops where it has them and
    the chunk's runs allow (the same FMA chains, the same bits: one 16 KB copy a chunk less to
@@ -32267,13 +34862,13 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
           *corr = sc + (size_t)G * MLSTACK__ATT_CHUNK, *acc = corr + G, *mx = acc + (size_t)R * G * Dh,
           *den = mx + R * G;
     int32_t t, tmax = t1[R - 1];
-    int r, g, j, d;
+    int r, g, j, d, Dv = kv->v_of_k ? (int)kv->v_of_k : Dh;
     for (r = 0; r < R; r++) tmax = t1[r] > tmax ? t1[r] : tmax;
     fe.i = fe.n = 0, fe.at = fe.end = NULL;
     for (g = 0; g < R * G; g++) { /* a sink: a logit with a zero value, seen before every key */
         mx[g] = sinks ? sinks[g % G] : -FLT_MAX;
         den[g] = sinks ? 1.0f : 0.0f;
-        for (d = 0; d < Dh; d++) acc[(size_t)g * Dh + d] = 0;
+        for (d = 0; d < Dv; d++) acc[(size_t)g * Dv + d] = 0;
     }
     for (t = t0; t <= tmax; t += MLSTACK__ATT_CHUNK) {
         int n = tmax - t + 1 < MLSTACK__ATT_CHUNK ? tmax - t + 1 : MLSTACK__ATT_CHUNK, nn = tmax - t + 1 - n;
@@ -32285,14 +34880,17 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
                                            kv_head, kn_, vn_, lenn);
         else
             nnext = 0;
-        for (direct = R == 1 && kn->attn_scores_kv && Dh % 8 == 0, r = 0; r + 1 < nrun; r++) direct &= len[r] % 8 == 0;
+        for (direct = R == 1 && kn->attn_scores_kv && Dh % 8 == 0 && !kv->v_of_k, r = 0; r + 1 < nrun; r++)
+            direct &= len[r] % 8 == 0;
         while (fe.at != fe.end || fe.i < fe.n) mlstack__fetch_step(&fe); /* this chunk's lines not yet asked for */
         fe.i = fe.n = 0, fe.at = fe.end = NULL;
         mlstack__kv_fetch(kv, kn_, vn_, lenn, nnext, direct ? &fe : NULL); /* direct: from inside the kernels' loops */
-        if (!direct) kn->kv_chunk(kv->dtype, kr, vr, len, nrun, (size_t)kv->page_tokens, Dh, kt, vf);
+        if (kv->v_of_k) mlstack__kv_chunk_latent(kn, kv->dtype, kr, len, nrun, (size_t)kv->page_tokens, Dh, Dv, kt, vf);
+        else if (!direct)
+            kn->kv_chunk(kv->dtype, kr, vr, len, nrun, (size_t)kv->page_tokens, Dh, kt, vf);
         for (r = 0; r < R; r++) {
             int nr = t1[r] - t + 1 < n ? t1[r] - t + 1 : n;
-            float *ar = acc + (size_t)r * G * Dh;
+            float *ar = acc + (size_t)r * G * Dv;
             if (nr <= 0) continue;
             if (direct) /* one row (nr = n): the chunk read where it lies */
                 kn->attn_scores_kv(q, G, Dh, kv->dtype, kr, len, nrun, (size_t)kv->page_tokens, scale, sc, &fe);
@@ -32307,17 +34905,17 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
             kn->softmax(sc, G, nr, mx + r * G, den + r * G, corr); /* the canonical online softmax */
             for (g = 0; g < G; g++)
                 if (corr[g] != 1.0f)
-                    for (d = 0; d < Dh; d++) ar[(size_t)g * Dh + d] *= corr[g];
+                    for (d = 0; d < Dv; d++) ar[(size_t)g * Dv + d] *= corr[g];
             if (direct) kn->attn_pv_kv(ar, G, Dh, sc, kv->dtype, vr, len, nrun, &fe);
             else
-                kn->attn_pv(ar, G, Dh, sc, vf, nr);
+                kn->attn_pv(ar, G, Dv, sc, vf, nr);
         }
     }
     for (r = 0; r < R; r++)
         for (g = 0; g < G; g++) {
             float inv = 1.0f / den[r * G + g];
-            for (d = 0; d < Dh; d++)
-                out[(size_t)r * ldo + (size_t)g * Dh + d] = acc[((size_t)r * G + g) * Dh + d] * inv;
+            for (d = 0; d < Dv; d++)
+                out[(size_t)r * ldo + (size_t)g * Dh + d] = acc[((size_t)r * G + g) * Dv + d] * inv;
         }
 }
 
@@ -32371,12 +34969,20 @@ typedef struct mlstack__scratch {
        gate and up (B, max(moe_ff, shared_ff)), their output (B, D); the sum over experts
        (B, D); each row's top-k weights and experts (B, k); rows routed to one expert (B,) */
     float *router, *moe_x, *moe_g, *moe_u, *moe_y, *moe_acc, *moe_w;
+    float *moe_l; /* latent experts: the rows projected to their width (B, moe_latent) */
     int *moe_idx, *moe_rows;
     /* recurrent layers (hybrids): the mixer's input (B, widest in_width) and output (B, widest
        out_width), per thread its scratch, the batch's runs of one sequence (B + 1 bounds) */
     float *mix_x, *mix_y, *mix_s;
     int *mix_run;
+    float *mix_in, *mix_par; /* (B, D): a multiplied input; the mixer's output beside attention (ATTN_SSM) */
     float *dn_g; /* gated attention (one rank): the gate (B, H Dh) */
+    /* latent attention (one rank): q before absorption (B, H (dn + dr)); per-head gathers (B,
+       max(H dn, R)) and results (B, max(R, dv)); the heads' outputs or the q LoRA (B, max(H dv, qr)) */
+    float *mla_q, *mla_x, *mla_y, *mla_o;
+    /* per-layer inputs (Gemma 4, one rank): every layer's input (B, L P), the gate (B, P), the
+       projection back (B, D) */
+    float *ple, *ple_g, *ple_y;
 } mlstack__scratch;
 
 /* One rank's share of the model: ranges [first, end) of each split dimension. */
@@ -32791,6 +35397,7 @@ typedef struct mlstack__attn_job {
     int layer;
     int n_blk;
     int by_head; /* tasks are runs of (block, query head) pairs, not (block, KV head) */
+    int n_rows; /* rows of the batch (latent attention's per-head gathers) */
 } mlstack__attn_job;
 
 static int32_t mlstack__window_from(int window, int32_t pos) { return window && pos >= window ? pos - window + 1 : 0; }
@@ -32908,6 +35515,10 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     }
     if (qs != 1.0f)
         for (h = 0; h < nq * Dh; h++) q[h] *= qs;
+    if (L->kv_shared) return; /* it reads its source layer's KV (Gemma 4) */
+    for (h = 0; h < nkv && c->v_norm; h++) /* RMSNorm of each v head, no weight (Gemma 4) */
+        rk->k->rmsnorm(s->v + (size_t)task * kvd + h * Dh, s->v + (size_t)task * kvd + h * Dh, rk->model->ones, Dh,
+                       c->eps);
     for (h = 0; h < nkv; h++) {
         if (own) mlstack__layernorm(k + h * Dh, k + h * Dh, L->k_norm + (size_t)(rk->sh.k0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->k_norm && !whole)
@@ -33207,6 +35818,36 @@ static float *mlstack__slice(const mlstack__rank *rk, float *whole, float *own) 
     return rk->n_ranks == 1 ? whole : own;
 }
 
+/* Grouped routing (DeepSeek): which of the E experts a row may choose, from its scores lg (and
+   the bias eb that chooses with them): the moe_topk_groups groups of E / moe_groups experts with
+   the highest rank, a group's rank its best score (V2) or the sum of its two best scores + bias
+   (V3); ties go to the lower group. Without groups every expert. */
+static void mlstack__moe_groups(const mlstack__config *c, const float *lg, const float *eb, unsigned char *allowed) {
+    int E = c->n_experts, G = c->moe_groups, n = G ? E / G : E, g, e, k;
+    float rank[MLSTACK__MAX_EXPERTS];
+    unsigned char pick[MLSTACK__MAX_EXPERTS];
+    memset(allowed, 1, (size_t)E);
+    if (!c->moe_group_rank || G <= 1) return;
+    for (g = 0; g < G; g++) {
+        float b1 = -FLT_MAX, b2 = -FLT_MAX;
+        for (e = g * n; e < (g + 1) * n; e++) {
+            float v = eb ? lg[e] + eb[e] : lg[e];
+            if (v > b1) b2 = b1, b1 = v;
+            else if (v > b2)
+                b2 = v;
+        }
+        rank[g] = c->moe_group_rank == MLSTACK__GROUPS_TOP2 ? b1 + b2 : b1;
+        pick[g] = 0;
+    }
+    for (k = 0; k < c->moe_topk_groups; k++) {
+        int best = -1;
+        for (g = 0; g < G; g++)
+            if (!pick[g] && (best < 0 || rank[g] > rank[best])) best = g;
+        pick[best] = 1;
+    }
+    for (e = 0; e < E; e++) allowed[e] = pick[e / n];
+}
+
 /* A mixture-of-experts FFN on rows xn (B, D) into out (B, D) (one rank), as transformers
    routes: router logits xn Wr, softmax in f32, the top k (ties: the lower expert first),
    renormalized where configured; each expert computes only the rows routed to it (gathered,
@@ -33216,8 +35857,10 @@ static float *mlstack__slice(const mlstack__rank *rk, float *whole, float *own) 
 static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float *xn, float *out, int B, int layer) {
     const mlstack__config *c = &rk->model->cfg;
     mlstack__scratch *s = &rk->s;
-    int E = c->n_experts, K = c->n_experts_used, D = c->n_embd, b, e, k, i, j;
+    int E = c->n_experts, K = c->n_experts_used, D = c->n_embd, De = D, b, e, k, i, j;
     int top_first = (c->fam->flags & MLSTACK__F_EXPERTS_3D) != 0;
+    unsigned char allowed[MLSTACK__MAX_EXPERTS];
+    const float *xe = xn; /* the experts' input rows (B, De) */
     mlstack__project(rk, xn, B, 1, &L->router, s->router, NULL, NULL, NULL, NULL);
     for (b = 0; b < B; b++) {
         float *lg = s->router + (size_t)b * E, mx = lg[0], sum = 0, *w = s->moe_w + (size_t)b * K;
@@ -33229,10 +35872,11 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
             sum += lg[e];
         }
         for (e = 0; e < E && !top_first && !c->moe_sigmoid; e++) lg[e] = lg[e] / sum;
+        mlstack__moe_groups(c, lg, eb, allowed);
         for (k = 0; k < K; k++) { /* selection of the k largest scores (+ expert_bias), stable */
             int best = -1;
             for (e = 0; e < E; e++) {
-                int taken = 0;
+                int taken = !allowed[e];
                 for (j = 0; j < k; j++) taken |= idx[j] == e;
                 if (!taken && (best < 0 || (eb ? lg[e] + eb[e] > lg[best] + eb[best] : lg[e] > lg[best]))) best = e;
             }
@@ -33246,38 +35890,53 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
         if (c->norm_topk) {
             float t = 0;
             for (k = 0; k < K; k++) t += w[k];
-            if (c->moe_sigmoid) t += 1e-6f; /* LFM2-MoE */
+            if (c->moe_sigmoid) t += c->moe_norm_eps; /* LFM2-MoE, Nemotron-H */
             for (k = 0; k < K; k++) w[k] = w[k] / t;
         }
         for (k = 0; k < K && c->moe_scale != 1.0f; k++) w[k] = w[k] * c->moe_scale;
     }
-    memset(out, 0, sizeof(float) * (size_t)B * (size_t)D);
+    if (L->moe_lin.data) { /* latent experts (Nemotron-H): their rows xn W1l, summed in De, then x W2l */
+        De = c->moe_latent, xe = s->moe_l;
+        mlstack__project(rk, xn, B, 1, &L->moe_lin, s->moe_l, NULL, NULL, NULL, NULL);
+    }
+    memset(out, 0, sizeof(float) * (size_t)B * (size_t)De);
     for (e = 0; e < E; e++) {
         int n = 0;
         for (b = 0; b < B; b++)
             for (k = 0; k < K; k++)
                 if (s->moe_idx[(size_t)b * K + k] == e) {
                     s->moe_rows[n] = b * K + k;
-                    memcpy(s->moe_x + (size_t)n * D, xn + (size_t)b * D, sizeof(float) * (size_t)D);
+                    memcpy(s->moe_x + (size_t)n * De, xe + (size_t)b * De, sizeof(float) * (size_t)De);
                     n++;
                 }
         if (!n) continue;
-        mlstack__project(rk, s->moe_x, n, 2, &L->experts[3 * e], s->moe_g, &L->experts[3 * e + 1], s->moe_u, NULL,
-                         NULL);
-        mlstack__swiglu_rows(rk, s->moe_g, s->moe_u, n, c->moe_ff, layer);
+        if (L->experts[3 * e + 1].data) {
+            mlstack__project(rk, s->moe_x, n, 2, &L->experts[3 * e], s->moe_g, &L->experts[3 * e + 1], s->moe_u, NULL,
+                             NULL);
+            mlstack__swiglu_rows(rk, s->moe_g, s->moe_u, n, c->moe_ff, layer);
+        } else { /* ungated: act(x W1) (Nemotron-H's ReLU^2) */
+            mlstack__project(rk, s->moe_x, n, 1, &L->experts[3 * e], s->moe_g, NULL, NULL, NULL, NULL);
+            mlstack__swiglu_rows(rk, s->moe_g, NULL, n, c->moe_ff, layer);
+        }
         mlstack__project(rk, s->moe_g, n, 1, &L->experts[3 * e + 2], s->moe_y, NULL, NULL, NULL, NULL);
         for (i = 0; i < n; i++) {
-            float wt = s->moe_w[s->moe_rows[i]], *o = out + (size_t)(s->moe_rows[i] / K) * D,
-                  *y = s->moe_y + (size_t)i * D;
-            for (j = 0; j < D; j++) o[j] = MLSTACK__FMAF(y[j], wt, o[j]);
+            float wt = s->moe_w[s->moe_rows[i]], *o = out + (size_t)(s->moe_rows[i] / K) * De,
+                  *y = s->moe_y + (size_t)i * De;
+            for (j = 0; j < De; j++) o[j] = MLSTACK__FMAF(y[j], wt, o[j]);
         }
+    }
+    if (L->moe_lout.data) {
+        mlstack__project(rk, out, B, 1, &L->moe_lout, s->moe_x, NULL, NULL, NULL, NULL);
+        memcpy(out, s->moe_x, sizeof(float) * (size_t)B * (size_t)D);
     }
     if (c->shared_ff) {
         float g1[1];
-        mlstack__project(rk, xn, B, 2, &L->sh_gate, s->moe_g, &L->sh_up, s->moe_u, NULL, NULL);
-        mlstack__swiglu_rows(rk, s->moe_g, s->moe_u, B, c->shared_ff, layer);
+        mlstack__project(rk, xn, B, L->sh_up.data ? 2 : 1, &L->sh_gate, s->moe_g, &L->sh_up, s->moe_u, NULL, NULL);
+        mlstack__swiglu_rows(rk, s->moe_g, L->sh_up.data ? s->moe_u : NULL, B, c->shared_ff, layer);
         mlstack__project(rk, s->moe_g, B, 1, &L->sh_down, s->moe_y, NULL, NULL, NULL, NULL);
-        for (b = 0; b < B; b++) {
+        for (b = 0; b < B && !L->sh_router.data; b++) /* Nemotron-H: the shared expert added as it is */
+            for (j = 0; j < D; j++) out[(size_t)b * D + j] = out[(size_t)b * D + j] + s->moe_y[(size_t)b * D + j];
+        for (b = 0; b < B && L->sh_router.data; b++) {
             float sg;
             mlstack__project(rk, xn + (size_t)b * D, 1, 1, &L->sh_router, g1, NULL, NULL, NULL, NULL);
             sg = 1.0f / (1.0f + mlstack__exp_canon(-g1[0]));
@@ -33373,7 +36032,8 @@ static float mlstack__silu(float g) { return g / (1.0f + mlstack__exp_canon(-g))
        x_h, B_g, C_g = c[h P ..], c[inner + g N ..], c[inner + G N + g N ..], g = h / (H / G)
        dt = clamp(softplus(dt + dt_bias)); S_h = S_h exp(dt A_h) + (dt B_g) x_h   (outer, P x N)
        y_h = S_h C_g + D_h x_h
-   then y = RMSNorm(y * silu(z)) over norm_groups groups of inner, times the norm weight. The
+   then y = RMSNorm(y * silu(z)) over norm_groups groups of inner, times the norm weight (or, by
+   ssm.gate_norm, RMSNorm(y) * silu(z), or y * silu(z) without a norm: Falcon-H1). The
    units are the B/C groups with their heads (each group owns its channels of the window; with
    one group one part does all); a gated norm whose groups are not within the B/C groups waits
    for every head, so then part 0 does all. scratch: conv_dim floats. */
@@ -33410,9 +36070,12 @@ static void mlstack__mix_mamba2(const mlstack_model *m, const mlstack__kernels *
                 yt[(size_t)h * P + p] = MLSTACK__FMAF(xh[p], L->ssm_d[h], acc);
             }
         }
-        for (k = g0 * hpg * P; k < g1 * hpg * P; k++) yt[k] = yt[k] * mlstack__silu(z[k]);
-        for (k = g0 * hpg * P / gs; k < g1 * hpg * P / gs; k++)
+        for (k = g0 * hpg * P; k < g1 * hpg * P && s->gate_norm != MLSTACK__GATE_NORM_BEFORE; k++)
+            yt[k] = yt[k] * mlstack__silu(z[k]);
+        for (k = g0 * hpg * P / gs; k < g1 * hpg * P / gs && s->gate_norm != MLSTACK__GATE_NORM_NONE; k++)
             kn->rmsnorm(yt + (size_t)k * gs, yt + (size_t)k * gs, L->ssm_norm + (size_t)k * gs, gs, s->eps);
+        for (k = g0 * hpg * P; k < g1 * hpg * P && s->gate_norm == MLSTACK__GATE_NORM_BEFORE; k++)
+            yt[k] = yt[k] * mlstack__silu(z[k]);
     }
 }
 
@@ -33510,8 +36173,8 @@ static void mlstack__attn_gate(mlstack__rank *rk, const mlstack__layer *L, const
 }
 
 /* The mixer of each layer kind (NULL: attention, or a kind not implemented, refused at open). */
-static const mlstack__mix_fn mlstack__mixers[MLSTACK__LAYER_KINDS_] = {NULL, mlstack__mix_conv, mlstack__mix_mamba2,
-                                                                       mlstack__mix_deltanet, NULL};
+static const mlstack__mix_fn mlstack__mixers[MLSTACK__LAYER_KINDS_] = {
+    NULL, mlstack__mix_conv, mlstack__mix_mamba2, mlstack__mix_deltanet, NULL, mlstack__mix_mamba2};
 
 /* Scratch of the recurrent layers (>>ranks mlstack__rank_scratch): B rows of the widest mixer
    input and output, per thread the largest mixer scratch, run bounds. */
@@ -33528,13 +36191,18 @@ static mlstack_result mlstack__mix_scratch(const mlstack__config *c, mlstack__sc
     s->mix_y = mlstack__falloc(B, (size_t)wout);
     s->mix_s = mlstack__falloc((size_t)n_threads, sc);
     s->mix_run = (int *)mlstack__calloc(B + 1, sizeof(int));
-    return s->mix_x && s->mix_y && s->mix_s && s->mix_run ? MLSTACK_OK : MLSTACK_ERR_NO_MEMORY;
+    s->mix_in = mlstack__falloc(B, (size_t)c->n_embd);
+    s->mix_par = mlstack__falloc(B, (size_t)c->n_embd);
+    return s->mix_x && s->mix_y && s->mix_s && s->mix_run && s->mix_in && s->mix_par ? MLSTACK_OK
+                                                                                     : MLSTACK_ERR_NO_MEMORY;
 }
 static void mlstack__mix_scratch_free(mlstack__scratch *s) {
     mlstack__aligned_free(s->mix_x);
     mlstack__aligned_free(s->mix_y);
     mlstack__aligned_free(s->mix_s);
     MLSTACK_FREE(s->mix_run);
+    mlstack__aligned_free(s->mix_in);
+    mlstack__aligned_free(s->mix_par);
 }
 
 /* Splits a batch into runs for the mixers: consecutive rows of one sequence at consecutive
@@ -33581,6 +36249,22 @@ static void mlstack__mix_task(void *ctx, int task, int n_tasks, int thread) {
     }
 }
 
+/* dst = src * k, n floats (dst may be src); returns dst. */
+static float *mlstack__scaled(float *dst, const float *src, float k, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) dst[i] = src[i] * k;
+    return dst;
+}
+/* Mamba2 in_proj outputs x (B rows of proj) times the section multipliers z | x | B | C | dt. */
+static void mlstack__ssm_mup(const mlstack__ssm_cfg *s, float *x, int B) {
+    int end[5], b, k, i, i0;
+    end[0] = s->inner, end[1] = 2 * s->inner, end[2] = end[1] + s->groups * s->state;
+    end[3] = end[2] + s->groups * s->state, end[4] = s->proj;
+    for (b = 0; b < B; b++)
+        for (k = 0, i0 = 0; k < 5; i0 = end[k++])
+            for (i = i0; i < end[k]; i++) x[(size_t)b * s->proj + i] = x[(size_t)b * s->proj + i] * s->mup[k];
+}
+
 /* A recurrent layer's token mixing (one rank): out (B, D) = mixer(in Win) Wo, the mixer over the
    batch's n_run runs in order, split over the pool's threads by units (a large enough batch),
    its state copied to a page's snapshot after the run that ends the page. */
@@ -33592,7 +36276,10 @@ static void mlstack__recurrent(mlstack__rank *rk, const mlstack__layer *L, const
     size_t n = mlstack__state_floats(c, L->kind);
     j.rk = rk, j.L = L, j.rows = rows, j.win = mlstack__mix_in_width(c, L->kind);
     j.wout = mlstack__mix_out_width(c, L->kind);
+    if (c->mult.ssm_in != 1.0f) in = mlstack__scaled(rk->s.mix_in, in, c->mult.ssm_in, (size_t)B * c->n_embd);
     mlstack__project(rk, in, B, 1, &L->w_in, rk->s.mix_x, NULL, NULL, NULL, NULL);
+    if (c->ssm.has_mup && L->kind != MLSTACK__LAYER_CONV && L->kind != MLSTACK__LAYER_DELTANET)
+        mlstack__ssm_mup(&c->ssm, rk->s.mix_x, B);
     MLSTACK__PROF_BEGIN(rk->pool, MIXER);
     for (j.r0 = 0; j.r0 < n_run; j.r0 = j.r1) { /* up to and with the next run that ends at a snapshot */
         float *snap = NULL;
@@ -33606,7 +36293,8 @@ static void mlstack__recurrent(mlstack__rank *rk, const mlstack__layer *L, const
                    sizeof(float) * n);
     }
     MLSTACK__PROF_END(rk->pool, MIXER, l, rows, B);
-    mlstack__project(rk, rk->s.mix_y, B, 1, &L->wo, out, NULL, NULL, NULL, NULL);
+    mlstack__project(rk, rk->s.mix_y, B, 1, L->w_mix_out.data ? &L->w_mix_out : &L->wo, out, NULL, NULL, NULL, NULL);
+    if (c->mult.ssm_out != 1.0f) mlstack__scaled(out, out, c->mult.ssm_out, (size_t)B * c->n_embd);
 }
 
 /* acc (B, D) += the dense MLP of rows xn beside a layer's experts (one rank; Granite's shared
@@ -33616,9 +36304,60 @@ static void mlstack__dense_beside(mlstack__rank *rk, const mlstack__layer *L, co
     mlstack__scratch *s = &rk->s;
     size_t i, n = (size_t)B * (size_t)rk->model->cfg.n_embd;
     mlstack__project(rk, xn, B, 2, &L->w_gate, rk->xb->h, &L->w_up, s->up, NULL, NULL);
-    mlstack__swiglu_rows(rk, rk->xb->h, s->up, B, rk->model->cfg.n_ff, layer);
+    mlstack__swiglu_rows(rk, rk->xb->h, s->up, B, L->w_gate.n_out, layer);
     mlstack__project(rk, rk->xb->h, B, 1, &L->w_down, s->moe_y, NULL, NULL, NULL, NULL);
     for (i = 0; i < n; i++) acc[i] = acc[i] + s->moe_y[i];
+}
+
+/* Gemma 4's per-layer inputs of rows [0, B) into s->ple (B, L P), as transformers makes them
+   from the scaled embeddings x: p = RMSNorm((x Wproj) * D^-1/2) per layer's P values, then
+   (p + table[token] * sqrt(P)) * 2^-1/2 (tokens past the table's vocabulary read row 0). */
+static void mlstack__ple_inputs(mlstack__rank *rk, const mlstack_batch_row *rows, int B) {
+    const mlstack_model *m = rk->model;
+    const mlstack__config *c = &m->cfg;
+    size_t P = (size_t)c->ple_dim, LP = (size_t)c->n_layers * P, es = (size_t)mlstack__dtype_sizes[m->ple_dtype];
+    float ds = (float)pow((double)c->n_embd, -0.5), half = (float)pow(2.0, -0.5), tok[64];
+    int b, l;
+    size_t i, o;
+    mlstack__project(rk, rk->s.x, B, 1, &m->ple_proj, rk->s.ple, NULL, NULL, NULL, NULL);
+    for (b = 0; b < B; b++) {
+        float *p = rk->s.ple + (size_t)b * LP;
+        const unsigned char *row =
+            (const unsigned char *)m->ple_embed + (size_t)(rows[b].token < c->ple_vocab ? rows[b].token : 0) * LP * es;
+        for (i = 0; i < LP; i++) p[i] = p[i] * ds;
+        for (l = 0; l < c->n_layers; l++)
+            rk->k->rmsnorm(p + (size_t)l * P, p + (size_t)l * P, m->ple_norm, (int)P, c->eps);
+        for (o = 0; o < LP; o += 64) { /* the table's row, 64 values at a time */
+            size_t k = LP - o < 64 ? LP - o : 64;
+            mlstack__to_f32(m->ple_dtype, row + o * es, tok, k);
+            for (i = 0; i < k; i++) {
+                float v = tok[i] * m->ple_scale;
+                v = p[o + i] + v;
+                p[o + i] = v * half;
+            }
+        }
+    }
+}
+
+/* The end of a Gemma 4 layer (one rank): with per-layer inputs x += RMSNorm((act(x Wg) * ple_l)
+   Wp); then x *= layer_scalar. */
+static void mlstack__gemma4_tail(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    size_t i, n = (size_t)B * (size_t)c->n_embd, P = (size_t)c->ple_dim;
+    int b;
+    if (L->w_ple_gate.data) {
+        mlstack__project(rk, s->x, B, 1, &L->w_ple_gate, s->ple_g, NULL, NULL, NULL, NULL);
+        mlstack__swiglu_rows(rk, s->ple_g, NULL, B, (int)P, l);
+        for (b = 0; b < B; b++)
+            for (i = 0; i < P; i++)
+                s->ple_g[(size_t)b * P + i] *= s->ple[((size_t)b * (size_t)c->n_layers + (size_t)l) * P + i];
+        mlstack__project(rk, s->ple_g, B, 1, &L->w_ple_proj, s->ple_y, NULL, NULL, NULL, NULL);
+        mlstack__rmsnorm_rows(rk, s->xn, s->ple_y, L->ple_norm, NULL, B, l);
+        mlstack__residual_add(rk, s->x, s->xn, B, l);
+    }
+    if (L->layer_scale != 1.0f)
+        for (i = 0; i < n; i++) s->x[i] *= L->layer_scale;
 }
 
 /* q, k, v = in Wq, Wk, Wv; rope, KV; a = attention; xo = a Wo (exchanged or reduced over the
@@ -33630,7 +36369,13 @@ static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const m
     mlstack__xbuf *xb = rk->xb;
     float *o = mlstack__slice(rk, xb->o, s->out);
     int b, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim;
-    mlstack__project(rk, in, B, 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
+    if (c->mult.attn_in != 1.0f) in = mlstack__scaled(s->mix_in, in, c->mult.attn_in, (size_t)B * c->n_embd);
+    /* shared-KV layers project q alone; k = v layers copy k's projection (Gemma 4) */
+    mlstack__project(rk, in, B, L->kv_shared ? 1 : L->v_from_k ? 2 : 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
+    if (L->v_from_k && !L->kv_shared)
+        memcpy(s->v, s->k, sizeof(float) * (size_t)B * (size_t)(rk->sh.k1 - rk->sh.k0) * (size_t)c->head_dim);
+    if (c->mult.key != 1.0f) /* Falcon-H1: keys times key_multiplier before RoPE */
+        mlstack__scaled(s->k, s->k, c->mult.key, (size_t)B * (size_t)(rk->sh.k1 - rk->sh.k0) * c->head_dim);
     /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
     mlstack__rope_kv(rk, aj, B);
     mlstack__attention(rk, aj, n_blk, B);
@@ -33649,6 +36394,117 @@ static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const m
     return mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1);
 }
 
+/* ---- multi-head latent attention (DeepSeek V2/V3; one rank) ----
+   Per row: q = xn Wq (or rmsnorm(xn Wqa) Wq), heads of qk_nope dn | qk_rope dr dims; kv = xn Wk =
+   c | kr, c the latent (R = kv_lora_rank), kr the shared rope key. The cache keeps per position
+   one key of Dh = R + dr: rmsnorm(c) | rope(kr), and no value (>>kvcache: values are its first R
+   dims). W_UK is absorbed into each query, W_UV applied after attention:
+       q'_h = (q_nope_h W_UK_h^T | rope(q_rope_h))      (Dh,): then q'_h . key_t = q_h . k_t
+       a_h = sum_t softmax_t(q'_h . key_t * scale) c_t   (R,): attention over the latents
+       o_h = a_h W_UV_h^T (dv,); xo = (o_1 | ... | o_H) Wo
+   the same values as transformers' expanded k = (c W_UK^T | kr), v = c W_UV^T, summed in another
+   order. Absorbed, a step reads R + dr numbers per cached position for all heads; expanded it
+   would read (dn + dr + dv) per head (V2-Lite: 576 against 16 x 384), or recompute them.
+   Every product is a matmul or an explicit FMA in a fixed order, whatever the batch. */
+
+/* Rotary embedding of dr dims of v (interleaved pairs (2i, 2i + 1) are gathered into halves first,
+   as transformers' apply_rotary_pos_emb_interleave: q and k both, so q . k is unchanged). */
+static void mlstack__mla_rope(const mlstack__kernels *kn, float *v, int dr, const float *cs, int interleave) {
+    float tmp[2 * MLSTACK__MAX_ROPE_PAIRS];
+    int i, half = dr / 2;
+    if (interleave) {
+        for (i = 0; i < half; i++) tmp[i] = v[2 * i], tmp[half + i] = v[2 * i + 1];
+        memcpy(v, tmp, sizeof(float) * (size_t)dr);
+    }
+    kn->rope_apply(v, dr, cs);
+}
+
+/* Row `task`: the latent's norm and the rope key into its KV slot; each head's rope query into
+   s->q after the head's R latent dims, its nope query into mla_x as head-major (H, B, dn). */
+static void mlstack__mla_row_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
+    mlstack__rank *rk = j->rk;
+    const mlstack__config *c = &rk->model->cfg;
+    const mlstack__layer *L = &rk->layers[j->layer];
+    const mlstack_batch_row *row = &j->rows[task];
+    mlstack__scratch *s = &rk->s;
+    int H = c->n_heads, R = c->mla_rank, dr = c->mla_rope, dn = c->mla_nope, Dh = c->head_dim, h;
+    float *k = s->k + (size_t)task * Dh, *q = s->q + (size_t)task * H * Dh;
+    const float *qs = s->mla_q + (size_t)task * H * (dn + dr), *cs = s->rope + (size_t)task * 2 * Dh;
+    (void)n_tasks, (void)thread;
+    rk->k->rmsnorm(k, k, L->kv_a_norm, R, 1e-6f); /* transformers: the module's default eps */
+    mlstack__mla_rope(rk->k, k + R, dr, cs, c->mla_interleave);
+    mlstack__kv_store(&rk->kv, &rk->kv.seqs[row->seq], L->kv_layer - rk->layers[rk->l0].kv_layer, 0, row->pos, k, NULL,
+                      rk->k->from_f32);
+    for (h = 0; h < H; h++) {
+        memcpy(q + (size_t)h * Dh + R, qs + (size_t)h * (dn + dr) + dn, sizeof(float) * (size_t)dr);
+        mlstack__mla_rope(rk->k, q + (size_t)h * Dh + R, dr, cs, c->mla_interleave);
+        memcpy(s->mla_x + ((size_t)h * j->n_rows + task) * dn, qs + (size_t)h * (dn + dr), sizeof(float) * (size_t)dn);
+    }
+}
+
+/* Head h's rows [r0, r1) of w (H (r1 - r0) rows in all) times x (B, n_in) into y (B, r1 - r0). */
+static void mlstack__mla_head(mlstack__rank *rk, const mlstack__weight *w, int h, int rows, const float *x, float *y,
+                              int B) {
+    mlstack__weight v;
+    mlstack__weight_view(&v, w, h * rows, (h + 1) * rows);
+    mlstack__project(rk, x, B, 1, &v, y, NULL, NULL, NULL, NULL);
+}
+
+/* Latent attention of B rows from in (B, D) into xo (B, D). */
+static void mlstack__mla_layer(mlstack__rank *rk, mlstack__attn_job *aj, const mlstack__layer *L, const float *in,
+                               float *xo, int B, int n_blk) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int H = c->n_heads, R = c->mla_rank, dn = c->mla_nope, dv = c->mla_v, Dh = c->head_dim, b, h;
+    if (L->wqa.data) { /* q LoRA: rmsnorm(xn Wqa) Wq */
+        mlstack__project(rk, in, B, 1, &L->wqa, s->mla_o, NULL, NULL, NULL, NULL);
+        for (b = 0; b < B; b++)
+            rk->k->rmsnorm(s->mla_o + (size_t)b * c->mla_q_rank, s->mla_o + (size_t)b * c->mla_q_rank, L->q_a_norm,
+                           c->mla_q_rank, 1e-6f);
+        mlstack__project(rk, s->mla_o, B, 1, &L->wq, s->mla_q, NULL, NULL, NULL, NULL);
+        mlstack__project(rk, in, B, 1, &L->wk, s->k, NULL, NULL, NULL, NULL);
+    } else {
+        mlstack__project(rk, in, B, 2, &L->wq, s->mla_q, &L->wk, s->k, NULL, NULL);
+    }
+    MLSTACK__PROF_BEGIN(rk->pool, ROPE_KV);
+    aj->n_rows = B;
+    if (B > 1) mlstack__pool_run(rk->pool, mlstack__mla_row_task, aj, B);
+    else
+        mlstack__mla_row_task(aj, 0, 1, 0);
+    MLSTACK__PROF_END(rk->pool, ROPE_KV, aj->layer, aj->rows, B);
+    for (h = 0; h < H; h++) { /* q'_h's first R dims: q_nope_h W_UK_h^T */
+        mlstack__mla_head(rk, &L->w_uk, h, R, s->mla_x + (size_t)h * B * dn, s->mla_y, B);
+        for (b = 0; b < B; b++)
+            memcpy(s->q + ((size_t)b * H + h) * Dh, s->mla_y + (size_t)b * R, sizeof(float) * (size_t)R);
+    }
+    mlstack__attention(rk, aj, n_blk, B);
+    for (h = 0; h < H; h++) { /* o_h = a_h W_UV_h^T */
+        for (b = 0; b < B; b++)
+            memcpy(s->mla_x + (size_t)b * R, rk->xb->att + ((size_t)b * H + h) * Dh, sizeof(float) * (size_t)R);
+        mlstack__mla_head(rk, &L->w_uv, h, dv, s->mla_x, s->mla_y, B);
+        for (b = 0; b < B; b++)
+            memcpy(s->mla_o + ((size_t)b * H + h) * dv, s->mla_y + (size_t)b * dv, sizeof(float) * (size_t)dv);
+    }
+    mlstack__project(rk, s->mla_o, B, 1, &L->wo, xo, NULL, NULL, NULL, NULL);
+}
+
+/* Attention and a Mamba2 mixer side by side on the same input (ATTN_SSM, Falcon-H1): xo =
+   mixer(in) * ssm_out + attention(in * attn_in) * attn_out (the second product fused into the
+   sum: the canonical arithmetic of >>kernels). 0, or -1
+   when an exchange failed. */
+static int mlstack__attn_ssm_layer(mlstack__rank *rk, mlstack__attn_job *aj, const mlstack__layer *L,
+                                   const mlstack_batch_row *rows, const float *in, float *xo, int B, int n_run,
+                                   int n_blk) {
+    const mlstack__config *c = &rk->model->cfg;
+    size_t i, n = (size_t)B * (size_t)c->n_embd;
+    float *par = rk->s.mix_par;
+    mlstack__recurrent(rk, L, rows, in, par, B, n_run, aj->layer);
+    if (mlstack__attn_layer(rk, aj, L, in, xo, B, n_blk)) return -1;
+    for (i = 0; i < n; i++) xo[i] = MLSTACK__FMAF(xo[i], c->mult.attn_out, par[i]); /* one rounding, any ISA */
+    return 0;
+}
+
 /* The pass over rows [0, B) of one chunk; logits of rows with slot[b] >= 0 go to the slots of
    rk->logits (rank 0). 0, or -1 when an exchange failed. */
 static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *rows, int B, const int *slot) {
@@ -33664,6 +36520,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     aj.rows = rows;
     aj.blk = s->att_blk;
     mlstack__embed(rk, rows, B);
+    if (c->ple_dim) mlstack__ple_inputs(rk, rows, B);
     if (rk->stage > 0 && mlstack__pipe(rk, 0, s->x, (size_t)B * (size_t)c->n_embd, rk->index - rk->n_ranks)) return -1;
     n_blk = mlstack__attn_blocks(c, rows, B, s->att_blk);
     if (c->n_recurrent) n_run = mlstack__mix_runs(&rk->kv, rows, B, s->mix_run);
@@ -33675,9 +36532,15 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
            recurrent layer's mixer (one rank), of xn (post-norm: x += rmsnorm(xo)) */
         if (L->attn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, L->attn_norm_b, B, l), in = s->xn;
         if (L->kind == MLSTACK__LAYER_MLP) goto ffn; /* no token mixing (Nemotron-H "mlp" blocks) */
-        if (L->kind != MLSTACK__LAYER_ATTN) mlstack__recurrent(rk, L, rows, in, xo, B, n_run, l);
-        else if (mlstack__attn_layer(rk, &aj, L, in, xo, B, n_blk))
+        if (L->kind == MLSTACK__LAYER_ATTN_SSM) {
+            if (mlstack__attn_ssm_layer(rk, &aj, L, rows, in, xo, B, n_run, n_blk)) return -1;
+        } else if (L->kind != MLSTACK__LAYER_ATTN) {
+            mlstack__recurrent(rk, L, rows, in, xo, B, n_run, l);
+        } else if (c->mla_rank) { /* one rank: no exchange */
+            mlstack__mla_layer(rk, &aj, L, in, xo, B, n_blk);
+        } else if (mlstack__attn_layer(rk, &aj, L, in, xo, B, n_blk)) {
             return -1;
+        }
         if (L->post_attn_norm) mlstack__rmsnorm_rows(rk, s->xn, xo, L->post_attn_norm, NULL, B, l);
         /* parallel residual: the MLP reads the layer's input (its ln2, or ln1's xn kept from
            above), the attention output is added with the MLP's below */
@@ -33697,6 +36560,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         }
         if (L->w_up.data) {
             mlstack__project(rk, in, B, 2, &L->w_gate, h, &L->w_up, s->up, NULL, NULL);
+            if (c->mult.mlp_gate != 1.0f) mlstack__scaled(h, h, c->mult.mlp_gate, (size_t)B * nf); /* Falcon-H1 */
             mlstack__swiglu_rows(rk, h, s->up, B, rk->sh.f1 - rk->sh.f0, l);
         } else { /* no gate: act(xn W1) */
             mlstack__project(rk, in, B, 1, &L->w_gate, h, NULL, NULL, NULL, NULL);
@@ -33713,6 +36577,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
             mlstack__project(rk, xb->h, B, 1, &L->w_down, d, NULL, NULL, NULL, NULL);
             if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->d, d, B, 1)) return -1;
         }
+        if (c->mult.mlp_down != 1.0f) mlstack__scaled(xd, xd, c->mult.mlp_down, (size_t)B * c->n_embd);
         if (L->post_ffn_norm) mlstack__rmsnorm_rows(rk, s->xn, xd, L->post_ffn_norm, NULL, B, l);
         if (c->parallel == MLSTACK__RESID_PARALLEL) { /* GPT-NeoX: x = (mlp + attn) + x */
             size_t i, nd = (size_t)B * (size_t)c->n_embd;
@@ -33725,6 +36590,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         if (c->parallel == MLSTACK__RESID_PARALLEL_LN1)
             mlstack__residual_add(rk, s->x, xo, B, l); /* StableLM: (x + attn) + mlp */
         mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : xd, B, l);
+        if (c->v_norm) mlstack__gemma4_tail(rk, L, B, l);
     }
     if (rk->n_stages > 1) { /* the next stage goes on from here; the first computes the logits */
         size_t D = (size_t)c->n_embd;
@@ -33769,6 +36635,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
                ranks share `full`: after it, one pass by each would apply these R times) */
             if (y && c->logits_div != 1.0f) /* Granite: logits / logits_scaling */
                 for (i = 0; i < nl; i++) y[i] /= c->logits_div;
+            if (y && c->mult.logits != 1.0f) mlstack__scaled(y, y, c->mult.logits, nl); /* Falcon-H1 */
             if (y && c->final_softcap > 0) mlstack__softcap(y, nl, c->final_softcap);
             if (mlstack__exchange(rk, MLSTACK__X_VOCAB, full, y, n, 0)) return -1;
         }
@@ -34598,6 +37465,20 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
     return MLSTACK_OK;
 }
 
+/* Latent attention's scratch (>>forward mlstack__mla_layer); its widest matmul input. 0, or -1 out of memory. */
+static size_t mlstack__mla_max_in(const mlstack__config *c) {
+    size_t a = (size_t)c->n_heads * (size_t)c->mla_v, q = (size_t)c->mla_q_rank;
+    return a > q ? a : q;
+}
+static int mlstack__mla_scratch(const mlstack__config *c, mlstack__scratch *s, size_t B) {
+    size_t H = (size_t)c->n_heads, R = (size_t)c->mla_rank, x = H * (size_t)c->mla_nope;
+    s->mla_q = mlstack__falloc(B, H * (size_t)(c->mla_nope + c->mla_rope));
+    s->mla_x = mlstack__falloc(B, x > R ? x : R);
+    s->mla_y = mlstack__falloc(B, R > (size_t)c->mla_v ? R : (size_t)c->mla_v);
+    s->mla_o = mlstack__falloc(B, mlstack__mla_max_in(c));
+    return s->mla_q && s->mla_x && s->mla_y && s->mla_o ? 0 : -1;
+}
+
 /* Activations of the rank's shapes. */
 static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk) {
     const mlstack__config *c = &e->model->cfg;
@@ -34610,6 +37491,7 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     if ((size_t)c->n_heads * Dh > max_in) max_in = (size_t)c->n_heads * Dh;
     if ((size_t)c->moe_ff > max_in) max_in = (size_t)c->moe_ff;
     if ((size_t)c->shared_ff > max_in) max_in = (size_t)c->shared_ff;
+    if (c->mla_rank && mlstack__mla_max_in(c) > max_in) max_in = mlstack__mla_max_in(c);
     for (k = 1; c->n_recurrent && k < MLSTACK__LAYER_KINDS_; k++) /* a mixer's output is its wo's input */
         if ((size_t)mlstack__mix_out_width(c, k) > max_in) max_in = (size_t)mlstack__mix_out_width(c, k);
     s->x = mlstack__falloc(B, (size_t)c->n_embd);
@@ -34632,6 +37514,11 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
         if (!s->ro || !s->rd) return MLSTACK_ERR_NO_MEMORY;
     }
     if (c->attn_gate && !(s->dn_g = mlstack__falloc(B, (size_t)c->n_heads * Dh))) return MLSTACK_ERR_NO_MEMORY;
+    if (c->mla_rank && mlstack__mla_scratch(c, s, B)) return MLSTACK_ERR_NO_MEMORY;
+    if (c->ple_dim &&
+        (!(s->ple = mlstack__falloc(B, (size_t)c->n_layers * (size_t)c->ple_dim)) ||
+         !(s->ple_g = mlstack__falloc(B, (size_t)c->ple_dim)) || !(s->ple_y = mlstack__falloc(B, (size_t)c->n_embd))))
+        return MLSTACK_ERR_NO_MEMORY;
     if (c->n_experts) { /* MoE scratch (>>forward) */
         size_t fm = (size_t)(c->moe_ff > c->shared_ff ? c->moe_ff : c->shared_ff), D = (size_t)c->n_embd;
         s->router = mlstack__falloc(B, (size_t)c->n_experts);
@@ -34640,6 +37527,7 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
         s->moe_w = mlstack__falloc(B, (size_t)c->n_experts_used);
         s->moe_idx = (int *)mlstack__calloc(B * (size_t)c->n_experts_used, sizeof(int));
         s->moe_rows = (int *)mlstack__calloc(B, sizeof(int));
+        if (c->moe_latent && !(s->moe_l = mlstack__falloc(B, (size_t)c->moe_latent))) return MLSTACK_ERR_NO_MEMORY;
         if (!s->router || !s->moe_x || !s->moe_y || !s->moe_acc || !s->moe_g || !s->moe_u || !s->moe_w || !s->moe_idx ||
             !s->moe_rows)
             return MLSTACK_ERR_NO_MEMORY;
@@ -34700,6 +37588,7 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->rope);
     mlstack__aligned_free(s->router);
     mlstack__aligned_free(s->moe_x);
+    mlstack__aligned_free(s->moe_l);
     mlstack__aligned_free(s->moe_y);
     mlstack__aligned_free(s->moe_acc);
     mlstack__aligned_free(s->moe_g);
@@ -34708,6 +37597,11 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     MLSTACK_FREE(s->moe_idx);
     MLSTACK_FREE(s->moe_rows);
     mlstack__aligned_free(s->dn_g);
+    mlstack__aligned_free(s->mla_q), mlstack__aligned_free(s->mla_x);
+    mlstack__aligned_free(s->mla_y), mlstack__aligned_free(s->mla_o);
+    mlstack__aligned_free(s->ple);
+    mlstack__aligned_free(s->ple_g);
+    mlstack__aligned_free(s->ple_y);
     mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(s->att_blk);
@@ -34989,6 +37883,9 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
                              "mlstack_engine_init: %d pipeline stages for %d layers (at most one stage per layer)", S,
                              c->n_layers);
     T = R / S;
+    if (R > 1 && c->mla_rank) /* the one latent KV head and the per-head absorption are not split */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %s (latent attention) runs on one rank only", c->architecture);
     if (R > 1 && c->n_experts)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (mixture of experts) runs on one rank only", c->architecture);
@@ -34996,6 +37893,9 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (recurrent layers, %d of %d) runs on one rank only",
                              c->architecture, c->n_recurrent, c->n_layers);
+    if (R > 1 && c->v_norm) /* shared KV, per-layer inputs and v norms are not split yet */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s runs on one rank only",
+                             c->architecture);
     if (R > 1 && c->attn_gate) /* the attention gate is not split yet */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (gated attention) runs on one rank only", c->architecture);
@@ -35147,8 +38047,8 @@ static void mlstack__ranks_fill(mlstack_engine *e, const mlstack_engine_desc *d,
         rk->kv = e->kv;
         if (i > 0) {
             rk->kv.data = NULL;
-            rk->kv.row_elems = (size_t)(rk->sh.k1 - rk->sh.k0) * (size_t)c->head_dim;
-            rk->kv.page_elems = (size_t)(rk->l1 - rk->l0) * 2 * (size_t)e->kv.page_tokens * rk->kv.row_elems;
+            mlstack__kv_widths(&rk->kv, c, rk->sh.k1 - rk->sh.k0);
+            rk->kv.page_elems = (size_t)(rk->l1 - rk->l0) * (size_t)e->kv.page_tokens * rk->kv.row_elems;
         }
         gi = t ? 0 : rk->stage;
         rk->xb = &e->xbs[gi];
@@ -36298,8 +39198,7 @@ static void mlstack__sched_publish(mlstack_engine *e) {
     }
     st->n_pages = kv->n_pages;
     st->page_tokens = kv->page_tokens;
-    st->page_bytes = (uint64_t)e->model->cfg.n_kv_layers * 2 * (uint64_t)kv->page_tokens *
-                         (uint64_t)e->model->cfg.n_kv_heads * (uint64_t)e->model->cfg.head_dim * kv->esize +
+    st->page_bytes = mlstack__kv_token_elems(&e->model->cfg) * (uint64_t)kv->page_tokens * kv->esize +
                      ((uint64_t)kv->state_floats * 4 + (uint64_t)kv->snap_every - 1) /
                          (uint64_t)kv->snap_every; /* of all ranks together, with its share of a snapshot */
     st->pages_free = kv->n_free;
@@ -36878,8 +39777,7 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
     if (d->kv_mem == 0) {
         uint64_t ctx = (uint64_t)(c->max_pos < 4096 ? c->max_pos : 4096);
         ctx = (ctx + (uint64_t)d->kv_page_tokens - 1) / (uint64_t)d->kv_page_tokens * (uint64_t)d->kv_page_tokens;
-        d->kv_mem =
-            ctx * (uint64_t)c->n_kv_layers * 2 * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (uint64_t)kv_size;
+        d->kv_mem = ctx * mlstack__kv_token_elems(c) * (uint64_t)kv_size;
         /* hybrids: every slot's live and kept state, and a snapshot per page (at most) */
         d->kv_mem += (uint64_t)c->state_floats * 4 * (2 * (uint64_t)d->max_seqs + ctx / (uint64_t)d->kv_page_tokens);
     }
@@ -36928,8 +39826,7 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
         /* the draft engine: the same threads, sequences and pages; KV for as many positions */
         const mlstack__config *dc = &d.spec_draft->cfg;
         mlstack_engine_desc dd;
-        uint64_t per_tok =
-            (uint64_t)model->cfg.n_layers * 2 * (uint64_t)model->cfg.n_kv_heads * (uint64_t)model->cfg.head_dim;
+        uint64_t per_tok = mlstack__kv_token_elems(&model->cfg), draft_tok = mlstack__kv_token_elems(dc);
         memset(&dd, 0, sizeof dd);
         dd.n_threads = d.n_threads;
         dd.kv_type = d.kv_type;
@@ -36940,10 +39837,7 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
         dd.bf16_activations = d.bf16_activations;
         dd.n_ranks = 1;
         dd.n_stages = 1; /* not MLSTACK_STAGES: the draft runs on one rank */
-        dd.kv_mem = d.kv_mem / (per_tok ? per_tok : 1) * (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads *
-                        (uint64_t)dc->head_dim +
-                    (uint64_t)dc->n_layers * 2 * (uint64_t)dc->n_kv_heads * (uint64_t)dc->head_dim * 4 *
-                        (uint64_t)d.kv_page_tokens;
+        dd.kv_mem = d.kv_mem / (per_tok ? per_tok : 1) * draft_tok + draft_tok * 4 * (uint64_t)d.kv_page_tokens;
         r = mlstack_engine_init(d.spec_draft, &dd, &e->draft, err);
     }
     if (r == MLSTACK_OK && d.profile && (r = mlstack_engine_profile_start(e, d.profile)) != MLSTACK_OK)
@@ -37362,11 +40256,12 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *e, char 
     n = mlstack_engine_profile_ops(e, ops, MLSTACK__OP_COUNT_);
     mlstack__prof_accumulate(pr, acc, &pool_ns, &lost_ns);
     eval_ns = acc[MLSTACK__OP_EVAL].ns;
-    mlstack__sbuf_add(
-        &b,
-        "profile: %d steps, %d threads, kernels %s, %.3f ms in eval (%.3f ms per step), %llu events%s%llu dropped\n",
-        pr->kept, pr->n_threads, e->k->name, (double)eval_ns * 1e-6, pr->kept ? (double)eval_ns * 1e-6 / pr->kept : 0.0,
-        (unsigned long long)pr->n_ev, pr->dropped ? ", WARNING: " : ", ", (unsigned long long)pr->dropped);
+    mlstack__sbuf_add(&b,
+                      "profile: %d steps, %d threads, kernels %s, %.3f ms in eval (%.3f ms per step), %llu "
+                      "events%s%llu dropped\n",
+                      pr->kept, pr->n_threads, e->k->name, (double)eval_ns * 1e-6,
+                      pr->kept ? (double)eval_ns * 1e-6 / pr->kept : 0.0, (unsigned long long)pr->n_ev,
+                      pr->dropped ? ", WARNING: " : ", ", (unsigned long long)pr->dropped);
     mlstack__sbuf_add(&b, "%-12s %8s %10s %7s %9s %8s %8s %9s\n", "op", "calls", "total ms", "share", "us/call", "GB/s",
                       "GFLOP/s", "overhead");
     for (i = 0; i < n; i++) {

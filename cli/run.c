@@ -575,7 +575,7 @@ static int cmd_info(const cli_opts *o) {
         mlstack_tensor t;
         if (mlstack_model_tensor_at(m, i, &t) == MLSTACK_OK) counts[t.dtype]++;
     }
-    kv_per_token = (uint64_t)in.n_layers * 2 * (uint64_t)in.n_kv_heads * (uint64_t)in.head_dim * 2;
+    kv_per_token = in.kv_elems_per_token * 2; /* the attention layers' keys and values (MLA: latents) */
     printf("model          %s\n", o->model);
     printf("mlstack        %s\n", cli_version() + 8); /* after "mlstack " */
     printf("architecture   %s\n", in.architecture);

@@ -80,4 +80,21 @@ static __attribute__((unused)) int fx_on_token(void *user, int32_t t) {
     if (fx_n_greedy < 64) fx_greedy[fx_n_greedy++] = t;
     return 0;
 }
+
+/* The greedy continuation of ids[0..n) by mlstack_generate in a new sequence (freed after),
+   max_tokens (up to 64) tokens whatever the end-of-sequence token, into fx_greedy / fx_n_greedy;
+   the generate call's result (a sequence not made is that call's). */
+static __attribute__((unused)) mlstack_result fx_generate(mlstack_engine *e, const int32_t *ids, int n,
+                                                          int max_tokens) {
+    mlstack_generate_desc g;
+    int32_t seq = -1;
+    mlstack_result r = mlstack_engine_seq_new(e, &seq);
+    fx_n_greedy = 0;
+    if (r != MLSTACK_OK) return r;
+    memset(&g, 0, sizeof g);
+    g.seq = seq, g.prompt = ids, g.n_prompt = n, g.max_tokens = max_tokens, g.ignore_eos = 1, g.on_token = fx_on_token;
+    r = mlstack_generate(e, &g);
+    mlstack_engine_seq_free(e, seq);
+    return r;
+}
 #endif

@@ -154,6 +154,52 @@ static void check_prefix_cache(const char *name, mlstack_engine *e, const int32_
     if (!exact) printf("  %-14s request past the original context: max |logit - generate| = %.2e\n", name, d);
 }
 
+/* KV bytes: the cache's page (mlstack_rank_info) and its accounting (mlstack_cache_stats) hold
+   page_tokens positions of kv_elems_per_token elements, 2 n_kv_heads head_dim a layer (attention
+   layers) or, for latent attention (kv_lora_rank in config.json: DeepSeek), kv_lora_rank +
+   qk_rope_head_dim a layer, what transformers' cache keeps too, where full heads would take
+   num_attention_heads (qk_nope_head_dim + qk_rope_head_dim + v_head_dim). */
+static void check_kv_bytes(const char *name, const char *dir, mlstack_engine *e, const mlstack_model_info *info) {
+    char path[600];
+    size_t len;
+    char *text;
+    mlstack__json_doc doc;
+    mlstack_error err;
+    mlstack_rank_info ri;
+    mlstack_cache_stats cs;
+    int64_t r, dr, dn, dv, H;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    text = tl_read(path, &len);
+    if (!text || mlstack__json_parse(&doc, text, len, path, &err) != MLSTACK_OK) {
+        CHECKF(0, "%s: config.json", name);
+        free(text);
+        return;
+    }
+    mlstack_engine_cache_stats(e, &cs);
+    CHECK(mlstack_engine_rank_info(e, 0, &ri) == MLSTACK_OK);
+    CHECKF(ri.kv_page_bytes == (uint64_t)cs.page_tokens * info->kv_elems_per_token * 4 ||
+               (!info->kv_elems_per_token && ri.kv_page_bytes == 4), /* no attention (Mamba2): a one-element page */
+           "%s: a KV page of %llu bytes for %d positions of %llu f32 elements", name,
+           (unsigned long long)ri.kv_page_bytes, cs.page_tokens, (unsigned long long)info->kv_elems_per_token);
+    if (mlstack__json_int(mlstack__json_get(doc.root, "kv_lora_rank"), &r) &&
+        mlstack__json_int(mlstack__json_get(doc.root, "qk_rope_head_dim"), &dr) &&
+        mlstack__json_int(mlstack__json_get(doc.root, "qk_nope_head_dim"), &dn) &&
+        mlstack__json_int(mlstack__json_get(doc.root, "v_head_dim"), &dv) &&
+        mlstack__json_int(mlstack__json_get(doc.root, "num_attention_heads"), &H)) {
+        uint64_t want = (uint64_t)info->n_layers * (uint64_t)(r + dr),
+                 full = (uint64_t)info->n_layers * H * (dn + dr + dv);
+        CHECKF(info->kv_elems_per_token == want && cs.page_bytes == ri.kv_page_bytes,
+               "%s: latent KV of %llu elements a position (want %llu), page %llu / %llu bytes", name,
+               (unsigned long long)info->kv_elems_per_token, (unsigned long long)want,
+               (unsigned long long)cs.page_bytes, (unsigned long long)ri.kv_page_bytes);
+        printf("  %-14s KV per token: %llu bytes f32 (%llu f16); full heads would take %llu (%.1fx)\n", name,
+               (unsigned long long)want * 4, (unsigned long long)want * 2, (unsigned long long)full * 4,
+               (double)full / (double)want);
+    }
+    mlstack__json_free(&doc);
+    free(text);
+}
+
 static void check_family(const char *name) {
     char dir[512], path[600];
     size_t len, blen;
@@ -165,13 +211,12 @@ static void check_family(const char *name) {
     mlstack_model_desc md;
     mlstack_engine_desc ed;
     mlstack_model_info info;
-    int32_t ids[MAXP], greedy[64], gen_greedy[64], seq = -1;
+    int32_t ids[MAXP], greedy[64], gen_greedy[64];
     int n, ng, k, same = 1, n_gen;
     char *gen_last = NULL;
     size_t gen_len = 0;
     float *ref, *ours = NULL, *ours2 = NULL, *chunked = NULL;
     double maxdiff = 0;
-    mlstack_generate_desc g;
     snprintf(dir, sizeof dir, "%s/%.128s", FIX, name);
     snprintf(path, sizeof path, "%s/reference.json", dir);
     text = tl_read(path, &len);
@@ -233,27 +278,20 @@ static void check_family(const char *name) {
            "%s: logits differ when the prompt is evaluated in chunks of 37", name);
     CHECKF(fx_same_when_batched(e1, ids, n, ours, info.n_vocab), "%s: logits change when batched with another sequence",
            name);
-    if (mlstack__json_get(doc.root, "chunked_vs_recurrent_max_diff")) { /* recurrent layers: decode == prefill */
+    /* recurrent layers, latent attention (its own attention path) and shared-KV layers (Gemma 4):
+       decode == prefill */
+    if (mlstack__json_get(doc.root, "chunked_vs_recurrent_max_diff") || strstr(info.architecture, "Deepseek") ||
+        strncmp(name, "gemma4", 6) == 0) {
         float *one = fx_eval_all(e1, ids, n, info.n_vocab, 1);
         CHECKF(one && memcmp(ours, one, sizeof(float) * (size_t)n * info.n_vocab) == 0,
                "%s: logits differ when the prompt is decoded one token at a time", name);
         free(one);
     }
     /* greedy continuation */
-    CHECK(mlstack_engine_seq_new(e2, &seq) == MLSTACK_OK);
-    memset(&g, 0, sizeof g);
-    g.seq = seq;
-    g.prompt = ids;
-    g.n_prompt = n;
-    g.max_tokens = 32;
-    g.ignore_eos = 1;
-    g.on_token = fx_on_token;
-    fx_n_greedy = 0;
-    CHECKF(mlstack_generate(e2, &g) == MLSTACK_OK, "%s: generate: %s", name, mlstack_engine_error(e2));
+    CHECKF(fx_generate(e2, ids, n, 32) == MLSTACK_OK, "%s: generate: %s", name, mlstack_engine_error(e2));
     for (k = 0; k < n_gen; k++)
         if (k >= fx_n_greedy || fx_greedy[k] != gen_greedy[k]) same = 0;
     CHECKF(same && fx_n_greedy == 32, "%s: greedy continuation differs from transformers", name);
-    mlstack_engine_seq_free(e2, seq);
     q_slack = mlstack__json_get(doc.root, "chunked_vs_recurrent_max_diff") ? 2.0 : 1.0;
     CHECKF(!gen_last || gen_len == sizeof(float) * (size_t)info.n_vocab, "%s: generate_last.bin has %zu bytes", name,
            gen_len);
@@ -261,6 +299,7 @@ static void check_family(const char *name) {
         check_prefix_cache(name, e2, ids, n, gen_greedy,
                            gen_last ? (const float *)gen_last : ours + (size_t)(n - 1) * info.n_vocab, !gen_last,
                            info.n_vocab);
+    check_kv_bytes(name, dir, e2, &info); /* after the scheduler's steps: its stats are a snapshot of one */
     check_q8_close(name, md, &ed, ids, n, ours, info.n_vocab);
     check_quality(name, md, &ed, e1, ids, n, info.n_vocab);
 done_model:
@@ -310,8 +349,19 @@ static void check_refusals(void) {
          "\"longrope\", \"short_factor\": [1, 1], \"long_factor\": [1, 1, 1, 1, 1, 1, 1, 1]}}",
          "short_factor has 2 entries"},
         {"{\"architectures\": [\"NemotronHForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
-         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"hybrid_override_pattern\": \"M-E*\"}",
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"hybrid_override_pattern\": \"M-X*\"}",
          "block 2 of NemotronHForCausalLM"},
+        /* Nemotron-H MoE: groups that do not divide the experts; a latent width above hidden_size */
+        {"{\"architectures\": [\"NemotronHForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"hybrid_override_pattern\": \"M-E*\", "
+         "\"n_routed_experts\": 6, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16, "
+         "\"moe_shared_expert_intermediate_size\": 16, \"n_group\": 4, \"topk_group\": 1}",
+         "6 experts in n_group 4 groups"},
+        {"{\"architectures\": [\"NemotronHForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"hybrid_override_pattern\": \"M-E*\", "
+         "\"n_routed_experts\": 8, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16, "
+         "\"moe_shared_expert_intermediate_size\": 16, \"moe_latent_size\": 64}",
+         "moe_latent_size 64 is above hidden_size 32"},
         {"{\"architectures\": [\"Mamba2ForCausalLM\"], \"hidden_size\": 32, \"num_hidden_layers\": 1, "
          "\"vocab_size\": 16, \"num_heads\": 3, \"head_dim\": 8, \"n_groups\": 2}",
          "groups must divide the heads"},
@@ -320,6 +370,68 @@ static void check_refusals(void) {
          "\"linear_num_value_heads\": 4}",
          "value heads a multiple of key heads"},
         {"{\"architectures\": [\"Qwen3_5ForConditionalGeneration\"], \"vision_config\": {}}", "needs a text_config"},
+        {"{\"architectures\": [\"DeepseekV2ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8, "
+         "\"n_routed_experts\": 8, "
+         "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16, \"topk_method\": \"noaux_tc\"}",
+         "topk_method = \"noaux_tc\" is not supported"},
+        {"{\"architectures\": [\"DeepseekV3ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8, "
+         "\"n_routed_experts\": 8, "
+         "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16, \"n_group\": 3, \"topk_group\": 1}",
+         "n_group 3, topk_group 1 do not fit"},
+        {"{\"architectures\": [\"DeepseekV3ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8, "
+         "\"n_routed_experts\": 8, "
+         "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16, \"n_group\": 8, \"topk_group\": 1}",
+         "have 2 or more each"},
+        {"{\"architectures\": [\"DeepseekV2ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8, "
+         "\"n_routed_experts\": 8, "
+         "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16, \"moe_layer_freq\": 2}",
+         "moe_layer_freq 2"},
+        {"{\"architectures\": [\"DeepseekV2ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8, "
+         "\"n_routed_experts\": 8, "
+         "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16, \"scoring_func\": \"sigmoid\"}",
+         "scoring_func = \"sigmoid\""},
+        {"{\"architectures\": [\"DeepseekV2ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 8, "
+         "\"n_routed_experts\": 8, "
+         "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16, \"attention_bias\": true}",
+         "attention_bias with latent attention"},
+        {"{\"architectures\": [\"DeepseekV2ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, "
+         "\"num_attention_heads\": 2, \"vocab_size\": 16, \"kv_lora_rank\": 16, \"qk_nope_head_dim\": 32, "
+         "\"n_routed_experts\": 8, "
+         "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16}",
+         "qk_nope_head_dim up to kv_lora_rank"},
+        {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16, "
+         "\"global_head_dim\": 32}",
+         "global_head_dim different from head_dim"},
+        {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16}",
+         "global_head_dim different from head_dim"},
+        {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16, "
+         "\"per_layer_config\": {\"1\": {\"head_dim\": 32}}}",
+         "per_layer_config with other head sizes"},
+        {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"enable_moe_block\": true, "
+         "\"per_layer_config\": {}}",
+         "enable_moe_block"},
+        {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 3, \"num_attention_heads\": 2, \"vocab_size\": 16, \"num_kv_shared_layers\": 2, "
+         "\"per_layer_config\": {}, "
+         "\"layer_types\": [\"full_attention\", \"sliding_attention\", \"full_attention\"]}",
+         "layer 1 is sliding, but no layer before 1 is"},
     };
     size_t i;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -397,28 +509,95 @@ static void check_vision_note(void) {
     mlstack_model_desc md;
     mlstack_model *m = NULL;
     mlstack_error err;
-    memset(&md, 0, sizeof md);
-    md.path = "tests/fixtures/families/qwen3_5_vl";
-    md.log = vl_log;
-    CHECKF(mlstack_model_open(&md, &m, &err) == MLSTACK_OK && vl_notes == 1, "qwen3_5_vl: open (%s), %d notes",
-           m ? "ok" : err.message, vl_notes);
-    mlstack_model_close(m);
+    static const char *const dirs[2] = {"qwen3_5_vl", "gemma4_vl"};
+    char path[200];
+    int i;
+    for (i = 0; i < 2; i++) {
+        memset(&md, 0, sizeof md);
+        snprintf(path, sizeof path, "tests/fixtures/families/%s", dirs[i]);
+        md.path = path;
+        md.log = vl_log;
+        m = NULL;
+        CHECKF(mlstack_model_open(&md, &m, &err) == MLSTACK_OK && vl_notes == i + 1, "%s: open (%s), %d notes", dirs[i],
+               m ? "ok" : err.message, vl_notes);
+        mlstack_model_close(m);
+    }
 }
 
+/* Gemma 4's shared-KV layers store no KV: a page of the gemma4 fixture (5 layers, the last 2
+   reading layers 1 and 2's KV) holds 3 layers' keys and values, and a prompt's logits are the
+   same whether its pages come from the prefix cache or not (check_family above). */
+static void check_shared_kv_bytes(void) {
+    mlstack_model_desc md;
+    mlstack_engine_desc ed;
+    mlstack_model *m = NULL;
+    mlstack_engine *e = NULL;
+    mlstack_cache_stats st;
+    mlstack_error err;
+    memset(&md, 0, sizeof md);
+    memset(&ed, 0, sizeof ed);
+    md.path = "tests/fixtures/families/gemma4";
+    ed.kv_type = MLSTACK_KV_F32;
+    if (mlstack_model_open(&md, &m, &err) != MLSTACK_OK || mlstack_engine_init(m, &ed, &e, &err) != MLSTACK_OK) {
+        CHECKF(0, "gemma4: %s", err.message);
+    } else {
+        mlstack_engine_cache_stats(e, &st);
+        /* 3 layers x (K, V) x page_tokens x 2 KV heads x 16 dims x 4 bytes */
+        CHECKF(st.page_bytes == (uint64_t)3 * 2 * (uint64_t)st.page_tokens * 2 * 16 * 4,
+               "gemma4: page_bytes %llu for %d tokens (want 3 of 5 layers)", (unsigned long long)st.page_bytes,
+               st.page_tokens);
+    }
+    mlstack_engine_free(e);
+    mlstack_model_close(m);
+}
+/* mlstack_model_open_random (bench --shape) builds Gemma 4's parts too: per-layer inputs, the v
+   norm, shared-KV layers; its logits are finite, and a one-thread prefill of 40 tokens gives the
+   same bits as decoding them one at a time with 2 threads. */
+static void check_random_gemma4(void) {
+    mlstack_model *m = NULL;
+    mlstack_engine *e1 = NULL, *e2 = NULL;
+    mlstack_engine_desc ed;
+    mlstack_error err;
+    int32_t ids[40];
+    float *a = NULL, *b = NULL;
+    int k, finite = 1;
+    memset(&ed, 0, sizeof ed);
+    for (k = 0; k < 40; k++) ids[k] = (int32_t)((k * 37 + 5) % 128);
+    if (mlstack_model_open_random("tests/fixtures/families/gemma4/config.json", MLSTACK_DTYPE_BF16, 0, 7, &m, &err) !=
+            MLSTACK_OK ||
+        mlstack_engine_init(m, &ed, &e1, &err) != MLSTACK_OK) {
+        CHECKF(0, "gemma4 random: %s", err.message);
+    } else {
+        ed.n_threads = 2;
+        CHECK(mlstack_engine_init(m, &ed, &e2, &err) == MLSTACK_OK);
+        a = fx_eval_all(e1, ids, 40, 128, 40);
+        b = e2 ? fx_eval_all(e2, ids, 40, 128, 1) : NULL; /* decoded one token at a time */
+        for (k = 0; a && k < 40 * 128; k++) finite &= isfinite(a[k]) != 0;
+        CHECKF(a && b && finite && memcmp(a, b, sizeof(float) * 40 * 128) == 0,
+               "gemma4 random: logits not finite or differ between a 1-thread prefill and a 2-thread decode");
+    }
+    free(a);
+    free(b);
+    mlstack_engine_free(e1);
+    mlstack_engine_free(e2);
+    mlstack_model_close(m);
+}
 /* Arguments: only the fixtures named (all without). */
 int main(int argc, char **argv) {
     DIR *d = opendir(FIX);
     struct dirent *de;
-    char names[64][128];
+    char names[128][128];
     int n = 0, i;
     check_refusals();
     check_patterns();
     check_vision_note();
+    check_shared_kv_bytes();
+    check_random_gemma4();
     if (!d) {
         CHECKF(0, "cannot open %s (run from the repository root)", FIX);
         return tl_finish();
     }
-    while ((de = readdir(d)) && n < 64) {
+    while ((de = readdir(d)) && n < 128) {
         int want = argc < 2;
         for (i = 1; i < argc; i++) want |= strcmp(argv[i], de->d_name) == 0;
         if (de->d_name[0] != '.' && want) snprintf(names[n++], sizeof names[0], "%.100s", de->d_name);

@@ -1361,11 +1361,10 @@ static void test_gpt_oss(void) {
     mlstack_engine_desc ed;
     mlstack_error err;
     int32_t ids[160], greedy[64];
-    int n = 0, ng = 0, k, seq = -1, same = 1;
+    int n = 0, ng = 0, k, same = 1;
     const mlstack__json *v;
     float *lg = NULL, *lh = NULL;
     double maxdiff = 0;
-    mlstack_generate_desc g;
     snprintf(path, sizeof path, "%s/reference.json", dir);
     text = tl_read(path, &len);
     snprintf(path, sizeof path, "%s/logits.bin", dir);
@@ -1398,11 +1397,7 @@ static void test_gpt_oss(void) {
     printf("gpt-oss GGUF (MXFP4 experts): max |logit - transformers| = %.2e over %d positions\n", maxdiff, n);
     CHECKF(maxdiff <= 1e-4, "gpt-oss GGUF: max logit difference %.3g", maxdiff);
     CHECKF(memcmp(lg, lh, sizeof(float) * 128 * (size_t)n) == 0, "gpt-oss GGUF: logits differ from the folder's");
-    CHECK(mlstack_engine_seq_new(eg, &seq) == MLSTACK_OK);
-    memset(&g, 0, sizeof g);
-    g.seq = seq, g.prompt = ids, g.n_prompt = n, g.max_tokens = 32, g.ignore_eos = 1, g.on_token = fx_on_token;
-    fx_n_greedy = 0;
-    CHECKF(mlstack_generate(eg, &g) == MLSTACK_OK, "gpt-oss GGUF generate: %s", mlstack_engine_error(eg));
+    CHECKF(fx_generate(eg, ids, n, 32) == MLSTACK_OK, "gpt-oss GGUF generate: %s", mlstack_engine_error(eg));
     for (k = 0; k < ng; k++) same &= k < fx_n_greedy && fx_greedy[k] == greedy[k];
     CHECKF(same && ng == 32, "gpt-oss GGUF: greedy continuation differs from transformers'");
 done:

@@ -315,6 +315,49 @@ static void check_refusals(mlstack_model *m) {
     mlstack__json_free(&doc);
 }
 
+/* A random model of the fixture's config (mlstack_model_open_random, what `mlstack bench --shape`
+   runs) has the loaded model's layers: the same kinds and state layout, the same projection
+   weights (shapes and biases) and recurrent parameters; its logits are finite and the same bits
+   in one prefill, token by token and on 2 threads. */
+static void check_random(const char *name, mlstack_model *m, const int32_t *ids) {
+    char path[512];
+    mlstack_model *r = NULL;
+    mlstack_error err;
+    mlstack__weight *wm[MLSTACK__MAX_LAYER_WEIGHTS], *wr[MLSTACK__MAX_LAYER_WEIGHTS];
+    int l, i, n = 40, V = m->cfg.n_vocab, finite = 1;
+    snprintf(path, sizeof path, "%s/%s/config.json", FIX, name);
+    if (mlstack_model_open_random(path, MLSTACK_DTYPE_F32, 0, 7, &r, &err) != MLSTACK_OK) {
+        CHECKF(0, "%s: random model: %s", name, err.message);
+        return;
+    }
+    for (l = -1; l < m->cfg.n_layers; l++) {
+        const mlstack__layer *a = l >= 0 ? &m->layers[l] : NULL, *b = l >= 0 ? &r->layers[l] : NULL;
+        int na = mlstack__layer_weights(m, l, wm), nb = mlstack__layer_weights(r, l, wr), same = na == nb;
+        for (i = 0; same && i < na; i++)
+            same = wm[i]->n_out == wr[i]->n_out && wm[i]->n_in == wr[i]->n_in && !wm[i]->bias == !wr[i]->bias;
+        CHECKF(same, "%s: layer %d: random weights differ from the loaded ones (%d vs %d)", name, l, nb, na);
+        if (!a) continue;
+        CHECKF(a->kind == b->kind && a->state_off == b->state_off && a->kv_layer == b->kv_layer && a->moe == b->moe &&
+                   !a->conv_w == !b->conv_w && !a->conv_b == !b->conv_b && !a->ssm_norm == !b->ssm_norm &&
+                   !a->ssm_a == !b->ssm_a && !a->attn_norm == !b->attn_norm && !a->ffn_norm == !b->ffn_norm &&
+                   !a->expert_bias == !b->expert_bias,
+               "%s: layer %d of the random model is not the loaded one's shape", name, l);
+    }
+    {
+        mlstack_engine *e1 = new_engine(r, 1, 0, 0), *e2 = new_engine(r, 2, 0, 0);
+        float *all = e1 ? fx_eval_all(e1, ids, n, V, n) : NULL, *one = e1 ? fx_eval_all(e1, ids, n, V, 1) : NULL;
+        float *two = e2 ? fx_eval_all(e2, ids, n, V, n) : NULL;
+        for (i = 0; all && i < n * V; i++) finite &= isfinite(all[i]) != 0;
+        CHECKF(all && one && two && finite && !memcmp(all, one, sizeof(float) * (size_t)n * V) &&
+                   !memcmp(all, two, sizeof(float) * (size_t)n * V),
+               "%s: the random model's logits are not finite, or differ token by token or on 2 threads", name);
+        free(all), free(one), free(two);
+        mlstack_engine_free(e1);
+        mlstack_engine_free(e2);
+    }
+    mlstack_model_close(r);
+}
+
 int main(void) {
     static const char *names[] = {"lfm2",
                                   "lfm2_k4",
@@ -324,6 +367,12 @@ int main(void) {
                                   "granite_hybrid_moe",
                                   "granite_hybrid_top1",
                                   "nemotron_h",
+                                  "nemotron_h_moe",
+                                  "nemotron_h_moe_top1",
+                                  "nemotron_h_moe_latent",
+                                  "falcon_h1",
+                                  "falcon_h1_norm",
+                                  "falcon_h1_prenorm",
                                   "lfm2_moe",
                                   "qwen3_5",
                                   "qwen3_5_moe",
@@ -340,6 +389,7 @@ int main(void) {
         check_spec(names[i], m, ids, n);
         check_preempt(names[i], m, ids, n);
         check_rewind(names[i], m, ids);
+        check_random(names[i], m, ids);
         if (i == 0) check_refusals(m);
         mlstack_model_close(m);
     }

@@ -150,8 +150,6 @@ static void check_model(const char *name) {
         int n = 0, p, k, same = 1;
         double maxdiff = 0;
         float *ours, *ours2, *ours16;
-        mlstack_generate_desc g;
-        int32_t seq = -1;
         for (v = ids_j->child; v && n < 64; v = v->next) ids[n++] = (int32_t)v->i;
         ours = fx_eval_all(e1, ids, n, info.n_vocab, n);
         ours2 = fx_eval_all(e2, ids, n, info.n_vocab, n);
@@ -190,21 +188,11 @@ static void check_model(const char *name) {
         if (kv_ref) kv_off += check_kv_bf16(name, ci, ekv, ids, n, info.n_vocab, kv_ref + kv_off, kv_len - kv_off);
         check_bf16(name, ci, ebf1, ebf2, ids, n, ours, info.n_vocab, bf16_weights);
         /* greedy continuation (decode steps split by query head over 3 threads) */
-        CHECK(mlstack_engine_seq_new(e3, &seq) == MLSTACK_OK);
-        memset(&g, 0, sizeof g);
-        g.seq = seq;
-        g.prompt = ids;
-        g.n_prompt = n;
-        g.max_tokens = 32;
-        g.ignore_eos = 1;
-        g.on_token = fx_on_token;
-        fx_n_greedy = 0;
-        CHECKF(mlstack_generate(e3, &g) == MLSTACK_OK, "%s: generate: %s", name, mlstack_engine_error(e3));
+        CHECKF(fx_generate(e3, ids, n, 32) == MLSTACK_OK, "%s: generate: %s", name, mlstack_engine_error(e3));
         for (v = gr->child, k = 0; v; v = v->next, k++)
             if (k >= fx_n_greedy || fx_greedy[k] != v->i) same = 0;
         CHECKF(same && k == 32 && fx_n_greedy == 32, "%s case %d: greedy continuation differs from transformers", name,
                ci);
-        mlstack_engine_seq_free(e3, seq);
         /* batch invariance: the same prompt beside another sequence in one batch */
         CHECKF(fx_same_when_batched(e1, ids, n, ours, info.n_vocab) &&
                    fx_same_when_batched(e3, ids, n, ours, info.n_vocab),

@@ -696,8 +696,11 @@ static void check_errors(mlstack_model *m) {
 }
 
 /* Family fixtures that refuse more than one rank (MoE, whole-projection q/k norms, LayerNorm
-   families, hybrids) */
-static const char *const one_rank_only[] = {"mixtral",
+   families, hybrids, latent attention) */
+static const char *const one_rank_only[] = {"gemma4",
+                                            "gemma4_keqv",
+                                            "gemma4_vl",
+                                            "mixtral",
                                             "olmoe",
                                             "qwen2_moe",
                                             "qwen3_moe",
@@ -719,10 +722,20 @@ static const char *const one_rank_only[] = {"mixtral",
                                             "granite_hybrid_moe",
                                             "granite_hybrid_top1",
                                             "nemotron_h",
+                                            "nemotron_h_moe",
+                                            "nemotron_h_moe_top1",
+                                            "nemotron_h_moe_latent",
+                                            "falcon_h1",
+                                            "falcon_h1_norm",
+                                            "falcon_h1_prenorm",
                                             "qwen3_5",
                                             "qwen3_5_moe",
                                             "qwen3_5_vl",
-                                            "qwen3_next"};
+                                            "qwen3_next",
+                                            "deepseek_v2",
+                                            "deepseek_v2_group",
+                                            "deepseek_v3",
+                                            "deepseek_v3_flat"};
 
 int main(void) {
     const char *fix = "tests/fixtures/models";

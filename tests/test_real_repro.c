@@ -351,7 +351,7 @@ int main(int argc, char **argv) {
     char report[256];
     DIR *dir;
     struct dirent *de;
-    const char *names[64];
+    const char *names[128];
     int n_names = 0, writer;
 #if defined(__aarch64__) || defined(MLSTACK_NO_THREADS)
     writer = 0;
@@ -382,7 +382,7 @@ int main(int argc, char **argv) {
         for (ri = 0; ri < 2; ri++) {
             dir = opendir(roots[ri]);
             CHECKF(dir != NULL, "%s missing", roots[ri]);
-            while (dir && (de = readdir(dir)) != NULL && n_names < 64)
+            while (dir && (de = readdir(dir)) != NULL && n_names < 128)
                 if (de->d_name[0] != '.') {
                     char rel[300];
                     snprintf(rel, sizeof rel, "%s/%s", ri ? "families" : "models", de->d_name);

@@ -46,7 +46,10 @@ static uint32_t rnd(uint32_t n) {
     return (uint32_t)(rng % n);
 }
 
-static mlstack_engine *engine(int threads, int step_tokens, int page_tokens, uint64_t kv_mem) {
+/* An engine over M for these tests (up to 17 sequences); with speculative decoding in `mode` (k draft
+   tokens from `draft` for MLSTACK_SPEC_DRAFT), or none. */
+static mlstack_engine *spec_engine(mlstack_spec_mode mode, mlstack_model *draft, int k, int step_tokens,
+                                   int page_tokens, uint64_t kv_mem, int threads) {
     mlstack_engine_desc ed;
     mlstack_engine *e;
     mlstack_error err;
@@ -56,11 +59,18 @@ static mlstack_engine *engine(int threads, int step_tokens, int page_tokens, uin
     ed.kv_page_tokens = page_tokens;
     ed.kv_mem = kv_mem;
     ed.max_seqs = 17;
+    ed.spec = mode;
+    ed.spec_draft = draft;
+    ed.spec_tokens = k;
     if (mlstack_engine_init(M, &ed, &e, &err) != MLSTACK_OK) {
         printf("engine: %s\n", err.message);
         exit(1);
     }
     return e;
+}
+
+static mlstack_engine *engine(int threads, int step_tokens, int page_tokens, uint64_t kv_mem) {
+    return spec_engine(MLSTACK_SPEC_NONE, NULL, 0, step_tokens, page_tokens, kv_mem, threads);
 }
 
 static mlstack_request_desc desc_of(int i) {
@@ -536,27 +546,6 @@ static void test_radix_fuzz(void) {
 }
 
 /* ---- speculative decoding ---- */
-
-static mlstack_engine *spec_engine(mlstack_spec_mode mode, mlstack_model *draft, int k, int step_tokens,
-                                   int page_tokens, uint64_t kv_mem, int threads) {
-    mlstack_engine_desc ed;
-    mlstack_engine *e;
-    mlstack_error err;
-    memset(&ed, 0, sizeof ed);
-    ed.n_threads = threads;
-    ed.step_tokens = step_tokens;
-    ed.kv_page_tokens = page_tokens;
-    ed.kv_mem = kv_mem;
-    ed.max_seqs = 17;
-    ed.spec = mode;
-    ed.spec_draft = draft;
-    ed.spec_tokens = k;
-    if (mlstack_engine_init(M, &ed, &e, &err) != MLSTACK_OK) {
-        printf("spec engine: %s\n", err.message);
-        exit(1);
-    }
-    return e;
-}
 
 /* Greedy requests with drafts (prompt lookup, the model itself as its draft: every draft
    accepted, a Q4_1 copy, another model of the same vocabulary): tokens and every logits row

@@ -239,8 +239,8 @@ def structured_http(port, model):
             (dict(response_format={"type": "yaml"}), "response_format", ["json_schema"]),
             (dict(response_format={"type": "json_schema", "json_schema": {"schema": {}}}), "response_format", ["name"]),
             (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {
-                "type": "object", "properties": {"x": {"type": "array", "uniqueItems": True}}}}}]),
-             "tools", ["uniqueItems", "/0/function/parameters/properties/x"]),
+                "type": "object", "properties": {"x": {"type": "array", "unevaluatedItems": False}}}}}]),
+             "tools", ["unevaluatedItems", "/0/function/parameters/properties/x"]),
             (dict(tools=[{"type": "function", "function": {"name": "bad name"}}]), "tools", ["name"]),
             (dict(tools=TOOLS, tool_choice={"type": "function", "function": {"name": "nope"}}), "tool_choice", ["nope"]),
             (dict(tool_choice="required"), "tool_choice", ["needs tools"]),
@@ -263,268 +263,273 @@ def structured_http(port, model):
         SCHEMAS["flags"], json.loads(j["choices"][0]["text"]))), "response_format on /v1/completions", j)
 
 
-def http_part(exe, model_dir, asan):
-    model = os.path.basename(model_dir)
-    # every client here is 127.0.0.1, and the test holds 200 idle connections beside 64 busy ones
-    srv = Server(exe, model_dir, "--timeout", "2", "--parallel", "8", "-t", "2", "--max-conns-per-peer", "512")
-    port = srv.port
-    try:
-        rss0 = rss_kib(srv.proc.pid)
-        # ---- curl: plain requests, keep-alive, SSE ----
-        if shutil.which("curl"):
-            r = subprocess.run(["curl", "-sv", srv.base + "/health", srv.base + "/v1/models"], capture_output=True, text=True)
-            T.check('"status":"ok"' in r.stdout and '"object":"list"' in r.stdout, "curl /health and /v1/models", r.stdout)
-            T.check(re.search(r"[Rr]e-?using existing connection", r.stderr) is not None, "curl reuses the keep-alive connection",
-                    r.stderr[-400:])
-            r = subprocess.run(["curl", "-sN", srv.base + "/v1/chat/completions", "-H", "Content-Type: application/json",
-                                "-d", json.dumps(chat_body(model, stream=True, max_tokens=6))], capture_output=True, text=True)
-            events = [l for l in r.stdout.split("\n") if l.startswith("data: ")]
-            T.check(len(events) >= 3 and events[-1] == "data: [DONE]" and r.stdout.endswith("data: [DONE]\n\n"),
-                    "curl SSE stream ends with data: [DONE]", r.stdout[-300:])
-            first = json.loads(events[0][6:]) if events else {}
-            T.check(first.get("object") == "chat.completion.chunk" and first["choices"][0]["delta"].get("role") == "assistant",
-                    "first SSE chunk carries the assistant role", str(first)[:200])
-            big = {"model": model, "messages": [{"role": "user", "content": "x" * 2000}], "max_tokens": 2}
-            r = subprocess.run(["curl", "-s", "-w", "%{http_code}", srv.base + "/v1/chat/completions", "-d", json.dumps(big)],
-                               capture_output=True, text=True)  # a body > 1 KiB: curl sends Expect: 100-continue
-            T.check(r.stdout.endswith("200") and '"chat.completion"' in r.stdout, "curl with Expect: 100-continue", r.stdout[-200:])
-        else:
-            T.skip("curl tests", "curl not installed")
+def http_curl(srv, model):
+    # ---- curl: plain requests, keep-alive, SSE ----
+    if shutil.which("curl"):
+        r = subprocess.run(["curl", "-sv", srv.base + "/health", srv.base + "/v1/models"], capture_output=True, text=True)
+        T.check('"status":"ok"' in r.stdout and '"object":"list"' in r.stdout, "curl /health and /v1/models", r.stdout)
+        T.check(re.search(r"[Rr]e-?using existing connection", r.stderr) is not None, "curl reuses the keep-alive connection",
+                r.stderr[-400:])
+        r = subprocess.run(["curl", "-sN", srv.base + "/v1/chat/completions", "-H", "Content-Type: application/json",
+                            "-d", json.dumps(chat_body(model, stream=True, max_tokens=6))], capture_output=True, text=True)
+        events = [l for l in r.stdout.split("\n") if l.startswith("data: ")]
+        T.check(len(events) >= 3 and events[-1] == "data: [DONE]" and r.stdout.endswith("data: [DONE]\n\n"),
+                "curl SSE stream ends with data: [DONE]", r.stdout[-300:])
+        first = json.loads(events[0][6:]) if events else {}
+        T.check(first.get("object") == "chat.completion.chunk" and first["choices"][0]["delta"].get("role") == "assistant",
+                "first SSE chunk carries the assistant role", str(first)[:200])
+        big = {"model": model, "messages": [{"role": "user", "content": "x" * 2000}], "max_tokens": 2}
+        r = subprocess.run(["curl", "-s", "-w", "%{http_code}", srv.base + "/v1/chat/completions", "-d", json.dumps(big)],
+                           capture_output=True, text=True)  # a body > 1 KiB: curl sends Expect: 100-continue
+        T.check(r.stdout.endswith("200") and '"chat.completion"' in r.stdout, "curl with Expect: 100-continue", r.stdout[-200:])
+    else:
+        T.skip("curl tests", "curl not installed")
 
-        # ---- requests that must be refused with OpenAI's error shape ----
-        code, j, _ = post(port, "/v1/chat/completions", b"{not json")
-        T.check(code == 400 and is_openai_error(j) and j["error"]["type"] == "invalid_request_error", "invalid JSON -> 400", j)
-        for field, value in (("max_tokens", "ten"), ("temperature", "hot"), ("messages", "hi"), ("stream", "yes"),
-                             ("stop", 5), ("seed", 1.5), ("top_p", 7), ("messages", [{"role": 3, "content": "x"}]),
-                             ("messages", [{"role": "user", "content": [{"type": "image_url"}]}])):
-            b = chat_body(model)
-            b[field] = value
-            code, j, _ = post(port, "/v1/chat/completions", b)
-            T.check(code == 400 and is_openai_error(j, field), f"wrong type/value for {field} -> 400 naming it", j)
-        # one model is served: any name (or none) selects it, as llama-server does
-        code, j, _ = post(port, "/v1/chat/completions", chat_body("no-such-model"))
-        T.check(code == 200 and j["model"] == model, "another model name -> the served model answers, named", j)
+
+def http_refusals(port, model):
+    # ---- requests that must be refused with OpenAI's error shape ----
+    code, j, _ = post(port, "/v1/chat/completions", b"{not json")
+    T.check(code == 400 and is_openai_error(j) and j["error"]["type"] == "invalid_request_error", "invalid JSON -> 400", j)
+    for field, value in (("max_tokens", "ten"), ("temperature", "hot"), ("messages", "hi"), ("stream", "yes"),
+                         ("stop", 5), ("seed", 1.5), ("top_p", 7), ("messages", [{"role": 3, "content": "x"}]),
+                         ("messages", [{"role": "user", "content": [{"type": "image_url"}]}])):
         b = chat_body(model)
-        del b["model"]
+        b[field] = value
         code, j, _ = post(port, "/v1/chat/completions", b)
-        T.check(code == 200 and j["model"] == model, "no model field -> the served model answers", j)
-        code, j, _ = post(port, "/v1/chat/completions", chat_body(5))
-        T.check(code == 400 and is_openai_error(j, "model"), "a model that is not a string -> 400", j)
-        code, j, _ = post(port, "/v1/chat/completions", chat_body(model, messages=[]))
-        T.check(code == 400 and is_openai_error(j, "messages"), "empty messages -> 400", j)
-        for n in (17, 0, 1.5):
-            code, j, _ = post(port, "/v1/chat/completions", chat_body(model, n=n))
-            T.check(code == 400 and is_openai_error(j, "n"), f"n = {n} -> 400", j)
-        code, j, _ = post(port, "/v1/chat/completions", b"[1, 2]")
-        T.check(code == 400 and is_openai_error(j), "a body that is not an object -> 400", j)
-        code, j, _ = post(port, "/v1/completions", {"model": model, "prompt": "x " * 5000, "max_tokens": 4})
-        T.check(code == 400 and is_openai_error(j) and j["error"]["code"] == "context_length_exceeded",
-                "prompt longer than the context -> 400 context_length_exceeded", j)
-        code, j, _ = parse(raw(port, b"GET /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
-        T.check(code == 405 and is_openai_error(j), "GET on a POST endpoint -> 405", j)
-        code, j, _ = parse(raw(port, b"GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
-        T.check(code == 404 and is_openai_error(j), "unknown path -> 404", j)
-        code, j, _ = parse(raw(port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
-        T.check(code == 411, "POST without Content-Length -> 411", code)
+        T.check(code == 400 and is_openai_error(j, field), f"wrong type/value for {field} -> 400 naming it", j)
+    # one model is served: any name (or none) selects it, as llama-server does
+    code, j, _ = post(port, "/v1/chat/completions", chat_body("no-such-model"))
+    T.check(code == 200 and j["model"] == model, "another model name -> the served model answers, named", j)
+    b = chat_body(model)
+    del b["model"]
+    code, j, _ = post(port, "/v1/chat/completions", b)
+    T.check(code == 200 and j["model"] == model, "no model field -> the served model answers", j)
+    code, j, _ = post(port, "/v1/chat/completions", chat_body(5))
+    T.check(code == 400 and is_openai_error(j, "model"), "a model that is not a string -> 400", j)
+    code, j, _ = post(port, "/v1/chat/completions", chat_body(model, messages=[]))
+    T.check(code == 400 and is_openai_error(j, "messages"), "empty messages -> 400", j)
+    for n in (17, 0, 1.5):
+        code, j, _ = post(port, "/v1/chat/completions", chat_body(model, n=n))
+        T.check(code == 400 and is_openai_error(j, "n"), f"n = {n} -> 400", j)
+    code, j, _ = post(port, "/v1/chat/completions", b"[1, 2]")
+    T.check(code == 400 and is_openai_error(j), "a body that is not an object -> 400", j)
+    code, j, _ = post(port, "/v1/completions", {"model": model, "prompt": "x " * 5000, "max_tokens": 4})
+    T.check(code == 400 and is_openai_error(j) and j["error"]["code"] == "context_length_exceeded",
+            "prompt longer than the context -> 400 context_length_exceeded", j)
+    code, j, _ = parse(raw(port, b"GET /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+    T.check(code == 405 and is_openai_error(j), "GET on a POST endpoint -> 405", j)
+    code, j, _ = parse(raw(port, b"GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+    T.check(code == 404 and is_openai_error(j), "unknown path -> 404", j)
+    code, j, _ = parse(raw(port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+    T.check(code == 411, "POST without Content-Length -> 411", code)
 
-        # ---- chunked request bodies (RFC 9112 7.1) ----
-        cbody = json.dumps({"model": model, "prompt": "Once upon", "max_tokens": 3, "temperature": 0}).encode()
-        code, ref, _ = post(port, "/v1/completions", cbody)
 
-        def chunked_req(body, sizes, head="", trailer=b""):
-            parts, i = [], 0
-            for k, n in enumerate(sizes):
-                ext = b";name=value" if k == 1 else b""
-                parts.append(b"%X%s\r\n%s\r\n" % (n, ext, body[i:i + n]))
-                i += n
-            assert i == len(body)
-            return (f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n{head}"
-                    "Connection: close\r\n\r\n").encode() + b"".join(parts) + b"0\r\n" + trailer + b"\r\n"
+def http_chunked(port, model):
+    # ---- chunked request bodies (RFC 9112 7.1) ----
+    cbody = json.dumps({"model": model, "prompt": "Once upon", "max_tokens": 3, "temperature": 0}).encode()
+    code, ref, _ = post(port, "/v1/completions", cbody)
 
-        sizes = [7, 30, len(cbody) - 37]
-        code, j, _ = parse(raw(port, chunked_req(cbody, sizes, trailer=b"X-Checksum: 1\r\n")))
-        T.check(code == 200 and ref and j["choices"][0]["text"] == ref["choices"][0]["text"],
-                "chunked body with an extension and a trailer = the same body with Content-Length", (code, j, ref))
-        # the same bytes trickled in pieces that cut size lines and data in half
-        req = chunked_req(cbody, sizes)
-        s = socket.create_connection(("127.0.0.1", port), timeout=30)
-        for a in range(0, len(req), 5):
-            s.sendall(req[a:a + 5])
-            time.sleep(0.002)
-        out = b""
-        while b"\r\n\r\n" not in out or not out.rstrip().endswith(b"}"):
-            b = s.recv(65536)
-            if not b:
-                break
-            out += b
-        s.close()
-        code, j, _ = parse(out)
-        T.check(code == 200 and ref and j["choices"][0]["text"] == ref["choices"][0]["text"],
-                "chunked body sent 5 bytes at a time", (code, out[:200]))
-        # keep-alive: a pipelined request after a chunked one is answered too
-        two = chunked_req(cbody, [len(cbody)]).replace(b"Connection: close\r\n", b"") + \
-            b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-        s = socket.create_connection(("127.0.0.1", port), timeout=30)
-        s.sendall(two)
-        out = b""
-        while True:  # the second request asks to close: read to the end
-            b = s.recv(65536)
-            if not b:
-                break
-            out += b
-        s.close()
-        T.check(out.count(b"HTTP/1.1 200") == 2, "a request pipelined after a chunked body is answered", out[:300])
-        head = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
-        for data, want, what in [(b"zz\r\n{}\r\n0\r\n\r\n", 400, "a chunk size that is not hex"),
-                                 (b"1\r\n{}\r\n0\r\n\r\n", 400, "chunk data longer than its size"),
-                                 (b"FFFFFFFFFFFFFFFFFFFFFFFF\r\n", 413, "a chunk size over --max-body (and over 64 bits)"),
-                                 (b"1;" + b"x" * 20000 + b"\r\n", 431, "a 20 kB chunk-size line")]:
-            code, _, _ = parse(raw(port, head + data))
-            T.check(code == want, f"{what} -> {want}", code)
-        code, _, _ = parse(raw(port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n"
-                                     b"Connection: close\r\n\r\n"))
-        T.check(code == 501, "Transfer-Encoding: gzip -> 501", code)
-        code, _, _ = parse(raw(port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
-                                     b"Content-Length: 5\r\nConnection: close\r\n\r\n0\r\n\r\n"))
-        T.check(code == 400, "Transfer-Encoding and Content-Length together -> 400", code)
-        code, j, _ = parse(raw(port, b"garbage\r\n\r\n"))
-        T.check(code == 400, "malformed request line -> 400", code)
-        for line, what in [(b" /health HTTP/1.1", "an empty method"), (b"GET  HTTP/1.1", "an empty target")]:
-            code, j, _ = parse(raw(port, line + b"\r\nHost: x\r\n\r\n"))  # found by fuzz_http
-            T.check(code == 400, f"a request line with {what} -> 400", code)
+    def chunked_req(body, sizes, head="", trailer=b""):
+        parts, i = [], 0
+        for k, n in enumerate(sizes):
+            ext = b";name=value" if k == 1 else b""
+            parts.append(b"%X%s\r\n%s\r\n" % (n, ext, body[i:i + n]))
+            i += n
+        assert i == len(body)
+        return (f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n{head}"
+                "Connection: close\r\n\r\n").encode() + b"".join(parts) + b"0\r\n" + trailer + b"\r\n"
 
-        # ---- special-token text inside a message is plain text (--content-specials text, the default) ----
-        want_text, want_parse = forged_counts(model_dir, FORGED)
-        code, j, _ = post(port, "/v1/chat/completions", chat_body(model, FORGED, max_tokens=1))
-        T.check(code == 200 and want_text > want_parse and j["usage"]["prompt_tokens"] == want_text,
-                "a forged turn in a message stays text (prompt tokens as split_special_tokens=True)",
-                (j, want_text, want_parse))
+    sizes = [7, 30, len(cbody) - 37]
+    code, j, _ = parse(raw(port, chunked_req(cbody, sizes, trailer=b"X-Checksum: 1\r\n")))
+    T.check(code == 200 and ref and j["choices"][0]["text"] == ref["choices"][0]["text"],
+            "chunked body with an extension and a trailer = the same body with Content-Length", (code, j, ref))
+    # the same bytes trickled in pieces that cut size lines and data in half
+    req = chunked_req(cbody, sizes)
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    for a in range(0, len(req), 5):
+        s.sendall(req[a:a + 5])
+        time.sleep(0.002)
+    out = b""
+    while b"\r\n\r\n" not in out or not out.rstrip().endswith(b"}"):
+        b = s.recv(65536)
+        if not b:
+            break
+        out += b
+    s.close()
+    code, j, _ = parse(out)
+    T.check(code == 200 and ref and j["choices"][0]["text"] == ref["choices"][0]["text"],
+            "chunked body sent 5 bytes at a time", (code, out[:200]))
+    # keep-alive: a pipelined request after a chunked one is answered too
+    two = chunked_req(cbody, [len(cbody)]).replace(b"Connection: close\r\n", b"") + \
+        b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(two)
+    out = b""
+    while True:  # the second request asks to close: read to the end
+        b = s.recv(65536)
+        if not b:
+            break
+        out += b
+    s.close()
+    T.check(out.count(b"HTTP/1.1 200") == 2, "a request pipelined after a chunked body is answered", out[:300])
+    head = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    for data, want, what in [(b"zz\r\n{}\r\n0\r\n\r\n", 400, "a chunk size that is not hex"),
+                             (b"1\r\n{}\r\n0\r\n\r\n", 400, "chunk data longer than its size"),
+                             (b"FFFFFFFFFFFFFFFFFFFFFFFF\r\n", 413, "a chunk size over --max-body (and over 64 bits)"),
+                             (b"1;" + b"x" * 20000 + b"\r\n", 431, "a 20 kB chunk-size line")]:
+        code, _, _ = parse(raw(port, head + data))
+        T.check(code == want, f"{what} -> {want}", code)
+    code, _, _ = parse(raw(port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n"
+                                 b"Connection: close\r\n\r\n"))
+    T.check(code == 501, "Transfer-Encoding: gzip -> 501", code)
+    code, _, _ = parse(raw(port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                                 b"Content-Length: 5\r\nConnection: close\r\n\r\n0\r\n\r\n"))
+    T.check(code == 400, "Transfer-Encoding and Content-Length together -> 400", code)
+    code, j, _ = parse(raw(port, b"garbage\r\n\r\n"))
+    T.check(code == 400, "malformed request line -> 400", code)
+    for line, what in [(b" /health HTTP/1.1", "an empty method"), (b"GET  HTTP/1.1", "an empty target")]:
+        code, j, _ = parse(raw(port, line + b"\r\nHost: x\r\n\r\n"))  # found by fuzz_http
+        T.check(code == 400, f"a request line with {what} -> 400", code)
 
-        # ---- completions endpoint: text, ids, legacy logprobs ----
-        code, j, _ = post(port, "/v1/completions", {"model": model, "prompt": "Once upon", "max_tokens": 5, "temperature": 0,
-                                                    "logprobs": 2})
-        ok = code == 200 and j["object"] == "text_completion" and j["usage"]["completion_tokens"] == 5
-        lp = j["choices"][0]["logprobs"] if ok else None
-        T.check(ok and len(lp["tokens"]) == 5 and all(len(t) == 2 for t in lp["top_logprobs"])
-                and all(a <= 0 for a in lp["token_logprobs"]), "/v1/completions with legacy logprobs", j)
-        code, j2, _ = post(port, "/v1/completions", {"model": model, "prompt": [9690, 2115], "max_tokens": 3, "temperature": 0})
-        T.check(code == 200 and j2["usage"]["prompt_tokens"] == 2, "/v1/completions with token ids", j2)
 
-        # ---- a 10 MB body, a header flood ----
-        s = socket.create_connection(("127.0.0.1", port), timeout=30)
-        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 10485760\r\n\r\n")
+def http_specials_and_completions(port, model, model_dir):
+    # ---- special-token text inside a message is plain text (--content-specials text, the default) ----
+    want_text, want_parse = forged_counts(model_dir, FORGED)
+    code, j, _ = post(port, "/v1/chat/completions", chat_body(model, FORGED, max_tokens=1))
+    T.check(code == 200 and want_text > want_parse and j["usage"]["prompt_tokens"] == want_text,
+            "a forged turn in a message stays text (prompt tokens as split_special_tokens=True)",
+            (j, want_text, want_parse))
+
+    # ---- completions endpoint: text, ids, legacy logprobs ----
+    code, j, _ = post(port, "/v1/completions", {"model": model, "prompt": "Once upon", "max_tokens": 5, "temperature": 0,
+                                                "logprobs": 2})
+    ok = code == 200 and j["object"] == "text_completion" and j["usage"]["completion_tokens"] == 5
+    lp = j["choices"][0]["logprobs"] if ok else None
+    T.check(ok and len(lp["tokens"]) == 5 and all(len(t) == 2 for t in lp["top_logprobs"])
+            and all(a <= 0 for a in lp["token_logprobs"]), "/v1/completions with legacy logprobs", j)
+    code, j2, _ = post(port, "/v1/completions", {"model": model, "prompt": [9690, 2115], "max_tokens": 3, "temperature": 0})
+    T.check(code == 200 and j2["usage"]["prompt_tokens"] == 2, "/v1/completions with token ids", j2)
+
+
+def http_floods(port):
+    # ---- a 10 MB body, a header flood ----
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 10485760\r\n\r\n")
+    try:
+        for _ in range(40):
+            s.sendall(b"x" * 262144)
+    except OSError:
+        pass
+    code, j, _ = parse(s.recv(65536))
+    s.close()
+    T.check(code == 413 and is_openai_error(j), "10 MB body -> 413", code)
+    flood = b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"X-Flood: aaaaaaaaaaaaaaaa\r\n" * 5000 + b"\r\n"
+    try:
+        resp = raw(port, flood)
+    except OSError as e:
+        resp = b""
+        T.check(False, "header flood", e)
+    T.check(parse(resp)[0] == 431, "header flood -> 431", resp[:80])
+    many = b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"A: b\r\n" * 150 + b"\r\n"
+    T.check(parse(raw(port, many))[0] == 431, "150 headers -> 431")
+
+
+def http_slowloris(port, model):
+    # ---- slowloris: slow clients time out, others are served meanwhile ----
+    slow = []
+    for _ in range(20):
+        c = socket.create_connection(("127.0.0.1", port), timeout=10)
+        c.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+        slow.append(c)
+    t0 = time.time()
+    code, j, _ = post(port, "/v1/chat/completions", chat_body(model))
+    T.check(code == 200 and time.time() - t0 < 20, "served while 20 slowloris clients hang", code)
+    answers = []
+    for c in slow:
         try:
-            for _ in range(40):
-                s.sendall(b"x" * 262144)
+            c.sendall(b"X-Slow: 1\r\n")
+            time.sleep(0.05)
         except OSError:
             pass
-        code, j, _ = parse(s.recv(65536))
-        s.close()
-        T.check(code == 413 and is_openai_error(j), "10 MB body -> 413", code)
-        flood = b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"X-Flood: aaaaaaaaaaaaaaaa\r\n" * 5000 + b"\r\n"
+    # each answer comes --timeout (2 s) after its client connected: waited for as it comes, up to
+    # 60 s (a loaded machine only makes it later), not slept for
+    deadline = time.time() + 60
+    for c in slow:
         try:
-            resp = raw(port, flood)
-        except OSError as e:
-            resp = b""
-            T.check(False, "header flood", e)
-        T.check(parse(resp)[0] == 431, "header flood -> 431", resp[:80])
-        many = b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"A: b\r\n" * 150 + b"\r\n"
-        T.check(parse(raw(port, many))[0] == 431, "150 headers -> 431")
-
-        # ---- slowloris: slow clients time out, others are served meanwhile ----
-        slow = []
-        for _ in range(20):
-            c = socket.create_connection(("127.0.0.1", port), timeout=10)
-            c.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
-            slow.append(c)
-        t0 = time.time()
-        code, j, _ = post(port, "/v1/chat/completions", chat_body(model))
-        T.check(code == 200 and time.time() - t0 < 20, "served while 20 slowloris clients hang", code)
-        answers = []
-        for c in slow:
-            try:
-                c.sendall(b"X-Slow: 1\r\n")
-                time.sleep(0.05)
-            except OSError:
-                pass
-        # each answer comes --timeout (2 s) after its client connected: waited for as it comes, up to
-        # 60 s (a loaded machine only makes it later), not slept for
-        deadline = time.time() + 60
-        for c in slow:
-            try:
-                c.settimeout(max(0.1, deadline - time.time()))
-                answers.append(parse(c.recv(4096))[0])
-            except OSError:
-                answers.append(-1)
-            c.close()
-        T.check(all(a in (408, 0) for a in answers) and answers.count(408) >= 15, "slowloris clients get 408", answers)
-        # and not before: one more slow client, its 408 timed from before it connected
-        t0 = time.time()
-        c = socket.create_connection(("127.0.0.1", port), timeout=60)
-        c.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
-        try:
-            code = parse(c.recv(4096))[0]
+            c.settimeout(max(0.1, deadline - time.time()))
+            answers.append(parse(c.recv(4096))[0])
         except OSError:
-            code = -1
+            answers.append(-1)
         c.close()
-        secs = time.time() - t0
-        T.check(code == 408 and secs >= 1.9, "a slow client's 408 comes --timeout after it connected, not before",
-                f"{code} after {secs:.2f} s")
+    T.check(all(a in (408, 0) for a in answers) and answers.count(408) >= 15, "slowloris clients get 408", answers)
+    # and not before: one more slow client, its 408 timed from before it connected
+    t0 = time.time()
+    c = socket.create_connection(("127.0.0.1", port), timeout=60)
+    c.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+    try:
+        code = parse(c.recv(4096))[0]
+    except OSError:
+        code = -1
+    c.close()
+    secs = time.time() - t0
+    T.check(code == 408 and secs >= 1.9, "a slow client's 408 comes --timeout after it connected, not before",
+            f"{code} after {secs:.2f} s")
 
-        # ---- a client that disconnects mid-stream: cancelled, pages back ----
-        m0 = metrics(srv.base)
-        s = socket.create_connection(("127.0.0.1", port), timeout=30)
-        body = json.dumps(chat_body(model, "Tell me a long story", stream=True, max_tokens=3500)).encode()
-        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
-        got = b""
-        while got.count(b"data: ") < 4:
-            got += s.recv(65536)
-        s.close()
-        ok = False
-        for _ in range(100):
-            m = metrics(srv.base)
-            if (m["mlstack_requests_cancelled_total"] > m0["mlstack_requests_cancelled_total"]
-                    and m["mlstack_requests_running"] == 0 and m["mlstack_kv_pages_used"] == m["mlstack_kv_pages_cached"]):
-                ok = True
-                break
-            time.sleep(0.1)
-        T.check(ok, "disconnect mid-stream cancels the request and returns its pages (/metrics)",
-                {k: v for k, v in m.items() if "cancel" in k or "kv_pages" in k or "running" in k})
-        T.check(m["mlstack_completion_tokens_total"] - m0["mlstack_completion_tokens_total"] < 3500,
-                "the cancelled request stopped early", m["mlstack_completion_tokens_total"])
 
-        # ---- 200 connections at once ----
-        def one(i):
-            try:
-                if i % 4 == 0:
-                    c, jj, _ = post(port, "/v1/chat/completions", chat_body(model, f"hi {i}", max_tokens=2))
-                    return c == 200 and jj["usage"]["completion_tokens"] == 2
-                return parse(raw(port, b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))[0] == 200
-            except Exception:
-                return False
-        socks = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(200)]  # 200 idle, held open
-        with cf.ThreadPoolExecutor(64) as ex:
-            res = list(ex.map(one, range(200)))
-        for c in socks:
-            c.close()
-        T.check(sum(res) == 200, "200 requests on top of 200 open connections all answered", f"{sum(res)} of 200")
+def http_disconnect(srv, port, model):
+    # ---- a client that disconnects mid-stream: cancelled, pages back ----
+    m0 = metrics(srv.base)
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    body = json.dumps(chat_body(model, "Tell me a long story", stream=True, max_tokens=3500)).encode()
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    got = b""
+    while got.count(b"data: ") < 4:
+        got += s.recv(65536)
+    s.close()
+    ok = False
+    for _ in range(100):
         m = metrics(srv.base)
-        T.check(m["mlstack_connections_rejected_total"] == 0, "no connection refused under --max-conns", m)
-        rss1 = rss_kib(srv.proc.pid)
-        T.check(rss1 - rss0 < 300 * 1024, "memory stays bounded through the abuse", f"RSS {rss0} -> {rss1} KiB")
-        code, j, _ = post(port, "/v1/chat/completions", chat_body(model))
-        T.check(code == 200 and j["choices"][0]["finish_reason"] in ("length", "stop"), "still serving after the abuse", j)
-        structured_http(port, model)
-        T.check(all(k in m for k in ("mlstack_time_to_first_token_seconds_count", "mlstack_inter_token_seconds_count",
-                                     "mlstack_requests_queued", "mlstack_prompt_tokens_cached_total",
-                                     "mlstack_completion_tokens_total", "mlstack_kv_pages_cached")),
-                "/metrics has the Prometheus series", sorted(m)[:10])
-    finally:
-        rc, out = srv.stop()
-    T.check(rc == 0, "server exits 0 on SIGTERM", rc)
-    errs = sanitizer_errors(out)
-    T.check(not errs, "no sanitizer report or leak" if asan else "no sanitizer report", "\n".join(errs[:20]) or out[-2000:])
+        if (m["mlstack_requests_cancelled_total"] > m0["mlstack_requests_cancelled_total"]
+                and m["mlstack_requests_running"] == 0 and m["mlstack_kv_pages_used"] == m["mlstack_kv_pages_cached"]):
+            ok = True
+            break
+        time.sleep(0.1)
+    T.check(ok, "disconnect mid-stream cancels the request and returns its pages (/metrics)",
+            {k: v for k, v in m.items() if "cancel" in k or "kv_pages" in k or "running" in k})
+    T.check(m["mlstack_completion_tokens_total"] - m0["mlstack_completion_tokens_total"] < 3500,
+            "the cancelled request stopped early", m["mlstack_completion_tokens_total"])
 
+
+def http_many_connections(srv, port, model, rss0):
+    # ---- 200 connections at once ----
+    def one(i):
+        try:
+            if i % 4 == 0:
+                c, jj, _ = post(port, "/v1/chat/completions", chat_body(model, f"hi {i}", max_tokens=2))
+                return c == 200 and jj["usage"]["completion_tokens"] == 2
+            return parse(raw(port, b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))[0] == 200
+        except Exception:
+            return False
+    socks = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(200)]  # 200 idle, held open
+    with cf.ThreadPoolExecutor(64) as ex:
+        res = list(ex.map(one, range(200)))
+    for c in socks:
+        c.close()
+    T.check(sum(res) == 200, "200 requests on top of 200 open connections all answered", f"{sum(res)} of 200")
+    m = metrics(srv.base)
+    T.check(m["mlstack_connections_rejected_total"] == 0, "no connection refused under --max-conns", m)
+    rss1 = rss_kib(srv.proc.pid)
+    T.check(rss1 - rss0 < 300 * 1024, "memory stays bounded through the abuse", f"RSS {rss0} -> {rss1} KiB")
+    code, j, _ = post(port, "/v1/chat/completions", chat_body(model))
+    T.check(code == 200 and j["choices"][0]["finish_reason"] in ("length", "stop"), "still serving after the abuse", j)
+    structured_http(port, model)
+    T.check(all(k in m for k in ("mlstack_time_to_first_token_seconds_count", "mlstack_inter_token_seconds_count",
+                                 "mlstack_requests_queued", "mlstack_prompt_tokens_cached_total",
+                                 "mlstack_completion_tokens_total", "mlstack_kv_pages_cached")),
+            "/metrics has the Prometheus series", sorted(m)[:10])
+
+
+def http_api_key(exe, model_dir, model):
     # ---- --api-key (and --content-specials parse: special tokens anywhere, as transformers) ----
     r = subprocess.run([exe, "serve", "--help"], capture_output=True, text=True)
     T.check("--content-specials" in r.stdout, "serve --help documents --content-specials", r.stdout[-300:])
@@ -553,7 +558,42 @@ def http_part(exe, model_dir, asan):
     T.check(rc == 0 and not sanitizer_errors(out), "the --api-key server exits cleanly", out[-1000:])
 
 
+def http_part(exe, model_dir, asan):
+    model = os.path.basename(model_dir)
+    # every client here is 127.0.0.1, and the test holds 200 idle connections beside 64 busy ones
+    srv = Server(exe, model_dir, "--timeout", "2", "--parallel", "8", "-t", "2", "--max-conns-per-peer", "512")
+    port = srv.port
+    try:
+        rss0 = rss_kib(srv.proc.pid)
+        http_curl(srv, model)
+        http_refusals(port, model)
+        http_chunked(port, model)
+        http_specials_and_completions(port, model, model_dir)
+        http_floods(port)
+        http_slowloris(port, model)
+        http_disconnect(srv, port, model)
+        http_many_connections(srv, port, model, rss0)
+    finally:
+        rc, out = srv.stop()
+    T.check(rc == 0, "server exits 0 on SIGTERM", rc)
+    errs = sanitizer_errors(out)
+    T.check(not errs, "no sanitizer report or leak" if asan else "no sanitizer report", "\n".join(errs[:20]) or out[-2000:])
+
+    http_api_key(exe, model_dir, model)
+
+
 # ---- hardening (issue 45): body memory, slowloris, shutdown, half-close, log, API key ----
+
+def sigterm(srv):
+    """SIGTERM to the server; its exit status (or why there is none after 30 s) and the seconds it took."""
+    t0 = time.time()
+    srv.proc.send_signal(signal.SIGTERM)
+    try:
+        rc = srv.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        rc = "still running after 30 s"
+    return rc, time.time() - t0
+
 
 def connect_from(ip, port, timeout=30):
     """A connection to the server from the loopback address ip (any of 127.0.0.0/8): another peer."""
@@ -774,13 +814,7 @@ def shutdown_part(exe, model_dir):
     slow = socket.create_connection(("127.0.0.1", port), timeout=60)
     slow.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
     wait_until(lambda: metrics(srv.base)["mlstack_requests_queued"] >= 1, 10)
-    t0 = time.time()
-    srv.proc.send_signal(signal.SIGTERM)
-    try:
-        rc = srv.proc.wait(30)
-    except subprocess.TimeoutExpired:
-        rc = "still running after 30 s"
-    took = time.time() - t0
+    rc, took = sigterm(srv)
     rest = read_all(stream)
     tail = rest.decode(errors="replace")
     T.check(rc == 0 and took < 8, "SIGTERM with requests running: exits 0 within 8 s", (rc, f"{took:.2f} s"))
@@ -809,13 +843,7 @@ def shutdown_part(exe, model_dir):
         c.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
         busy.append(c)
     time.sleep(0.3)
-    t0 = time.time()
-    srv.proc.send_signal(signal.SIGTERM)
-    try:
-        rc = srv.proc.wait(30)
-    except subprocess.TimeoutExpired:
-        rc = "still running after 30 s"
-    took = time.time() - t0
+    rc, took = sigterm(srv)
     codes = [parse(read_all(c))[0] for c in busy]
     for c in busy:
         c.close()
@@ -942,176 +970,183 @@ def embed_part(exe, asan):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def api_part(exe, model_dir, asan):
-    """The API beyond chat and completions on the tiny random model: n > 1 sharing the prompt's
-    pages, logit_bias, /tokenize and /detokenize (against Hugging Face tokenizers), /v1/responses,
-    the grammar fields of llama-server and vLLM, tool calls cut by max_tokens or repeated, the
-    field audit, the access log, --api-key-file and MLSTACK_API_KEY."""
-    model = os.path.basename(model_dir)
-    srv = Server(exe, model_dir, "-t", "2")
-    port = srv.port
-    try:
-        long_q = "Tell me everything about the history of the number seven in twenty sentences, please."
-        # n > 1: the choices share the prompt's cached pages
-        before = metrics(srv.base)["mlstack_prompt_tokens_cached_total"]
-        code, j, _ = post(port, "/v1/chat/completions", chat_body(model, long_q, n=4, max_tokens=5, temperature=1.0, seed=3))
-        after = metrics(srv.base)["mlstack_prompt_tokens_cached_total"]
-        texts = [c["message"]["content"] for c in j["choices"]] if code == 200 else []
-        T.check(code == 200 and [c["index"] for c in j["choices"]] == [0, 1, 2, 3]
-                and j["usage"]["completion_tokens"] == 20 and after - before >= 3 * 16,
-                f"n = 4: four choices, the prompt's pages shared ({after - before} cached tokens)", j)
-        code, j1, _ = post(port, "/v1/chat/completions", chat_body(model, long_q, max_tokens=5, temperature=1.0, seed=4))
-        T.check(code == 200 and j1["choices"][0]["message"]["content"] == texts[1],
-                "choice i of n is the request alone with seed + i", (j1, texts))
-        # streamed: each choice's deltas carry its index; the texts are the non-streamed ones
-        code, _, rawb = post(port, "/v1/chat/completions", chat_body(model, long_q, n=4, max_tokens=5, temperature=1.0, seed=3,
-                                                                     stream=True, stream_options={"include_usage": True}))
-        ev = [json.loads(l[6:]) for l in rawb.decode(errors="replace").split("\n") if l.startswith("data: {")]
-        got = ["".join(e["choices"][0]["delta"].get("content") or "" for e in ev if e["choices"] and e["choices"][0]["index"] == k)
-               for k in range(4)]
-        fins = [e["choices"][0]["finish_reason"] for e in ev if e["choices"] and e["choices"][0]["finish_reason"]]
-        T.check(code == 200 and got == texts and fins == ["length"] * 4 and len({e["id"] for e in ev}) == 1
-                and ev[-1]["usage"]["completion_tokens"] == 20 and b"data: [DONE]" in rawb,
-                "n = 4 streamed: deltas by index equal the choices, one id, a finish each, usage of all", (got, texts, fins))
-        code, j, _ = post(port, "/v1/completions", {"prompt": "Hello", "n": 2, "max_tokens": 3, "temperature": 0})
-        T.check(code == 200 and len(j["choices"]) == 2 and j["choices"][0]["text"] == j["choices"][1]["text"],
-                "n = 2 on /v1/completions", j)
-        # logit_bias: +100 forces a token, -100 bans the greedy one
-        code, j, _ = post(port, "/tokenize", {"content": " the"})
-        the = j["tokens"][0]
-        code, j, _ = post(port, "/v1/completions", {"prompt": "Hello", "max_tokens": 4, "temperature": 0, "logprobs": 1})
-        greedy = j["choices"][0]["text"]
-        code, j, _ = post(port, "/v1/completions", {"prompt": "Hello", "max_tokens": 4, "temperature": 0.8, "seed": 1,
-                                                    "logit_bias": {str(the): 100}})
-        T.check(code == 200 and j["choices"][0]["text"] == " the" * 4, "logit_bias +100 forces the token", j)
-        code, t1, _ = post(port, "/tokenize", {"content": greedy})
-        code, j, _ = post(port, "/v1/completions", {"prompt": "Hello", "max_tokens": 4, "temperature": 0,
-                                                    "logit_bias": {str(t1["tokens"][0]): -100}})
-        code2, t2, _ = post(port, "/tokenize", {"content": j["choices"][0]["text"]})
-        T.check(code == 200 and t2["tokens"][:1] != t1["tokens"][:1], "logit_bias -100 bans the greedy token", (greedy, j))
-        for bias, want in (({str(i): 1 for i in range(1025)}, "1024"), ({"49152": 1}, "token id"), ({"x": 1}, "token id"),
-                           ({"5": 101}, "-100 to 100"), ({"5": "1"}, "-100 to 100"), ([1], "object")):
-            code, j, _ = post(port, "/v1/chat/completions", chat_body(model, logit_bias=bias))
-            T.check(code == 400 and is_openai_error(j, "logit_bias") and want in j["error"]["message"],
-                    f"logit_bias {str(bias)[:30]} -> 400", j)
-        # /tokenize and /detokenize against Hugging Face tokenizers
-        from tokenizers import Tokenizer
-        hf = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
-        for text in ("Hello, world!", "caf\u00e9 \u65e5\u672c <|im_start|>x", "  spaces\n\ttabs"):
-            code, j, _ = post(port, "/tokenize", {"content": text})
-            want = hf.encode(text, add_special_tokens=False).ids
-            code2, d, _ = post(port, "/detokenize", {"tokens": want})
-            T.check(code == 200 and j["tokens"] == want and code2 == 200 and d["content"] == hf.decode(want, skip_special_tokens=False),
-                    f"/tokenize and /detokenize of {text!r} equal Hugging Face tokenizers", (j, want, d))
-        code, j, _ = post(port, "/tokenize", {"content": "Hi there", "with_pieces": True})
-        T.check(code == 200 and [p["piece"] for p in j["tokens"]] == ["Hi", " there"], "/tokenize with_pieces", j)
-        for path, body, param in (("/tokenize", {"content": 5}, "content"), ("/detokenize", {"tokens": [1, -1]}, "tokens"),
-                                  ("/detokenize", {"tokens": "1 2"}, "tokens"), ("/tokenize", {"content": "x", "add_special": 1}, "add_special")):
-            code, j, _ = post(port, path, body)
-            T.check(code == 400 and is_openai_error(j, param), f"{path} {body} -> 400 naming {param}", j)
-        # /v1/responses: the text subset, the same text as chat completions
-        code, r, _ = post(port, "/v1/responses", {"model": model, "input": "Hello", "instructions": "Be brief.",
-                                                  "max_output_tokens": 6, "temperature": 0})
-        code2, c2, _ = post(port, "/v1/chat/completions", {"messages": [{"role": "system", "content": "Be brief."},
-                                                                          {"role": "user", "content": "Hello"}],
-                                                             "max_tokens": 6, "temperature": 0})
-        out = r["output"][0]["content"][0]["text"] if code == 200 else None
-        T.check(code == 200 and r["object"] == "response" and r["status"] == "incomplete"
-                and r["incomplete_details"]["reason"] == "max_output_tokens" and out == c2["choices"][0]["message"]["content"]
-                and r["usage"]["output_tokens"] == 6 and r["usage"]["input_tokens"] == c2["usage"]["prompt_tokens"],
-                "/v1/responses: instructions + input as the chat template renders them, same text", (r, c2))
-        if not asan:
-            try:
-                import openai
-                client = openai.OpenAI(base_url=srv.base + "/v1", api_key="none", max_retries=0)
-                rr = client.responses.create(model="any", input="Hello", instructions="Be brief.", max_output_tokens=6,
-                                             temperature=0)
-                T.check(rr.output_text == c2["choices"][0]["message"]["content"] and rr.usage.output_tokens == 6
-                        and rr.status == "incomplete", "openai client responses.create: output_text, usage, status", rr)
-                cc = client.chat.completions.create(model="x", messages=[{"role": "user", "content": long_q}], n=3,
-                                                    max_tokens=5, temperature=1.0, seed=3)
-                T.check(len(cc.choices) == 3 and cc.choices[1].message.content == texts[1],
-                        "openai client: n = 3, choice 1 as with seed + 1", cc)
-            except ImportError:
-                T.skip("responses with the openai client", "openai is not installed")
-        code, r, _ = post(port, "/v1/responses", {"input": [{"role": "user", "content": [{"type": "input_text", "text": "Hello"}]}],
-                                                  "max_output_tokens": 3, "temperature": 0})
-        T.check(code == 200 and r["output"][0]["type"] == "message", "/v1/responses: a list of messages with input_text parts", r)
-        for body, param in (({"input": "x", "stream": True}, "stream"), ({"input": "x", "previous_response_id": "r1"}, "previous_response_id"),
-                            ({"input": [{"type": "function_call_output", "call_id": "c", "output": "x"}]}, "input"), ({}, "input"),
-                            ({"input": "x", "max_tokens": 4}, "max_tokens"), ({"input": "x", "top_logprobs": 2}, "top_logprobs"),
-                            ({"input": "x", "text": {"format": {"type": "json_object"}}}, "text"),
-                            ({"input": "x", "tools": TOOLS}, "tools")):
-            code, j, _ = post(port, "/v1/responses", body)
-            T.check(code == 400 and is_openai_error(j, param), f"/v1/responses {str(body)[:40]} -> 400 naming {param}", j)
-        # every field is known or refused: what was silently ignored is now a 400
-        for path, body, param in (("/v1/completions", {"prompt": "x", "suffix": "y"}, "suffix"),
-                                  ("/v1/completions", {"prompt": "x", "best_of": 2}, "best_of"),
-                                  ("/v1/chat/completions", chat_body(model, functions=[{"name": "f"}]), "functions"),
-                                  ("/v1/chat/completions", chat_body(model, audio={"voice": "x"}), "audio"),
-                                  ("/v1/chat/completions", chat_body(model, store=True), "store"),
-                                  ("/v1/chat/completions", chat_body(model, modalities=["text", "audio"]), "modalities"),
-                                  ("/v1/chat/completions", chat_body(model, frobnicate=1), "frobnicate"),
-                                  ("/v1/chat/completions", chat_body(model, prompt="x"), "prompt"),
-                                  ("/v1/completions", {"prompt": "x", "messages": []}, "messages")):
-            code, j, _ = post(port, path, body)
-            T.check(code == 400 and is_openai_error(j, param) and j["error"]["code"] == "unsupported_parameter",
-                    f"{path} with {param} -> 400 naming it", j)
-        code, j, _ = post(port, "/v1/chat/completions", chat_body(model, user="u1", metadata={"k": "v"}, store=False,
-                                                                  modalities=["text"], service_tier="auto"))
-        T.check(code == 200, "annotations (user, metadata, store false, modalities text, service_tier) are accepted", j)
-        # grammars: llama-server's grammar, vLLM's guided_* and structured_outputs
-        for extra, ok in (({"grammar": 'root ::= "yes" | "no"'}, lambda t: t in ("yes", "no")),
-                          ({"guided_grammar": 'root ::= [0-9] [0-9]? "!"'}, lambda t: re.fullmatch(r"[0-9]{1,2}!", t)),
-                          ({"guided_regex": "[a-c]{3}-[0-9]{2}"}, lambda t: re.fullmatch(r"[a-c]{3}-[0-9]{2}", t)),
-                          ({"guided_choice": ["red", "green", "blue \"sky\""]}, lambda t: t in ("red", "green", 'blue "sky"')),
-                          ({"structured_outputs": {"choice": ["alpha", "beta"]}}, lambda t: t in ("alpha", "beta")),
-                          ({"structured_outputs": {"regex": "x{1,3}y"}}, lambda t: re.fullmatch("x{1,3}y", t)),
-                          ({"guided_json": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
-                                            "additionalProperties": False}},
-                           lambda t: isinstance(json.loads(t)["a"], int))):
-            outs = []
-            for seed in range(3):
-                code, j, _ = post(port, "/v1/chat/completions", chat_body(model, max_tokens=40, temperature=1.0, seed=seed, **extra))
-                outs.append((code, j["choices"][0]["message"]["content"] if code == 200 else j,
-                             j["choices"][0]["finish_reason"] if code == 200 else None))
-            T.check(all(c == 200 and f == "stop" and ok(t) for c, t, f in outs), f"{list(extra)[0]}: 3 samples follow it", outs)
-        for extra, param in (({"grammar": "root ::= undefined_rule"}, "grammar"), ({"guided_regex": "(a"}, "guided_regex"),
-                             ({"guided_choice": []}, "guided_choice"), ({"guided_choice": ["x"] * 65}, "guided_choice"),
-                             ({"grammar": 'root ::= "a"', "guided_regex": "a"}, "guided_regex"),
-                             ({"grammar": 'root ::= "a"', "response_format": {"type": "json_object"}}, "grammar"),
-                             ({"structured_outputs": {"yaml": "x"}}, "structured_outputs"), ({"grammar": ""}, "grammar")):
-            code, j, _ = post(port, "/v1/chat/completions", chat_body(model, **extra))
-            T.check(code == 400 and is_openai_error(j, param), f"{extra} -> 400 naming {param}", j)
-        # tool calls: cut by max_tokens, no markup in content; required: no repeated calls
-        for choice in ("required", "auto"):
-            for mt in (3, 9, 17):
-                for stream in (False, True):
-                    body = chat_body(model, "Weather?", max_tokens=mt, temperature=0, tools=TOOLS, tool_choice=choice,
-                                     stream=stream)
-                    code, j, rawb = post(port, "/v1/chat/completions", body)
-                    if stream:
-                        ev = [json.loads(l[6:]) for l in rawb.decode(errors="replace").split("\n") if l.startswith("data: {")]
-                        content = "".join(e["choices"][0]["delta"].get("content") or "" for e in ev if e.get("choices"))
-                    else:
-                        content = (j["choices"][0]["message"]["content"] or "") if code == 200 else "?"
-                    T.check(code == 200 and "<tool_call>" not in content and "<tool_c" not in content and "</tool" not in content,
-                            f"tool_choice {choice}, max_tokens {mt}{', streamed' if stream else ''}: no tool-call markup in content",
-                            content[-120:])
-        code, j, _ = post(port, "/v1/chat/completions", chat_body(model, "Weather?", max_tokens=600, temperature=0,
-                                                                  tools=TOOLS, tool_choice="required"))
-        calls = j["choices"][0]["message"].get("tool_calls") or [] if code == 200 else []
-        keys = [(c["function"]["name"], c["function"]["arguments"]) for c in calls]
-        T.check(code == 200 and calls and len(set(keys)) == len(keys) and j["choices"][0]["finish_reason"] == "tool_calls"
-                and j["usage"]["completion_tokens"] < 600, f"tool_choice required: {len(calls)} distinct calls, then it stops "
-                f"({j['usage']['completion_tokens'] if code == 200 else '?'} tokens)", j)
-        # the access log: UTC time, client address, method, path, status
-        log = open(srv.log.name, "rb").read().decode(errors="replace")
-        T.check(re.search(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z 127\.0\.0\.1 POST /v1/chat/completions 200 \d+ ms", log, re.M),
-                "access log lines carry the UTC time and the client's address", log[-400:])
-    finally:
-        rc, out = srv.stop()
-    T.check(rc == 0 and not sanitizer_errors(out), "the API server exits cleanly", out[-800:])
+def api_n_choices(srv, port, model, long_q):
+    # n > 1: the choices share the prompt's cached pages
+    before = metrics(srv.base)["mlstack_prompt_tokens_cached_total"]
+    code, j, _ = post(port, "/v1/chat/completions", chat_body(model, long_q, n=4, max_tokens=5, temperature=1.0, seed=3))
+    after = metrics(srv.base)["mlstack_prompt_tokens_cached_total"]
+    texts = [c["message"]["content"] for c in j["choices"]] if code == 200 else []
+    T.check(code == 200 and [c["index"] for c in j["choices"]] == [0, 1, 2, 3]
+            and j["usage"]["completion_tokens"] == 20 and after - before >= 3 * 16,
+            f"n = 4: four choices, the prompt's pages shared ({after - before} cached tokens)", j)
+    code, j1, _ = post(port, "/v1/chat/completions", chat_body(model, long_q, max_tokens=5, temperature=1.0, seed=4))
+    T.check(code == 200 and j1["choices"][0]["message"]["content"] == texts[1],
+            "choice i of n is the request alone with seed + i", (j1, texts))
+    # streamed: each choice's deltas carry its index; the texts are the non-streamed ones
+    code, _, rawb = post(port, "/v1/chat/completions", chat_body(model, long_q, n=4, max_tokens=5, temperature=1.0, seed=3,
+                                                                 stream=True, stream_options={"include_usage": True}))
+    ev = [json.loads(l[6:]) for l in rawb.decode(errors="replace").split("\n") if l.startswith("data: {")]
+    got = ["".join(e["choices"][0]["delta"].get("content") or "" for e in ev if e["choices"] and e["choices"][0]["index"] == k)
+           for k in range(4)]
+    fins = [e["choices"][0]["finish_reason"] for e in ev if e["choices"] and e["choices"][0]["finish_reason"]]
+    T.check(code == 200 and got == texts and fins == ["length"] * 4 and len({e["id"] for e in ev}) == 1
+            and ev[-1]["usage"]["completion_tokens"] == 20 and b"data: [DONE]" in rawb,
+            "n = 4 streamed: deltas by index equal the choices, one id, a finish each, usage of all", (got, texts, fins))
+    code, j, _ = post(port, "/v1/completions", {"prompt": "Hello", "n": 2, "max_tokens": 3, "temperature": 0})
+    T.check(code == 200 and len(j["choices"]) == 2 and j["choices"][0]["text"] == j["choices"][1]["text"],
+            "n = 2 on /v1/completions", j)
+    return texts
+
+
+def api_logit_bias(port, model):
+    # logit_bias: +100 forces a token, -100 bans the greedy one
+    code, j, _ = post(port, "/tokenize", {"content": " the"})
+    the = j["tokens"][0]
+    code, j, _ = post(port, "/v1/completions", {"prompt": "Hello", "max_tokens": 4, "temperature": 0, "logprobs": 1})
+    greedy = j["choices"][0]["text"]
+    code, j, _ = post(port, "/v1/completions", {"prompt": "Hello", "max_tokens": 4, "temperature": 0.8, "seed": 1,
+                                                "logit_bias": {str(the): 100}})
+    T.check(code == 200 and j["choices"][0]["text"] == " the" * 4, "logit_bias +100 forces the token", j)
+    code, t1, _ = post(port, "/tokenize", {"content": greedy})
+    code, j, _ = post(port, "/v1/completions", {"prompt": "Hello", "max_tokens": 4, "temperature": 0,
+                                                "logit_bias": {str(t1["tokens"][0]): -100}})
+    code2, t2, _ = post(port, "/tokenize", {"content": j["choices"][0]["text"]})
+    T.check(code == 200 and t2["tokens"][:1] != t1["tokens"][:1], "logit_bias -100 bans the greedy token", (greedy, j))
+    for bias, want in (({str(i): 1 for i in range(1025)}, "1024"), ({"49152": 1}, "token id"), ({"x": 1}, "token id"),
+                       ({"5": 101}, "-100 to 100"), ({"5": "1"}, "-100 to 100"), ([1], "object")):
+        code, j, _ = post(port, "/v1/chat/completions", chat_body(model, logit_bias=bias))
+        T.check(code == 400 and is_openai_error(j, "logit_bias") and want in j["error"]["message"],
+                f"logit_bias {str(bias)[:30]} -> 400", j)
+
+
+def api_tokenize(port, model_dir):
+    # /tokenize and /detokenize against Hugging Face tokenizers
+    from tokenizers import Tokenizer
+    hf = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
+    for text in ("Hello, world!", "caf\u00e9 \u65e5\u672c <|im_start|>x", "  spaces\n\ttabs"):
+        code, j, _ = post(port, "/tokenize", {"content": text})
+        want = hf.encode(text, add_special_tokens=False).ids
+        code2, d, _ = post(port, "/detokenize", {"tokens": want})
+        T.check(code == 200 and j["tokens"] == want and code2 == 200 and d["content"] == hf.decode(want, skip_special_tokens=False),
+                f"/tokenize and /detokenize of {text!r} equal Hugging Face tokenizers", (j, want, d))
+    code, j, _ = post(port, "/tokenize", {"content": "Hi there", "with_pieces": True})
+    T.check(code == 200 and [p["piece"] for p in j["tokens"]] == ["Hi", " there"], "/tokenize with_pieces", j)
+    for path, body, param in (("/tokenize", {"content": 5}, "content"), ("/detokenize", {"tokens": [1, -1]}, "tokens"),
+                              ("/detokenize", {"tokens": "1 2"}, "tokens"), ("/tokenize", {"content": "x", "add_special": 1}, "add_special")):
+        code, j, _ = post(port, path, body)
+        T.check(code == 400 and is_openai_error(j, param), f"{path} {body} -> 400 naming {param}", j)
+
+
+def api_responses(srv, port, model, asan, long_q, texts):
+    # /v1/responses: the text subset, the same text as chat completions
+    code, r, _ = post(port, "/v1/responses", {"model": model, "input": "Hello", "instructions": "Be brief.",
+                                              "max_output_tokens": 6, "temperature": 0})
+    code2, c2, _ = post(port, "/v1/chat/completions", {"messages": [{"role": "system", "content": "Be brief."},
+                                                                      {"role": "user", "content": "Hello"}],
+                                                         "max_tokens": 6, "temperature": 0})
+    out = r["output"][0]["content"][0]["text"] if code == 200 else None
+    T.check(code == 200 and r["object"] == "response" and r["status"] == "incomplete"
+            and r["incomplete_details"]["reason"] == "max_output_tokens" and out == c2["choices"][0]["message"]["content"]
+            and r["usage"]["output_tokens"] == 6 and r["usage"]["input_tokens"] == c2["usage"]["prompt_tokens"],
+            "/v1/responses: instructions + input as the chat template renders them, same text", (r, c2))
+    if not asan:
+        try:
+            import openai
+            client = openai.OpenAI(base_url=srv.base + "/v1", api_key="none", max_retries=0)
+            rr = client.responses.create(model="any", input="Hello", instructions="Be brief.", max_output_tokens=6,
+                                         temperature=0)
+            T.check(rr.output_text == c2["choices"][0]["message"]["content"] and rr.usage.output_tokens == 6
+                    and rr.status == "incomplete", "openai client responses.create: output_text, usage, status", rr)
+            cc = client.chat.completions.create(model="x", messages=[{"role": "user", "content": long_q}], n=3,
+                                                max_tokens=5, temperature=1.0, seed=3)
+            T.check(len(cc.choices) == 3 and cc.choices[1].message.content == texts[1],
+                    "openai client: n = 3, choice 1 as with seed + 1", cc)
+        except ImportError:
+            T.skip("responses with the openai client", "openai is not installed")
+    code, r, _ = post(port, "/v1/responses", {"input": [{"role": "user", "content": [{"type": "input_text", "text": "Hello"}]}],
+                                              "max_output_tokens": 3, "temperature": 0})
+    T.check(code == 200 and r["output"][0]["type"] == "message", "/v1/responses: a list of messages with input_text parts", r)
+    for body, param in (({"input": "x", "stream": True}, "stream"), ({"input": "x", "previous_response_id": "r1"}, "previous_response_id"),
+                        ({"input": [{"type": "function_call_output", "call_id": "c", "output": "x"}]}, "input"), ({}, "input"),
+                        ({"input": "x", "max_tokens": 4}, "max_tokens"), ({"input": "x", "top_logprobs": 2}, "top_logprobs"),
+                        ({"input": "x", "text": {"format": {"type": "json_object"}}}, "text"),
+                        ({"input": "x", "tools": TOOLS}, "tools")):
+        code, j, _ = post(port, "/v1/responses", body)
+        T.check(code == 400 and is_openai_error(j, param), f"/v1/responses {str(body)[:40]} -> 400 naming {param}", j)
+
+
+def api_fields_and_grammars(port, model):
+    # every field is known or refused: what was silently ignored is now a 400
+    for path, body, param in (("/v1/completions", {"prompt": "x", "suffix": "y"}, "suffix"),
+                              ("/v1/completions", {"prompt": "x", "best_of": 2}, "best_of"),
+                              ("/v1/chat/completions", chat_body(model, functions=[{"name": "f"}]), "functions"),
+                              ("/v1/chat/completions", chat_body(model, audio={"voice": "x"}), "audio"),
+                              ("/v1/chat/completions", chat_body(model, store=True), "store"),
+                              ("/v1/chat/completions", chat_body(model, modalities=["text", "audio"]), "modalities"),
+                              ("/v1/chat/completions", chat_body(model, frobnicate=1), "frobnicate"),
+                              ("/v1/chat/completions", chat_body(model, prompt="x"), "prompt"),
+                              ("/v1/completions", {"prompt": "x", "messages": []}, "messages")):
+        code, j, _ = post(port, path, body)
+        T.check(code == 400 and is_openai_error(j, param) and j["error"]["code"] == "unsupported_parameter",
+                f"{path} with {param} -> 400 naming it", j)
+    code, j, _ = post(port, "/v1/chat/completions", chat_body(model, user="u1", metadata={"k": "v"}, store=False,
+                                                              modalities=["text"], service_tier="auto"))
+    T.check(code == 200, "annotations (user, metadata, store false, modalities text, service_tier) are accepted", j)
+    # grammars: llama-server's grammar, vLLM's guided_* and structured_outputs
+    for extra, ok in (({"grammar": 'root ::= "yes" | "no"'}, lambda t: t in ("yes", "no")),
+                      ({"guided_grammar": 'root ::= [0-9] [0-9]? "!"'}, lambda t: re.fullmatch(r"[0-9]{1,2}!", t)),
+                      ({"guided_regex": "[a-c]{3}-[0-9]{2}"}, lambda t: re.fullmatch(r"[a-c]{3}-[0-9]{2}", t)),
+                      ({"guided_choice": ["red", "green", "blue \"sky\""]}, lambda t: t in ("red", "green", 'blue "sky"')),
+                      ({"structured_outputs": {"choice": ["alpha", "beta"]}}, lambda t: t in ("alpha", "beta")),
+                      ({"structured_outputs": {"regex": "x{1,3}y"}}, lambda t: re.fullmatch("x{1,3}y", t)),
+                      ({"guided_json": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+                                        "additionalProperties": False}},
+                       lambda t: isinstance(json.loads(t)["a"], int))):
+        outs = []
+        for seed in range(3):
+            code, j, _ = post(port, "/v1/chat/completions", chat_body(model, max_tokens=40, temperature=1.0, seed=seed, **extra))
+            outs.append((code, j["choices"][0]["message"]["content"] if code == 200 else j,
+                         j["choices"][0]["finish_reason"] if code == 200 else None))
+        T.check(all(c == 200 and f == "stop" and ok(t) for c, t, f in outs), f"{list(extra)[0]}: 3 samples follow it", outs)
+    for extra, param in (({"grammar": "root ::= undefined_rule"}, "grammar"), ({"guided_regex": "(a"}, "guided_regex"),
+                         ({"guided_choice": []}, "guided_choice"), ({"guided_choice": ["x"] * 65}, "guided_choice"),
+                         ({"grammar": 'root ::= "a"', "guided_regex": "a"}, "guided_regex"),
+                         ({"grammar": 'root ::= "a"', "response_format": {"type": "json_object"}}, "grammar"),
+                         ({"structured_outputs": {"yaml": "x"}}, "structured_outputs"), ({"grammar": ""}, "grammar")):
+        code, j, _ = post(port, "/v1/chat/completions", chat_body(model, **extra))
+        T.check(code == 400 and is_openai_error(j, param), f"{extra} -> 400 naming {param}", j)
+
+
+def api_tools_and_log(srv, port, model):
+    # tool calls: cut by max_tokens, no markup in content; required: no repeated calls
+    for choice in ("required", "auto"):
+        for mt in (3, 9, 17):
+            for stream in (False, True):
+                body = chat_body(model, "Weather?", max_tokens=mt, temperature=0, tools=TOOLS, tool_choice=choice,
+                                 stream=stream)
+                code, j, rawb = post(port, "/v1/chat/completions", body)
+                if stream:
+                    ev = [json.loads(l[6:]) for l in rawb.decode(errors="replace").split("\n") if l.startswith("data: {")]
+                    content = "".join(e["choices"][0]["delta"].get("content") or "" for e in ev if e.get("choices"))
+                else:
+                    content = (j["choices"][0]["message"]["content"] or "") if code == 200 else "?"
+                T.check(code == 200 and "<tool_call>" not in content and "<tool_c" not in content and "</tool" not in content,
+                        f"tool_choice {choice}, max_tokens {mt}{', streamed' if stream else ''}: no tool-call markup in content",
+                        content[-120:])
+    code, j, _ = post(port, "/v1/chat/completions", chat_body(model, "Weather?", max_tokens=600, temperature=0,
+                                                              tools=TOOLS, tool_choice="required"))
+    calls = j["choices"][0]["message"].get("tool_calls") or [] if code == 200 else []
+    keys = [(c["function"]["name"], c["function"]["arguments"]) for c in calls]
+    T.check(code == 200 and calls and len(set(keys)) == len(keys) and j["choices"][0]["finish_reason"] == "tool_calls"
+            and j["usage"]["completion_tokens"] < 600, f"tool_choice required: {len(calls)} distinct calls, then it stops "
+            f"({j['usage']['completion_tokens'] if code == 200 else '?'} tokens)", j)
+    # the access log: UTC time, client address, method, path, status
+    log = open(srv.log.name, "rb").read().decode(errors="replace")
+    T.check(re.search(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z 127\.0\.0\.1 POST /v1/chat/completions 200 \d+ ms", log, re.M),
+            "access log lines carry the UTC time and the client's address", log[-400:])
+
+
+def api_key_sources(exe, model_dir):
     # the key off the command line: --api-key-file, MLSTACK_API_KEY
     with tempfile.NamedTemporaryFile("w", suffix=".key", delete=False) as f:
         f.write("file-key\nsecond line ignored\n")
@@ -1129,6 +1164,28 @@ def api_part(exe, model_dir, asan):
     r = subprocess.run([exe, "serve", "-m", model_dir, "--api-key-file", "/nonexistent/key", "--port", "0"],
                        capture_output=True, text=True, timeout=60)
     T.check(r.returncode != 0 and "--api-key-file" in r.stderr, "an unreadable --api-key-file is refused at start", r.stderr)
+
+
+def api_part(exe, model_dir, asan):
+    """The API beyond chat and completions on the tiny random model: n > 1 sharing the prompt's
+    pages, logit_bias, /tokenize and /detokenize (against Hugging Face tokenizers), /v1/responses,
+    the grammar fields of llama-server and vLLM, tool calls cut by max_tokens or repeated, the
+    field audit, the access log, --api-key-file and MLSTACK_API_KEY."""
+    model = os.path.basename(model_dir)
+    srv = Server(exe, model_dir, "-t", "2")
+    port = srv.port
+    try:
+        long_q = "Tell me everything about the history of the number seven in twenty sentences, please."
+        texts = api_n_choices(srv, port, model, long_q)
+        api_logit_bias(port, model)
+        api_tokenize(port, model_dir)
+        api_responses(srv, port, model, asan, long_q, texts)
+        api_fields_and_grammars(port, model)
+        api_tools_and_log(srv, port, model)
+    finally:
+        rc, out = srv.stop()
+    T.check(rc == 0 and not sanitizer_errors(out), "the API server exits cleanly", out[-800:])
+    api_key_sources(exe, model_dir)
 
 
 def find_chromium():

@@ -369,6 +369,42 @@ FAMILIES = [
                                      "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
                     final_logit_softcapping=5.0, tie_word_embeddings=False),
          head_std=0.75, clip=dict(final=5.0), dtype=torch.bfloat16),
+    # Gemma 4: norms applied as stored, unscaled scores of RMS-normalized q / k / v heads, a random
+    # layer_scalar per layer, sliding (window 20) / full layers, proportional RoPE on full layers
+    # (2 of 8 pairs rotate), the last 2 layers reading layers 1 and 2's KV (num_kv_shared_layers),
+    # per-layer input embeddings (8 per layer)
+    dict(name="gemma4", cls="Gemma4ForCausalLM",
+         extra=dict(num_hidden_layers=5, sliding_window=20, global_head_dim=16, num_kv_shared_layers=2,
+                    layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention",
+                                 "full_attention"],
+                    hidden_size_per_layer_input=8, vocab_size_per_layer_input=FAM_VOCAB,
+                    rope_parameters={"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                        "rope_theta": 1000000.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+         layer_scalar=True, mul={"q_norm": 0.5}, embed_std=0.35, prompt_len=128),
+    # Gemma 4 with attention_k_eq_v (full layers: v from k_proj, no v_proj), the default layer
+    # pattern (the last layer forced full), proportional RoPE with factor 2 on half the pairs, no
+    # per-layer inputs, final soft-capping that clips, untied head
+    dict(name="gemma4_keqv", cls="Gemma4ForCausalLM",
+         extra=dict(num_hidden_layers=3, sliding_window=24, global_head_dim=16, attention_k_eq_v=True,
+                    num_global_key_value_heads=2, hidden_size_per_layer_input=0, final_logit_softcapping=5.0,
+                    tie_word_embeddings=False,
+                    rope_parameters={"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.5,
+                                                        "rope_theta": 1000000.0, "factor": 2.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+         layer_scalar=True, head_std=0.75, clip=dict(final=5.0), prompt_len=128),
+    # Gemma 4 as its multimodal checkpoint: text_config, the text model under model.language_model,
+    # a (tiny) vision tower mlstack skips; per-layer inputs of 4, the last layer reading layer 1's KV
+    dict(name="gemma4_vl", cls="Gemma4ForConditionalGeneration",
+         extra=dict(num_hidden_layers=3, sliding_window=20, global_head_dim=16, num_kv_shared_layers=1,
+                    layer_types=["sliding_attention", "full_attention", "full_attention"],
+                    hidden_size_per_layer_input=4, vocab_size_per_layer_input=FAM_VOCAB,
+                    rope_parameters={"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                        "rope_theta": 1000000.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+         vision=dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2, head_dim=8,
+                     intermediate_size=32, position_embedding_size=64),
+         layer_scalar=True, mul={"q_norm": 0.5}, embed_std=0.35, prompt_len=120),
     # fused qkv_proj / gate_up_proj, partial rotary (half), longrope beyond the original
     # context (64 < 112), sliding window; recorded token by token (see run_incremental), and as
     # transformers' generate runs it (the prompt in one forward: long factors from row 0)
@@ -612,6 +648,105 @@ FAMILIES = [
                     conv_kernel=4, expand=2, layer_norm_epsilon=1e-5, use_bias=False, use_conv_bias=True,
                     num_attention_heads=4, num_key_value_heads=2, head_dim=16),
          drop=("rms_norm_eps",), prompt_len=128, no_rope=True, std={"in_proj": 0.15}),
+    # DeepSeek V2 multi-head latent attention as V2-Lite has it: q straight from q_proj (no q LoRA),
+    # a latent of 16 (kv_lora_rank) and a shared rope key of 8 interleaved dims, k heads of 8 + 8,
+    # v heads of 12; yarn past an original context of 32 with mscale_all_dim in the softmax scale;
+    # layer 0 dense, then top-2 of 4 softmax experts (greedy, not renormalized) times 1.5 beside a
+    # shared expert
+    dict(name="deepseek_v2", cls="DeepseekV2ForCausalLM",
+         extra=dict(num_hidden_layers=3, num_key_value_heads=4, q_lora_rank=None, kv_lora_rank=16,
+                    qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=12, first_k_dense_replace=1,
+                    n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, n_shared_experts=1,
+                    topk_method="greedy", routed_scaling_factor=1.5,
+                    rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                     "original_max_position_embeddings": 32, "beta_fast": 32.0, "beta_slow": 1.0,
+                                     "mscale": 0.707, "mscale_all_dim": 0.707}),
+         drop=("head_dim",), prompt_len=128),
+    # DeepSeek V2 with q LoRA (q_a_proj -> q_a_layernorm -> q_b_proj) and group-limited routing:
+    # 8 experts in 4 groups, the best 2 groups by their best score, top-3 there; 2 shared experts
+    dict(name="deepseek_v2_group", cls="DeepseekV2ForCausalLM",
+         extra=dict(num_hidden_layers=2, num_key_value_heads=4, q_lora_rank=24, kv_lora_rank=16,
+                    qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8, first_k_dense_replace=0,
+                    n_routed_experts=8, num_experts_per_tok=3, moe_intermediate_size=16, n_shared_experts=2,
+                    topk_method="group_limited_greedy", n_group=4, topk_group=2),
+         drop=("head_dim",), prompt_len=128, std={"mlp.gate": 1.0}, ablate_groups=True),
+    # DeepSeek V3: q LoRA, interleaved rope, noaux_tc routing (sigmoid scores, chosen with
+    # e_score_correction_bias by groups ranked on their two best), renormalized, times 2.5
+    dict(name="deepseek_v3", cls="DeepseekV3ForCausalLM",
+         extra=dict(num_hidden_layers=3, num_key_value_heads=4, q_lora_rank=24, kv_lora_rank=16,
+                    qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=12, first_k_dense_replace=1,
+                    n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=16, n_shared_experts=1,
+                    n_group=4, topk_group=2, routed_scaling_factor=2.5, norm_topk_prob=True),
+         drop=("head_dim",), prompt_len=128, std={"mlp.gate": 1.0}, expert_bias_std=0.3, ablate_groups=True),
+    # DeepSeek V3 without rope_interleave (rotate-half pairs) nor q LoRA, one group
+    dict(name="deepseek_v3_flat", cls="DeepseekV3ForCausalLM",
+         extra=dict(num_hidden_layers=2, num_key_value_heads=4, q_lora_rank=None, kv_lora_rank=16,
+                    qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8, first_k_dense_replace=1,
+                    n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, n_shared_experts=1,
+                    n_group=1, topk_group=1, rope_interleave=False),
+         drop=("head_dim",), prompt_len=120, expert_bias_std=0.3),
+    # Nemotron-H MoE (Nemotron 3 Nano): "moe" blocks of ReLU^2 experts (up, down; no gate) beside a
+    # shared ReLU^2 expert; sigmoid scores plus a random e_score_correction_bias choose the top 2 of
+    # 8 from the best 2 of 4 groups (a group scores the sum of its two best), the sigmoids of the
+    # chosen renormalized, times routed_scaling_factor 2.5; routers at 1.0
+    dict(name="nemotron_h_moe", cls="NemotronHForCausalLM",
+         extra=dict(layer_types=["linear_attention", "moe", "full_attention", "moe", "linear_attention", "mlp"],
+                    num_hidden_layers=6, mamba_num_heads=4, mamba_head_dim=8, ssm_state_size=8, n_groups=1,
+                    conv_kernel=4, expand=2, layer_norm_epsilon=1e-5, use_bias=False, use_conv_bias=True,
+                    num_attention_heads=4, num_key_value_heads=2, head_dim=16, n_routed_experts=8,
+                    num_experts_per_tok=2, moe_intermediate_size=32, moe_shared_expert_intermediate_size=48,
+                    n_group=4, topk_group=2, routed_scaling_factor=2.5, norm_topk_prob=True),
+         drop=("rms_norm_eps",), prompt_len=128, no_rope=True,
+         std={"in_proj": 0.15, "gate.weight": 1.0, "experts": 0.2}, expert_bias_std=0.3),
+    # one group, top-1 without renormalization (the chosen expert's sigmoid times 1.0), no bias
+    # drawn; the blocks as hybrid_override_pattern "M*E-E" (the pattern older checkpoints write)
+    dict(name="nemotron_h_moe_top1", cls="NemotronHForCausalLM",
+         extra=dict(hybrid_override_pattern="M*E-E", mamba_num_heads=4, mamba_head_dim=8,
+                    ssm_state_size=8, n_groups=2, conv_kernel=3, expand=2, layer_norm_epsilon=1e-5,
+                    num_attention_heads=4, num_key_value_heads=2, head_dim=16, n_routed_experts=4,
+                    num_experts_per_tok=1, moe_intermediate_size=32, moe_shared_expert_intermediate_size=32,
+                    n_group=1, topk_group=1, routed_scaling_factor=1.0, norm_topk_prob=False),
+         drop=("rms_norm_eps", "num_hidden_layers"), prompt_len=128, no_rope=True,
+         std={"in_proj": 0.15, "gate.weight": 1.0, "experts": 0.2}),
+    # latent experts (Nemotron 3 Super style): the routed experts work in moe_latent_size 16,
+    # projected from and back to hidden 32 (fc1/fc2_latent_proj), the shared expert on the hidden
+    # rows; 2 groups of 3, the best 1 kept, top-2 renormalized, routed_scaling_factor 1.5
+    dict(name="nemotron_h_moe_latent", cls="NemotronHForCausalLM",
+         extra=dict(hybrid_override_pattern="ME*EM", mamba_num_heads=4, mamba_head_dim=8, ssm_state_size=8,
+                    n_groups=1, conv_kernel=4, expand=2, layer_norm_epsilon=1e-5,
+                    num_attention_heads=4, num_key_value_heads=2, head_dim=16, n_routed_experts=6,
+                    num_experts_per_tok=2, moe_intermediate_size=32, moe_shared_expert_intermediate_size=32,
+                    moe_latent_size=16, n_group=2, topk_group=1, routed_scaling_factor=1.5, norm_topk_prob=True),
+         drop=("rms_norm_eps", "num_hidden_layers"), prompt_len=128, no_rope=True,
+         std={"in_proj": 0.15, "gate.weight": 1.0, "experts": 0.12, "latent_proj": 0.15}, expert_bias_std=0.3),
+    # Falcon-H1: attention and a Mamba2 mixer side by side in every layer on the same normed
+    # input, summed, then a SwiGLU MLP; every multiplier away from 1 (embedding, lm_head, attention
+    # in/out, key, ssm in/out, the five ssm_multipliers sections of in_proj's output, the MLP's
+    # gate/down), mamba_d_ssm narrower than expand x hidden, no gated norm (mamba_rms_norm off:
+    # y * silu(z)), projection biases (projectors_bias on out_proj, mamba_proj_bias on in_proj)
+    dict(name="falcon_h1", cls="FalconH1ForCausalLM",
+         extra=dict(num_hidden_layers=3, mamba_d_ssm=48, mamba_n_heads=6, mamba_d_head=8, mamba_n_groups=2,
+                    mamba_d_state=8, mamba_d_conv=4, mamba_expand=2, mamba_rms_norm=False,
+                    mamba_proj_bias=True, projectors_bias=True, embedding_multiplier=1.7,
+                    lm_head_multiplier=0.6, attention_in_multiplier=0.8, attention_out_multiplier=1.3,
+                    key_multiplier=0.7, ssm_in_multiplier=1.2, ssm_out_multiplier=0.9,
+                    ssm_multipliers=[0.9, 1.1, 0.8, 1.2, 0.7], mlp_multipliers=[0.8, 1.25], rms_norm_eps=1e-5,
+                    tie_word_embeddings=False),
+         prompt_len=128, std={"in_proj": 0.15}),
+    # the gated RMSNorm after the gate (mamba_norm_before_gate off, as Mamba2), one group, the
+    # mixer as wide as expand x hidden (mamba_d_ssm null), d_head "auto", tied head
+    dict(name="falcon_h1_norm", cls="FalconH1ForCausalLM",
+         extra=dict(num_hidden_layers=2, mamba_d_ssm=None, mamba_n_heads=4, mamba_d_head="auto",
+                    mamba_n_groups=1, mamba_d_state=16, mamba_d_conv=3, mamba_expand=2, mamba_rms_norm=True,
+                    mamba_norm_before_gate=False, embedding_multiplier=0.9, lm_head_multiplier=0.8,
+                    key_multiplier=1.3, ssm_multipliers=[1.0, 0.8, 1.1, 0.9, 1.2], tie_word_embeddings=True),
+         prompt_len=128, std={"in_proj": 0.15}, embed_std=0.3),
+    # the gated RMSNorm before the gate (mamba_norm_before_gate, Falcon-H1's default) over two groups
+    dict(name="falcon_h1_prenorm", cls="FalconH1ForCausalLM",
+         extra=dict(num_hidden_layers=2, mamba_d_ssm=64, mamba_n_heads=8, mamba_d_head=8, mamba_n_groups=2,
+                    mamba_d_state=8, mamba_d_conv=4, mamba_rms_norm=True, mamba_norm_before_gate=True,
+                    attention_in_multiplier=1.1, ssm_out_multiplier=1.2, mlp_multipliers=[1.2, 0.9]),
+         prompt_len=128, std={"in_proj": 0.15}),
 ]
 
 
@@ -657,7 +792,8 @@ def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25, std=None, plus_o
     gated output norm, which applies w) centred on 0; std: {name part: std} for projections that
     need their own scale."""
     rng = np.random.default_rng(seed)
-    plus_one = plus_one or type(model).__name__.startswith("Gemma")
+    kind = type(model).__name__
+    plus_one = plus_one or (kind.startswith("Gemma") and not kind.startswith("Gemma4"))
     with torch.no_grad():
         for name, p in sorted(model.named_parameters(), key=lambda kv: kv[0]):
             shape = tuple(p.shape)
@@ -780,6 +916,17 @@ def make_family(spec):
     model = cls(cfg).eval()
     fam_init_weights(model, seed, spec.get("embed_std", 0.5), spec.get("head_std", 0.25), spec.get("std"),
                      spec.get("plus_one", False))
+    for part, f in sorted(spec.get("mul", {}).items()):  # parameters scaled after the draw
+        with torch.no_grad():
+            for pname, prm in model.named_parameters():
+                if part in pname:
+                    prm.mul_(f)
+    if spec.get("layer_scalar"):  # a buffer (ones unless set here)
+        rng = np.random.default_rng(seed + 2)
+        with torch.no_grad():
+            for bname, buf in sorted(model.named_buffers(), key=lambda kv: kv[0]):
+                if bname.endswith("layer_scalar"):
+                    buf.fill_(float(rng.uniform(0.6, 1.4)))
     if spec.get("sinks"):
         with torch.no_grad():
             for layer in model.model.layers:
@@ -788,7 +935,7 @@ def make_family(spec):
         rng = np.random.default_rng(seed + 1)
         with torch.no_grad():
             for bname, buf in sorted(model.named_buffers(), key=lambda kv: kv[0]):
-                if bname.endswith("expert_bias"):
+                if bname.endswith("expert_bias") or bname.endswith("e_score_correction_bias"):
                     buf.copy_(torch.from_numpy((spec["expert_bias_std"] * rng.standard_normal(tuple(buf.shape))).astype(np.float32)))
     model = model.to(dtype)
     model.config.dtype = dtype
@@ -864,6 +1011,26 @@ def make_family(spec):
                 l.mlp.experts.limit = loaded.config.swiglu_limit
             assert moved > 0.05, (name, "clamp", moved)
             clip["swiglu_clamp_moves_logits_by"] = round(moved, 4)
+    if spec.get("ablate_groups"):  # DeepSeek's grouped routing (and V3's choice bias) must matter
+        x = torch.tensor([ids])
+        gates = [l.mlp.gate for l in loaded.model.layers if hasattr(l.mlp, "gate")]
+        with torch.no_grad():
+            for g in gates:
+                g.topk_group, g.saved_topk_group = g.num_group, g.topk_group
+            moved = float((loaded(x).logits[0].float() - logits).abs().max())
+            for g in gates:
+                g.topk_group = g.saved_topk_group
+            assert moved > 0.5, (name, "groups", moved)
+            clip["group_limit_moves_logits_by"] = round(moved, 4)
+            if hasattr(gates[0], "e_score_correction_bias"):
+                saved = [g.e_score_correction_bias.detach().clone() for g in gates]
+                for g in gates:
+                    g.e_score_correction_bias.zero_()
+                moved = float((loaded(x).logits[0].float() - logits).abs().max())
+                for g, sv in zip(gates, saved):
+                    g.e_score_correction_bias.copy_(sv)
+                assert moved > 0.5, (name, "bias", moved)
+                clip["score_correction_bias_moves_logits_by"] = round(moved, 4)
     arr = logits.numpy().astype("<f4")
     arr.tofile(os.path.join(out, "logits.bin"))
     if gen is not None:

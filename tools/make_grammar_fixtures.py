@@ -9,6 +9,8 @@
                 bytes p + t are the start of the UTF-8 encoding of a string that fully matches.
   schemas.json  the JSON Schema cases (written here from the spec's keywords) that the test
                 samples from; tools/check_grammar_outputs.py validates the samples with jsonschema.
+  keys.json     patternProperties schemas and random objects (keys from a small alphabet), each
+                with jsonschema's verdict.
 
 Rerun after changing a case:  python3 tools/make_grammar_fixtures.py  (needs `pip install regex`).
 """
@@ -218,6 +220,31 @@ SCHEMAS = [
     ("other_keys", {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"],
                     "additionalProperties": {"type": "integer", "minimum": 0, "maximum": 9},
                     "maxProperties": 3}),
+    # issue 47 part A: oneOf with overlapping members, not of compound schemas, if without else,
+    # not integer, not enum over open types, $ref through embedded $id
+    ("one_of_overlap", {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9},
+                                                         "b": {"type": "boolean"}},
+                        "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}),
+    ("not_compound", {"type": "object", "properties": {"k": {"enum": ["x", "y", "z"]},
+                                                       "n": {"type": "integer", "minimum": 0, "maximum": 5}},
+                      "required": ["k", "n"], "not": {"properties": {"k": {"const": "x"}, "n": {"maximum": 2}},
+                                                      "additionalProperties": True}}),
+    ("not_enum", {"type": "array", "maxItems": 4, "items": {"type": ["integer", "boolean"], "minimum": -3,
+                                                            "maximum": 3, "not": {"enum": [0, 1, True]}}}),
+    ("if_no_else", {"type": "integer", "minimum": 0, "maximum": 30, "if": {"minimum": 10}, "then": {"maximum": 20}}),
+    ("not_integer", {"type": "array", "maxItems": 3, "items": {"type": "number", "not": {"type": "integer"}}}),
+    ("embedded_id", {"$id": "http://example.com/root.json", "type": "object", "properties": {"p": {"$ref": "item.json"}},
+                     "required": ["p"], "$defs": {"it": {"$id": "item.json", "type": "integer", "minimum": 1,
+                                                         "maximum": 3}}}),
+    # issue 47, part B: keys by pattern (a key matching two patterns meets both schemas), dependencies
+    ("pattern_props", {"type": "object", "properties": {"id": {"type": "integer"}},
+                       "patternProperties": {"^x-[a-z]{1,6}$": {"type": "string", "maxLength": 5},
+                                             "^[a-z]{1,3}[0-9]$": {"type": "integer", "minimum": 0, "maximum": 99},
+                                             "^x-[a-z]1?$": {"enum": ["a", "b", 3]}},
+                       "additionalProperties": False, "maxProperties": 4}),
+    ("dependencies", {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "boolean"},
+                                                       "c": {"type": "null"}},
+                      "dependentRequired": {"a": ["b"]}, "dependentSchemas": {"c": {"required": ["a"]}}}),
 ]
 
 
@@ -248,12 +275,58 @@ TOOLS = [
 ]
 
 
+# patternProperties: objects with random keys, judged by jsonschema (Python's re.search, which
+# reads these patterns as ECMAScript does); a named property, when present, comes first, the
+# order the grammar writes
+KEY_SCHEMAS = [
+    {"patternProperties": {"^x-[a-z]{1,3}$": {"type": "string"}, "[0-9]{2}": {"type": "integer"},
+                           "é|\"": {"type": "boolean"}}, "additionalProperties": {"type": "null"}},
+    {"properties": {"ab": {"type": "integer"}}, "patternProperties": {"^a": {"minimum": 5}, "b$": {"maximum": 10}},
+     "additionalProperties": False},
+    {"patternProperties": {"^(a|b)+$": False, "\\\\|\n": {"type": "string"}, "^$": {"const": 1}}},
+    {"patternProperties": {"(?:xy){2,}": {"type": "integer"}, "^[^ab]?$": {"enum": [1, "s"]}},
+     "additionalProperties": False, "minProperties": 1},
+]
+KEY_SEEDS = ["x-a", "x-abc", "x-abcd", "12", "a12", "é", "\"", "ab", "a", "b", "aab", "xyxy", "axyxyb", "\\", "\n",
+             "", "Z", "-", "1"]
+KEY_CHARS = ["a", "b", "x", "y", "-", "1", "2", "é", "\"", "\\", "\n", "Z"]
+KEY_VALUES = [None, True, 1, 7, 12, "s", 2.5]
+
+
+def key_cases(rng):
+    import jsonschema
+    out = []
+    for sc in KEY_SCHEMAS:
+        v = jsonschema.Draft202012Validator(sc)
+        seen, insts = set(), []
+        while len(insts) < 48:
+            d = {}
+            for _ in range(rng.randrange(4)):
+                k = rng.choice(KEY_SEEDS) if rng.random() < 0.5 else "".join(
+                    rng.choice(KEY_CHARS) for _ in range(rng.randrange(5)))
+                d[k] = rng.choice(KEY_VALUES)
+            if "ab" in d and "properties" in sc:
+                d = {"ab": d.pop("ab"), **d}
+            t = json.dumps(d)
+            if t not in seen:
+                seen.add(t)
+                insts.append({"data": d, "valid": v.is_valid(d)})
+        out.append({"schema": sc, "instances": insts})
+    return out
+
+
 def main():
     rng = random.Random(12)
     os.makedirs(OUT, exist_ok=True)
     with open(os.path.join(OUT, "schemas.json"), "w", encoding="utf-8") as f:
         json.dump({"schemas": [{"name": n, "schema": sc} for n, sc in SCHEMAS], "tools": TOOLS}, f, indent=1)
         f.write("\n")
+    with open(os.path.join(OUT, "keys.json"), "w", encoding="utf-8") as f:
+        cases = key_cases(random.Random(47))
+        json.dump(cases, f, ensure_ascii=False)
+        f.write("\n")
+        print("keys.json: %d schemas, %d objects (%d valid)" % (len(cases), sum(len(c["instances"]) for c in cases),
+              sum(i["valid"] for c in cases for i in c["instances"])))
     cases = []
     for pat, seeds in PATTERNS:
         re.compile(pat, re.ASCII)

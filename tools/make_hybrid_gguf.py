@@ -18,8 +18,9 @@ delta-net reorders) is the converter's own code.
         the other way: build/mlstack quantize writes each fixture of WRITTEN as stored, Q8_0, Q4_1
         and Q4_K_M; llama.cpp must load each file and give mlstack's greedy text on it
 PEER is the llama.cpp build of tools/build_llamacpp.sh (PEER/src/vendor/llama.cpp holds the
-converter, PEER/bin/llama-completion runs it). --types also writes F16 / Q8_0 files into --keep
-(default: a temporary folder) for tools/check_hybrid_gguf.py-style checks by hand.
+converter, PEER/bin/llama-completion runs it). --types f32,f16,q8_0 also converts to F16 / Q8_0
+(into --keep, default a temporary folder) and checks those files: mlstack's logits against
+transformers' (the difference the stored type makes) and its greedy text against llama.cpp's.
 Rerunnable: the same converter and gguf versions give the same bytes.
 """
 import argparse
@@ -182,8 +183,32 @@ def make_model(name, out):
     return model
 
 
-WRITTEN = ["lfm2", "mamba2"]  # the hybrids mlstack writes to GGUF
+WRITTEN = ["lfm2", "mamba2", "qwen3_5"]  # the hybrids mlstack writes to GGUF
 CHECK_QUANTS = ["none", "q8_0", "q4_1", "q4_k_m"]
+
+
+def ours_text(path):
+    exe = os.path.join(ROOT, "build", "mlstack")
+    out = subprocess.run([exe, "run", "-m", path, "-p", PROMPT, "-n", str(N_PREDICT)], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL).stdout.decode("utf-8", "replace")
+    return out[len(PROMPT):].rstrip("\n") if out.startswith(PROMPT) else out
+
+
+def check_stored(peer, name, path, ids, logits):
+    """A converted F16 / Q8_0 file: mlstack's logits against transformers' (the difference the stored
+    type makes) and its greedy text against llama.cpp's on the same file."""
+    exe = os.path.join(ROOT, "build", "mlstack")
+    p = subprocess.run([exe, "eval", "-m", path, "--ids", ",".join(map(str, ids)), "--all"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE)
+    if p.returncode:
+        print("%-14s %s: mlstack failed: %s" % (name, os.path.basename(path), p.stderr.decode()[-300:]))
+        return 1
+    rows = [list(map(float, line.split())) for line in p.stdout.decode().strip().split("\n")]
+    d = max(abs(a - b) for r1, r2 in zip(rows, logits) for a, b in zip(r1, r2))
+    ours, theirs = ours_text(path), peer_text(peer, path, PROMPT)
+    print("%-14s %-22s max |logit - transformers| %.2e  greedy text %s" %
+          (name, os.path.basename(path), d, "= llama.cpp's" if ours == theirs else "DIFFERS: %r vs %r" % (ours, theirs)))
+    return ours != theirs
 
 
 def check_written(peer, names):
@@ -200,9 +225,7 @@ def check_written(peer, names):
                 print("%-8s %-7s mlstack quantize failed: %s" % (name, q, p.stderr.decode()[-300:]))
                 bad += 1
                 continue
-            ours = subprocess.run([exe, "run", "-m", out, "-p", PROMPT, "-n", str(N_PREDICT)], stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL).stdout.decode("utf-8", "replace")
-            ours = ours[len(PROMPT):].rstrip("\n") if ours.startswith(PROMPT) else ours
+            ours = ours_text(out)
             try:
                 theirs = peer_text(peer, out, PROMPT)
             except SystemExit as e:
@@ -249,6 +272,9 @@ def main():
                 raise SystemExit("%s: the converter failed:\n%s" % (name, p.stdout.decode()[-3000:]))
             print("wrote", out)
         shutil.rmtree(tmp)
+        for ty in a.types.split(","):  # the other stored types: checked, not kept as fixtures
+            if ty != "f32":
+                check_stored(a.peer, name, os.path.join(keep, "%s-%s.gguf" % (name, ty)), ids, logits.tolist())
         text = peer_text(a.peer, os.path.join(OUT, "%s-f32.gguf" % name), PROMPT)
         ref = {"prompt": PROMPT, "prompt_ids": ids, "n_predict": N_PREDICT, "llamacpp_text": text,
                "logits": [[float("%.6g" % v) for v in row] for row in logits.tolist()]}
