@@ -16094,6 +16094,12 @@ typedef struct mlstack__kernels {
        canonical sin/cos); v (Dh,) rotated in place by a table (>>kernels rule) */
     void (*rope_table)(float *cs, int Dh, int pos, const float *inv_freq);
     void (*rope_apply)(float *v, int Dh, const float *cs);
+    /* the recurrent mixers' steps (mlstack__conv_step_scalar and mlstack__dn_rule_scalar state
+       the rule) */
+    void (*conv_step)(const float *w, const float *b, int K, float *win, size_t ld, const float *x, float *o, int n,
+                      int silu);
+    void (*dn_rule)(float *S, const float *k, const float *q, const float *v, float decay, float beta, int dk, int dv,
+                    float *y);
     unsigned packs; /* bit 1 << wtype: matmul reads P16 panels of weights of that type when present */
 } mlstack__kernels;
 #define MLSTACK__PACKS_FLOAT ((1u << MLSTACK__W_F32) | (1u << MLSTACK__W_F16) | (1u << MLSTACK__W_BF16))
@@ -16611,12 +16617,17 @@ MLSTACK__FN void mlstack__from_f32(mlstack_dtype dt, const float *src, void *dst
 }
 #define MLSTACK__ATTN_SCALAR                                                                                       \
     mlstack__attn_scores_scalar, mlstack__softmax_scalar, mlstack__attn_pv_scalar, mlstack__kv_chunk_scalar, NULL, \
-        NULL, mlstack__from_f32, mlstack__quantize_rows, mlstack__rope_table, mlstack__rope_apply
+        NULL, mlstack__from_f32, mlstack__quantize_rows, mlstack__rope_table, mlstack__rope_apply,                 \
+        mlstack__conv_step_scalar, mlstack__dn_rule_scalar
 
 MLSTACK__FN void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps);
 MLSTACK__FN void mlstack__swiglu_scalar(float *g, const float *u, int n);
 MLSTACK__FN void mlstack__rope_table(float *cs, int Dh, int pos, const float *inv_freq);
 MLSTACK__FN void mlstack__rope_apply(float *v, int Dh, const float *cs);
+MLSTACK__FN void mlstack__conv_step_scalar(const float *w, const float *b, int K, float *win, size_t ld, const float *x,
+                                           float *o, int n, int silu);
+MLSTACK__FN void mlstack__dn_rule_scalar(float *S, const float *k, const float *q, const float *v, float decay,
+                                         float beta, int dk, int dv, float *y);
 static const mlstack__kernels mlstack__kernels_scalar = {
     "scalar", mlstack__matmul_scalar, mlstack__to_f32, mlstack__rmsnorm, mlstack__swiglu_scalar, MLSTACK__ATTN_SCALAR,
     0};
@@ -16719,6 +16730,66 @@ MLSTACK__FN void mlstack__rmsnorm(float *out, const float *x, const float *w, in
 MLSTACK__FN void mlstack__swiglu_scalar(float *g, const float *u, int n) {
     int i;
     for (i = 0; i < n; i++) g[i] = g[i] / (1.0f + mlstack__exp_canon(-g[i])) * u[i];
+}
+
+/* Kernels of the recurrent mixers (>>forward). Shapes: n channels of a causal depthwise conv of
+   width K; dk x dv the state matrix of one delta-net head.
+   conv_step: one token over channels [0, n): o[c] = an fma chain from b[c] (+0 without b) over
+       w[c K + j] win[j ld + c] for j = 0 .. K-2, then w[c K + K-1] x[c]; with silu,
+       o = o / (1 + exp(-o)); the window (K-1 rows ld floats apart, oldest first) then moves on:
+       row j = row j+1, row K-2 = x. o must not alias x or the window.
+   dn_rule: the gated delta rule of one head, S (dk, dv) row-major:
+       S = S decay; m = S^T k; d = (v - m) beta; S = S + k d^T; y = S^T q
+       each column j of m and y one fma chain over rows i = 0 .. dk-1 in order, from +0.
+   Channels and columns are independent, so a path runs any number of them at once with the same
+   bits; dn_rule takes columns in blocks that stay in cache from the decay pass to the read. */
+static void mlstack__conv_shift(float *win, size_t ld, const float *x, int n, int K) {
+    int j;
+    for (j = 0; j + 1 < K - 1; j++) memcpy(win + (size_t)j * ld, win + (size_t)(j + 1) * ld, sizeof(float) * (size_t)n);
+    if (K > 1) memcpy(win + (size_t)(K - 2) * ld, x, sizeof(float) * (size_t)n);
+}
+MLSTACK__FN void mlstack__conv_step_scalar(const float *w, const float *b, int K, float *win, size_t ld, const float *x,
+                                           float *o, int n, int silu) {
+    int c, j;
+    for (c = 0; c < n; c++) {
+        const float *wc = w + (size_t)c * K;
+        float acc = b ? b[c] : 0.0f;
+        for (j = 0; j < K - 1; j++) acc = MLSTACK__FMAF(wc[j], win[(size_t)j * ld + c], acc);
+        acc = MLSTACK__FMAF(wc[K - 1], x[c], acc);
+        o[c] = silu ? acc / (1.0f + mlstack__exp_canon(-acc)) : acc;
+    }
+    mlstack__conv_shift(win, ld, x, n, K);
+}
+/* dn_rule on the nc <= 8 columns from j0 (the scalar form, and the vector forms' last columns) */
+MLSTACK__FN void mlstack__dn_cols(float *S, const float *k, const float *q, const float *v, float decay, float beta,
+                                  int dk, int dv, float *y, int j0, int nc) {
+    float m[8] = {0, 0, 0, 0, 0, 0, 0, 0}, d[8];
+    int i, j;
+    for (i = 0; i < dk; i++) {
+        float *s = S + (size_t)i * dv + j0;
+        for (j = 0; j < nc; j++) {
+            s[j] = s[j] * decay;
+            m[j] = MLSTACK__FMAF(s[j], k[i], m[j]);
+        }
+    }
+    for (j = 0; j < nc; j++) {
+        d[j] = v[j0 + j] - m[j];
+        d[j] = d[j] * beta;
+        m[j] = 0;
+    }
+    for (i = 0; i < dk; i++) {
+        float *s = S + (size_t)i * dv + j0;
+        for (j = 0; j < nc; j++) {
+            s[j] = MLSTACK__FMAF(k[i], d[j], s[j]);
+            m[j] = MLSTACK__FMAF(s[j], q[i], m[j]);
+        }
+    }
+    memcpy(y + j0, m, sizeof(float) * (size_t)nc);
+}
+MLSTACK__FN void mlstack__dn_rule_scalar(float *S, const float *k, const float *q, const float *v, float decay,
+                                         float beta, int dk, int dv, float *y) {
+    int j0;
+    for (j0 = 0; j0 < dv; j0 += 8) mlstack__dn_cols(S, k, q, v, decay, beta, dk, dv, y, j0, dv - j0 < 8 ? dv - j0 : 8);
 }
 
 /* A double product rounded on its own, never fused into a following add (a volatile store is
@@ -18075,10 +18146,69 @@ static MLSTACK__T_AVX2 void mlstack__from_f32_avx2(mlstack_dtype dt, const float
     }
     if (i < n) mlstack__from_f32(dt, src + i, (unsigned char *)dst + i * (dt == MLSTACK_DTYPE_F32 ? 4 : 2), n - i);
 }
+/* The recurrent mixers' steps (>>kernels mlstack__conv_step_scalar, mlstack__dn_rule_scalar):
+   8 channels or columns per vector, each lane the scalar rule's operations. */
+MLSTACK__FN MLSTACK__T_AVX2 void mlstack__conv_step_avx2(const float *w, const float *b, int K, float *win, size_t ld,
+                                                         const float *x, float *o, int n, int silu) {
+    __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(K));
+    int c = 0, j;
+    for (; c + 8 <= n; c += 8) {
+        const float *wc = w + (size_t)c * K;
+        __m256 acc = b ? _mm256_loadu_ps(b + c) : _mm256_setzero_ps();
+        for (j = 0; j < K - 1; j++)
+            acc = _mm256_fmadd_ps(_mm256_i32gather_ps(wc + j, idx, 4), _mm256_loadu_ps(win + (size_t)j * ld + c), acc);
+        acc = _mm256_fmadd_ps(_mm256_i32gather_ps(wc + K - 1, idx, 4), _mm256_loadu_ps(x + c), acc);
+        if (silu)
+            acc = _mm256_div_ps(
+                acc, _mm256_add_ps(_mm256_set1_ps(1.0f), mlstack__exp256(_mm256_sub_ps(_mm256_setzero_ps(), acc))));
+        _mm256_storeu_ps(o + c, acc);
+    }
+    if (c < n)
+        mlstack__conv_step_scalar(w + (size_t)c * K, b ? b + c : NULL, K, win + c, ld, x + c, o + c, n - c, silu);
+    mlstack__conv_shift(win, ld, x, c, K);
+}
+/* dn_rule on nv vectors of columns from j0 (nv <= 4, a constant where it is inlined) */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__dn_cols_avx2(float *S, const float *k, const float *q,
+                                                                         const float *v, float decay, float beta,
+                                                                         int dk, int dv, float *y, int j0, int nv) {
+    __m256 m[4], d[4], dc = _mm256_set1_ps(decay);
+    int i, u;
+    for (u = 0; u < nv; u++) m[u] = _mm256_setzero_ps();
+    for (i = 0; i < dk; i++) {
+        float *s = S + (size_t)i * dv + j0;
+        __m256 ki = _mm256_set1_ps(k[i]);
+        for (u = 0; u < nv; u++) {
+            __m256 t = _mm256_mul_ps(_mm256_loadu_ps(s + 8 * u), dc);
+            _mm256_storeu_ps(s + 8 * u, t);
+            m[u] = _mm256_fmadd_ps(t, ki, m[u]);
+        }
+    }
+    for (u = 0; u < nv; u++) {
+        d[u] = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(v + j0 + 8 * u), m[u]), _mm256_set1_ps(beta));
+        m[u] = _mm256_setzero_ps();
+    }
+    for (i = 0; i < dk; i++) {
+        float *s = S + (size_t)i * dv + j0;
+        __m256 ki = _mm256_set1_ps(k[i]), qi = _mm256_set1_ps(q[i]);
+        for (u = 0; u < nv; u++) {
+            __m256 t = _mm256_fmadd_ps(ki, d[u], _mm256_loadu_ps(s + 8 * u));
+            _mm256_storeu_ps(s + 8 * u, t);
+            m[u] = _mm256_fmadd_ps(t, qi, m[u]);
+        }
+    }
+    for (u = 0; u < nv; u++) _mm256_storeu_ps(y + j0 + 8 * u, m[u]);
+}
+static MLSTACK__T_AVX2 void mlstack__dn_rule_avx2(float *S, const float *k, const float *q, const float *v, float decay,
+                                                  float beta, int dk, int dv, float *y) {
+    int j0 = 0;
+    for (; j0 + 32 <= dv; j0 += 32) mlstack__dn_cols_avx2(S, k, q, v, decay, beta, dk, dv, y, j0, 4);
+    for (; j0 + 8 <= dv; j0 += 8) mlstack__dn_cols_avx2(S, k, q, v, decay, beta, dk, dv, y, j0, 1);
+    if (j0 < dv) mlstack__dn_cols(S, k, q, v, decay, beta, dk, dv, y, j0, dv - j0);
+}
 #define MLSTACK__ATTN_AVX2                                                                                           \
     mlstack__attn_scores_avx2, mlstack__softmax_avx2, mlstack__attn_pv_avx2, mlstack__kv_chunk_avx2,                 \
         mlstack__attn_scores_kv_avx2, mlstack__attn_pv_kv_avx2, mlstack__from_f32_avx2, mlstack__quantize_rows_avx2, \
-        mlstack__rope_table, mlstack__rope_apply_avx2
+        mlstack__rope_table, mlstack__rope_apply_avx2, mlstack__conv_step_avx2, mlstack__dn_rule_avx2
 
 static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
                                                        mlstack__matmul_avx2,
@@ -18878,10 +19008,49 @@ static MLSTACK__T_AVX512 void mlstack__from_f32_avx512(mlstack_dtype dt, const f
     }
     if (i < n) mlstack__from_f32(dt, src + i, (unsigned char *)dst + i * (dt == MLSTACK_DTYPE_F32 ? 4 : 2), n - i);
 }
-#define MLSTACK__ATTN_AVX512                                                                             \
-    mlstack__attn_scores_avx512, mlstack__softmax_avx2, mlstack__attn_pv_avx512, mlstack__kv_chunk_avx2, \
-        mlstack__attn_scores_kv_avx2, mlstack__attn_pv_kv_avx2, mlstack__from_f32_avx512,                \
-        mlstack__quantize_rows_avx512, mlstack__rope_table, mlstack__rope_apply_avx2
+/* dn_rule (>>kernels mlstack__dn_rule_scalar), 16 columns per vector: the AVX2 form's blocks */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__dn_cols_avx512(float *S, const float *k, const float *q,
+                                                                             const float *v, float decay, float beta,
+                                                                             int dk, int dv, float *y, int j0, int nv) {
+    __m512 m[4], d[4], dc = _mm512_set1_ps(decay);
+    int i, u;
+    for (u = 0; u < nv; u++) m[u] = _mm512_setzero_ps();
+    for (i = 0; i < dk; i++) {
+        float *s = S + (size_t)i * dv + j0;
+        __m512 ki = _mm512_set1_ps(k[i]);
+        for (u = 0; u < nv; u++) {
+            __m512 t = _mm512_mul_ps(_mm512_loadu_ps(s + 16 * u), dc);
+            _mm512_storeu_ps(s + 16 * u, t);
+            m[u] = _mm512_fmadd_ps(t, ki, m[u]);
+        }
+    }
+    for (u = 0; u < nv; u++) {
+        d[u] = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(v + j0 + 16 * u), m[u]), _mm512_set1_ps(beta));
+        m[u] = _mm512_setzero_ps();
+    }
+    for (i = 0; i < dk; i++) {
+        float *s = S + (size_t)i * dv + j0;
+        __m512 ki = _mm512_set1_ps(k[i]), qi = _mm512_set1_ps(q[i]);
+        for (u = 0; u < nv; u++) {
+            __m512 t = _mm512_fmadd_ps(ki, d[u], _mm512_loadu_ps(s + 16 * u));
+            _mm512_storeu_ps(s + 16 * u, t);
+            m[u] = _mm512_fmadd_ps(t, qi, m[u]);
+        }
+    }
+    for (u = 0; u < nv; u++) _mm512_storeu_ps(y + j0 + 16 * u, m[u]);
+}
+MLSTACK__FN MLSTACK__T_AVX512 void mlstack__dn_rule_avx512(float *S, const float *k, const float *q, const float *v,
+                                                           float decay, float beta, int dk, int dv, float *y) {
+    int j0 = 0;
+    for (; j0 + 64 <= dv; j0 += 64) mlstack__dn_cols_avx512(S, k, q, v, decay, beta, dk, dv, y, j0, 4);
+    for (; j0 + 16 <= dv; j0 += 16) mlstack__dn_cols_avx512(S, k, q, v, decay, beta, dk, dv, y, j0, 1);
+    for (; j0 < dv; j0 += 8) mlstack__dn_cols(S, k, q, v, decay, beta, dk, dv, y, j0, dv - j0 < 8 ? dv - j0 : 8);
+}
+#define MLSTACK__ATTN_AVX512                                                                                   \
+    mlstack__attn_scores_avx512, mlstack__softmax_avx2, mlstack__attn_pv_avx512, mlstack__kv_chunk_avx2,       \
+        mlstack__attn_scores_kv_avx2, mlstack__attn_pv_kv_avx2, mlstack__from_f32_avx512,                      \
+        mlstack__quantize_rows_avx512, mlstack__rope_table, mlstack__rope_apply_avx2, mlstack__conv_step_avx2, \
+        mlstack__dn_rule_avx512
 
 static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni",
                                                          mlstack__matmul_avx512,
@@ -20204,10 +20373,67 @@ static void mlstack__from_f32_neon(mlstack_dtype dt, const float *src, void *dst
     }
     if (i < n) mlstack__from_f32(dt, src + i, (unsigned char *)dst + i * (dt == MLSTACK_DTYPE_F32 ? 4 : 2), n - i);
 }
+/* The recurrent mixers' steps (>>kernels mlstack__conv_step_scalar, mlstack__dn_rule_scalar):
+   4 channels or columns per vector, each lane the scalar rule's operations. */
+static void mlstack__conv_step_neon(const float *w, const float *b, int K, float *win, size_t ld, const float *x,
+                                    float *o, int n, int silu) {
+    int c = 0, j, l;
+    for (; c + 4 <= n; c += 4) {
+        float32x4_t acc = b ? vld1q_f32(b + c) : vdupq_n_f32(0.0f);
+        float t[4];
+        for (j = 0; j < K; j++) {
+            for (l = 0; l < 4; l++) t[l] = w[(size_t)(c + l) * K + j];
+            acc = vfmaq_f32(acc, vld1q_f32(t), vld1q_f32(j < K - 1 ? win + (size_t)j * ld + c : x + c));
+        }
+        if (silu) acc = vdivq_f32(acc, vaddq_f32(vdupq_n_f32(1.0f), mlstack__exp_neon(vnegq_f32(acc))));
+        vst1q_f32(o + c, acc);
+    }
+    if (c < n)
+        mlstack__conv_step_scalar(w + (size_t)c * K, b ? b + c : NULL, K, win + c, ld, x + c, o + c, n - c, silu);
+    mlstack__conv_shift(win, ld, x, c, K);
+}
+/* dn_rule on nv vectors of columns from j0 (nv <= 8, a constant where it is inlined) */
+static MLSTACK__ALWAYS_INLINE void mlstack__dn_cols_neon(float *S, const float *k, const float *q, const float *v,
+                                                         float decay, float beta, int dk, int dv, float *y, int j0,
+                                                         int nv) {
+    float32x4_t m[8], d[8], dc = vdupq_n_f32(decay);
+    int i, u;
+    for (u = 0; u < nv; u++) m[u] = vdupq_n_f32(0.0f);
+    for (i = 0; i < dk; i++) {
+        float *s = S + (size_t)i * dv + j0;
+        float32x4_t ki = vdupq_n_f32(k[i]);
+        for (u = 0; u < nv; u++) {
+            float32x4_t t = vmulq_f32(vld1q_f32(s + 4 * u), dc);
+            vst1q_f32(s + 4 * u, t);
+            m[u] = vfmaq_f32(m[u], t, ki);
+        }
+    }
+    for (u = 0; u < nv; u++) {
+        d[u] = vmulq_f32(vsubq_f32(vld1q_f32(v + j0 + 4 * u), m[u]), vdupq_n_f32(beta));
+        m[u] = vdupq_n_f32(0.0f);
+    }
+    for (i = 0; i < dk; i++) {
+        float *s = S + (size_t)i * dv + j0;
+        float32x4_t ki = vdupq_n_f32(k[i]), qi = vdupq_n_f32(q[i]);
+        for (u = 0; u < nv; u++) {
+            float32x4_t t = vfmaq_f32(vld1q_f32(s + 4 * u), ki, d[u]);
+            vst1q_f32(s + 4 * u, t);
+            m[u] = vfmaq_f32(m[u], t, qi);
+        }
+    }
+    for (u = 0; u < nv; u++) vst1q_f32(y + j0 + 4 * u, m[u]);
+}
+static void mlstack__dn_rule_neon(float *S, const float *k, const float *q, const float *v, float decay, float beta,
+                                  int dk, int dv, float *y) {
+    int j0 = 0;
+    for (; j0 + 32 <= dv; j0 += 32) mlstack__dn_cols_neon(S, k, q, v, decay, beta, dk, dv, y, j0, 8);
+    for (; j0 + 4 <= dv; j0 += 4) mlstack__dn_cols_neon(S, k, q, v, decay, beta, dk, dv, y, j0, 1);
+    if (j0 < dv) mlstack__dn_cols(S, k, q, v, decay, beta, dk, dv, y, j0, dv - j0);
+}
 #define MLSTACK__ATTN_NEON                                                                                      \
     mlstack__attn_scores_neon, mlstack__softmax_neon, mlstack__attn_pv_neon, mlstack__kv_chunk_neon,            \
         mlstack__attn_scores_kv_neon, mlstack__attn_pv_kv_neon, mlstack__from_f32_neon, mlstack__quantize_rows, \
-        mlstack__rope_table, mlstack__rope_apply
+        mlstack__rope_table, mlstack__rope_apply, mlstack__conv_step_neon, mlstack__dn_rule_neon
 
 static const mlstack__kernels mlstack__kernels_neon = {"neon",
                                                        mlstack__matmul_neon,
@@ -29480,6 +29706,7 @@ static size_t mlstack__mix_scratch_floats(const mlstack__config *c, int kind) {
     if (kind == MLSTACK__LAYER_ATTN_SSM) kind = MLSTACK__LAYER_MAMBA2;
     if (kind == MLSTACK__LAYER_DELTANET) /* the conv's output over every channel, one row of dv */
         return (size_t)2 * c->dn_k_heads * c->dn_k_dim + (size_t)c->dn_v_heads * c->dn_v_dim + (size_t)c->dn_v_dim;
+    if (kind == MLSTACK__LAYER_CONV) return (size_t)c->n_embd; /* the conv's input B * v */
     return kind == MLSTACK__LAYER_MAMBA2 ? (size_t)c->ssm.conv_dim : 0;
 }
 
@@ -35778,8 +36005,9 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
    one token at a time, by the same code for a prefill of many tokens and a decode of one, so
    prefill == decode bit for bit, whatever the chunking. The projections around it (the layer's
    w_in before, wo after) are the engine's batched matmuls, batch invariant as every matmul.
-       void mix(m, L, state, x, y, n_tok, part, n_parts, scratch)
+       void mix(m, k, L, state, x, y, n_tok, part, n_parts, scratch)
      m, L     the model and the layer (the kind's weights; conv and SSM parameters as f32)
+     k        the kernels (their conv_step and dn_rule: the same bits on every path)
      state    the layer's state of this sequence: mlstack__state_floats(cfg, L->kind) floats at
               L->state_off of the slot's block (>>kvcache), read and updated in place; zeros
               for a new sequence
@@ -35789,12 +36017,13 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
               computes (mlstack__part_range): every part sees every token, in order, and writes
               only its units' y and state; a unit's arithmetic is the same for any n_parts
      scratch  mlstack__mix_scratch_floats(cfg, L->kind) floats for this call alone
-   Element-wise math in plain scalar C under the canonical arithmetic of >>kernels (a product
+   Element-wise math in the kernels or in plain scalar C under the canonical arithmetic of >>kernels (a product
    that feeds a sum is an explicit fmaf), so every ISA gives the same bits. The forward pass
    calls it per run of a sequence's consecutive rows (mlstack__mix_runs), runs of one page at
    most, and copies the state to a page's snapshot after the run that ends the page. */
-typedef void (*mlstack__mix_fn)(const mlstack_model *m, const mlstack__layer *L, float *state, const float *x, float *y,
-                                int n_tok, int part, int n_parts, float *scratch);
+typedef void (*mlstack__mix_fn)(const mlstack_model *m, const mlstack__kernels *k, const mlstack__layer *L,
+                                float *state, const float *x, float *y, int n_tok, int part, int n_parts,
+                                float *scratch);
 
 /* Units [*u0, *u1) of n that part `part` of n_parts computes. */
 static void mlstack__part_range(int n, int part, int n_parts, int *u0, int *u1) {
@@ -35807,23 +36036,17 @@ static void mlstack__part_range(int n, int part, int n_parts, int *u0, int *u1) 
        o = bias + sum_{j < K} w[c][j] win[j]   (win: the state's K - 1 older u, then this u)
        y = C * o;  the state drops its oldest u and keeps this one
    as transformers' causal_conv1d_update (F.conv1d over the window, zeros before the first). */
-static void mlstack__mix_conv(const mlstack_model *m, const mlstack__layer *L, float *state, const float *x, float *y,
-                              int n_tok, int part, int n_parts, float *scratch) {
-    int D = m->cfg.n_embd, K = m->cfg.conv_k, c0, c1, t, c, j;
-    (void)scratch;
+static void mlstack__mix_conv(const mlstack_model *m, const mlstack__kernels *k, const mlstack__layer *L, float *state,
+                              const float *x, float *y, int n_tok, int part, int n_parts, float *scratch) {
+    int D = m->cfg.n_embd, K = m->cfg.conv_k, c0, c1, t, c;
     mlstack__part_range(D, part, n_parts, &c0, &c1);
     for (t = 0; t < n_tok; t++) {
         const float *xb = x + (size_t)t * 3 * D, *xc = xb + D, *xv = xb + 2 * D;
         float *yt = y + (size_t)t * D;
-        for (c = c0; c < c1; c++) {
-            const float *w = L->conv_w + (size_t)c * K;
-            float u = xb[c] * xv[c], o = L->conv_b ? L->conv_b[c] : 0.0f;
-            for (j = 0; j < K - 1; j++) o = MLSTACK__FMAF(w[j], state[(size_t)j * D + c], o);
-            o = MLSTACK__FMAF(w[K - 1], u, o);
-            yt[c] = xc[c] * o;
-            for (j = 0; j + 1 < K - 1; j++) state[(size_t)j * D + c] = state[(size_t)(j + 1) * D + c];
-            state[(size_t)(K - 2) * D + c] = u;
-        }
+        for (c = c0; c < c1; c++) scratch[c] = xb[c] * xv[c];
+        k->conv_step(L->conv_w + (size_t)c0 * K, L->conv_b ? L->conv_b + c0 : NULL, K, state + c0, (size_t)D,
+                     scratch + c0, yt + c0, c1 - c0, 0);
+        for (c = c0; c < c1; c++) yt[c] = xc[c] * yt[c];
     }
 }
 
@@ -35868,8 +36091,9 @@ static float mlstack__silu(float g) { return g / (1.0f + mlstack__exp_canon(-g))
    units are the B/C groups with their heads (each group owns its channels of the window; with
    one group one part does all); a gated norm whose groups are not within the B/C groups waits
    for every head, so then part 0 does all. scratch: conv_dim floats. */
-static void mlstack__mix_mamba2(const mlstack_model *m, const mlstack__layer *L, float *state, const float *x, float *y,
-                                int n_tok, int part, int n_parts, float *scratch) {
+static void mlstack__mix_mamba2(const mlstack_model *m, const mlstack__kernels *kn, const mlstack__layer *L,
+                                float *state, const float *x, float *y, int n_tok, int part, int n_parts,
+                                float *scratch) {
     const mlstack__ssm_cfg *s = &m->cfg.ssm;
     int K = s->conv, CD = s->conv_dim, P = s->head_dim, N = s->state, I = s->inner, G = s->groups;
     int hpg = s->heads / G, gs = I / s->norm_groups, g0, g1, t, k, h, p, n, i;
@@ -35882,15 +36106,9 @@ static void mlstack__mix_mamba2(const mlstack_model *m, const mlstack__layer *L,
         float *yt = y + (size_t)t * I;
         for (i = 0; i < 3; i++) { /* the part's channels: x of its heads, B and C of its groups */
             int c0 = i == 0 ? g0 * hpg * P : I + (i - 1) * G * N + g0 * N;
-            int c1 = i == 0 ? g1 * hpg * P : I + (i - 1) * G * N + g1 * N, ch;
-            for (ch = c0; ch < c1; ch++) {
-                const float *w = L->conv_w + (size_t)ch * K;
-                float acc = L->conv_b ? L->conv_b[ch] : 0.0f;
-                for (k = 0; k < K - 1; k++) acc = MLSTACK__FMAF(w[k], state[(size_t)k * CD + ch], acc);
-                c[ch] = mlstack__silu(MLSTACK__FMAF(w[K - 1], in[ch], acc));
-                for (k = 0; k + 1 < K - 1; k++) state[(size_t)k * CD + ch] = state[(size_t)(k + 1) * CD + ch];
-                if (K > 1) state[(size_t)(K - 2) * CD + ch] = in[ch];
-            }
+            int c1 = i == 0 ? g1 * hpg * P : I + (i - 1) * G * N + g1 * N;
+            kn->conv_step(L->conv_w + (size_t)c0 * K, L->conv_b ? L->conv_b + c0 : NULL, K, state + c0, (size_t)CD,
+                          in + c0, c + c0, c1 - c0, 1);
         }
         for (h = g0 * hpg; h < g1 * hpg; h++) {
             const float *xh = c + (size_t)h * P, *Bg = c + I + (size_t)(h / hpg) * N, *Cg = Bg + (size_t)G * N;
@@ -35909,7 +36127,7 @@ static void mlstack__mix_mamba2(const mlstack_model *m, const mlstack__layer *L,
         for (k = g0 * hpg * P; k < g1 * hpg * P && s->gate_norm != MLSTACK__GATE_NORM_BEFORE; k++)
             yt[k] = yt[k] * mlstack__silu(z[k]);
         for (k = g0 * hpg * P / gs; k < g1 * hpg * P / gs && s->gate_norm != MLSTACK__GATE_NORM_NONE; k++)
-            mlstack__rmsnorm(yt + (size_t)k * gs, yt + (size_t)k * gs, L->ssm_norm + (size_t)k * gs, gs, s->eps);
+            kn->rmsnorm(yt + (size_t)k * gs, yt + (size_t)k * gs, L->ssm_norm + (size_t)k * gs, gs, s->eps);
         for (k = g0 * hpg * P; k < g1 * hpg * P && s->gate_norm == MLSTACK__GATE_NORM_BEFORE; k++)
             yt[k] = yt[k] * mlstack__silu(z[k]);
     }
@@ -35929,7 +36147,9 @@ static void mlstack__mix_mamba2(const mlstack_model *m, const mlstack__layer *L,
    on how it is chunked or batched. transformers prefills with its chunked rule (64-token chunks
    solved as triangular systems) instead: the same math, rounded differently (the fixtures record
    the gap between its two paths: 3e-5 to 8.5e-5 on their logits). Every product feeding a sum is
-   an explicit fmaf, the rest rounds once (the canonical arithmetic of >>kernels). */
+   an explicit fmaf, the rest rounds once (the canonical arithmetic of >>kernels); the conv, the
+   state's update and reads (dn_rule), the output norm (its sum of squares in the canonical 16
+   partial sums) and the gate are the kernel table's, vectorised across channels and columns. */
 
 static float mlstack__sigmoid_canon(float x) {
     float e = mlstack__exp_canon(-x);
@@ -35940,22 +36160,14 @@ static float mlstack__sigmoid_canon(float x) {
 /* The conv of one token over the channels of key heads [k0, k1) (their q and k channels and the
    v channels of their value heads): u = silu(sum_j w_j in_j) over the window's K - 1 inputs and
    x, then the window moves on by one (x its newest row); q and k L2-normalised, q / sqrt(dk). */
-static void mlstack__dn_conv(const mlstack__config *c, const mlstack__layer *L, float *win, const float *x, float *u,
-                             int k0, int k1) {
+static void mlstack__dn_conv(const mlstack__config *c, const mlstack__kernels *kn, const mlstack__layer *L, float *win,
+                             const float *x, float *u, int k0, int k1) {
     int K = c->dn_conv, dk = c->dn_k_dim, kd = c->dn_k_heads * dk, G = c->dn_v_heads / c->dn_k_heads;
-    int gv = G * c->dn_v_dim, C = 2 * kd + c->dn_v_heads * c->dn_v_dim, r, ch, j, h;
+    int gv = G * c->dn_v_dim, C = 2 * kd + c->dn_v_heads * c->dn_v_dim, r, j, h;
     float qs = sqrtf((float)dk);
     for (r = 0; r < 3; r++) { /* the part's q, k and v channels */
         int a = r == 2 ? 2 * kd + k0 * gv : r * kd + k0 * dk, e = r == 2 ? 2 * kd + k1 * gv : r * kd + k1 * dk;
-        for (ch = a; ch < e; ch++) {
-            const float *w = L->conv_w + (size_t)ch * K;
-            float acc = 0;
-            for (j = 0; j < K - 1; j++) acc = MLSTACK__FMAF(w[j], win[(size_t)j * C + ch], acc);
-            acc = MLSTACK__FMAF(w[K - 1], x[ch], acc);
-            u[ch] = acc / (1.0f + mlstack__exp_canon(-acc));
-            for (j = 0; j + 1 < K - 1; j++) win[(size_t)j * C + ch] = win[(size_t)(j + 1) * C + ch];
-            if (K > 1) win[(size_t)(K - 2) * C + ch] = x[ch];
-        }
+        kn->conv_step(L->conv_w + (size_t)a * K, NULL, K, win + a, (size_t)C, x + a, u + a, e - a, 1);
     }
     for (r = 0; r < 2; r++) /* q heads, then k heads */
         for (h = k0; h < k1; h++) {
@@ -35970,44 +36182,28 @@ static void mlstack__dn_conv(const mlstack__config *c, const mlstack__layer *L, 
 
 /* Value head h of one token: the decay and delta-rule update of S (dk, dv), the read o = S^T q,
    then y = rmsnorm(o) w silu(z). */
-static void mlstack__dn_head(const mlstack__config *c, const mlstack__layer *L, float *S, const float *u,
-                             const float *x, int h, float *y, float *tmp) {
-    int dk = c->dn_k_dim, dv = c->dn_v_dim, kd = c->dn_k_heads * dk, vd = c->dn_v_heads * dv, i, j;
+static void mlstack__dn_head(const mlstack__config *c, const mlstack__kernels *kn, const mlstack__layer *L, float *S,
+                             const float *u, const float *x, int h, float *y, float *tmp) {
+    int dk = c->dn_k_dim, dv = c->dn_v_dim, kd = c->dn_k_heads * dk, vd = c->dn_v_heads * dv;
     int C = 2 * kd + vd, kh = h / (c->dn_v_heads / c->dn_k_heads);
     const float *q = u + (size_t)kh * dk, *k = u + kd + (size_t)kh * dk, *v = u + 2 * kd + (size_t)h * dv;
-    const float *z = x + C + (size_t)h * dv;
-    float beta = mlstack__sigmoid_canon(x[C + vd + h]), g, decay, *mem = tmp, ss = 0, inv;
+    float beta = mlstack__sigmoid_canon(x[C + vd + h]), g;
     g = mlstack__softplus(x[C + vd + c->dn_v_heads + h] + L->dn_dt_bias[h]);
     g = L->dn_neg_a[h] * g;
-    decay = mlstack__exp_canon(g);
-    for (i = 0; i < dk * dv; i++) S[i] = S[i] * decay;
-    for (j = 0; j < dv; j++) mem[j] = 0;
-    for (i = 0; i < dk; i++)
-        for (j = 0; j < dv; j++) mem[j] = MLSTACK__FMAF(S[(size_t)i * dv + j], k[i], mem[j]);
-    for (j = 0; j < dv; j++) {
-        float d = v[j] - mem[j];
-        mem[j] = d * beta; /* delta */
-    }
-    for (i = 0; i < dk; i++)
-        for (j = 0; j < dv; j++) S[(size_t)i * dv + j] = MLSTACK__FMAF(k[i], mem[j], S[(size_t)i * dv + j]);
-    for (j = 0; j < dv; j++) y[j] = 0;
-    for (i = 0; i < dk; i++)
-        for (j = 0; j < dv; j++) y[j] = MLSTACK__FMAF(S[(size_t)i * dv + j], q[i], y[j]);
-    for (j = 0; j < dv; j++) ss = MLSTACK__FMAF(y[j], y[j], ss);
-    inv = 1.0f / sqrtf(ss / (float)dv + c->eps);
-    for (j = 0; j < dv; j++) {
-        float t = y[j] * inv, sz = z[j] / (1.0f + mlstack__exp_canon(-z[j]));
-        t = t * L->dn_norm[j];
-        y[j] = t * sz;
-    }
+    kn->dn_rule(S, k, q, v, mlstack__exp_canon(g), beta, dk, dv, y);
+    kn->rmsnorm(y, y, L->dn_norm, dv, c->eps); /* rmsnorm(o) w, then silu(z) times that */
+    memcpy(tmp, x + C + (size_t)h * dv, sizeof(float) * (size_t)dv);
+    kn->swiglu(tmp, y, dv);
+    memcpy(y, tmp, sizeof(float) * (size_t)dv);
 }
 
 /* The delta-net mixer (the contract above): units are the key heads, each with its run of value
    heads and their channels, so a part's conv channels, state and outputs are its own. x rows of
    mlstack__mix_in_width (q | k | v | z | b | a), y rows of Hv dv; scratch: the conv's output (C),
    one row of dv. */
-static void mlstack__mix_deltanet(const mlstack_model *m, const mlstack__layer *L, float *state, const float *x,
-                                  float *y, int n_tok, int part, int n_parts, float *scratch) {
+static void mlstack__mix_deltanet(const mlstack_model *m, const mlstack__kernels *k, const mlstack__layer *L,
+                                  float *state, const float *x, float *y, int n_tok, int part, int n_parts,
+                                  float *scratch) {
     const mlstack__config *c = &m->cfg;
     int C = 2 * c->dn_k_heads * c->dn_k_dim + c->dn_v_heads * c->dn_v_dim, vd = c->dn_v_heads * c->dn_v_dim;
     int W = C + vd + 2 * c->dn_v_heads, G = c->dn_v_heads / c->dn_k_heads, t, h, k0, k1;
@@ -36016,9 +36212,9 @@ static void mlstack__mix_deltanet(const mlstack_model *m, const mlstack__layer *
     mlstack__part_range(c->dn_k_heads, part, n_parts, &k0, &k1);
     for (t = 0; t < n_tok; t++) {
         const float *xt = x + (size_t)t * W;
-        mlstack__dn_conv(c, L, state, xt, scratch, k0, k1);
+        mlstack__dn_conv(c, k, L, state, xt, scratch, k0, k1);
         for (h = k0 * G; h < k1 * G; h++)
-            mlstack__dn_head(c, L, S + (size_t)h * sS, scratch, xt, h,
+            mlstack__dn_head(c, k, L, S + (size_t)h * sS, scratch, xt, h,
                              y + (size_t)t * vd + (size_t)mlstack__dn_stored_head(c, h) * c->dn_v_dim, scratch + C);
     }
 }
@@ -36101,7 +36297,7 @@ static void mlstack__mix_task(void *ctx, int task, int n_tasks, int thread) {
     for (i = j->r0; i < j->r1; i++) {
         int b0 = run[i];
         float *st = mlstack__state_of(&rk->kv, j->rows[b0].seq) + j->L->state_off;
-        mlstack__mixers[j->L->kind](rk->model, j->L, st, rk->s.mix_x + (size_t)b0 * j->win,
+        mlstack__mixers[j->L->kind](rk->model, rk->k, j->L, st, rk->s.mix_x + (size_t)b0 * j->win,
                                     rk->s.mix_y + (size_t)b0 * j->wout, run[i + 1] - b0, task, n_tasks,
                                     rk->s.mix_s + (size_t)thread * sc);
     }

@@ -741,6 +741,41 @@ static void check_attn_chunk(const mlstack__kernels *k) {
     }
 }
 
+/* The recurrent mixers' steps: the reference's bits for conv widths 1 to 5 over channel counts
+   with vector tails (with and without bias and silu; the window moved on the same), and the
+   delta rule on head shapes with column tails (the state, the read), over three tokens. */
+static void check_mixer_steps(const mlstack__kernels *k) {
+    static const int ns[] = {1, 7, 8, 13, 37, 64}, dks[] = {128, 16, 8, 3}, dvs[] = {128, 40, 13, 68};
+    float w[5 * 64], b[64], x[64], win0[4 * 70], win1[4 * 70], o0[64], o1[64];
+    float S0[128 * 128], S1[128 * 128], q[128], kk[128], v[128], y0[128], y1[128];
+    int K, ni, i, t, hi, do_c = TK_COMPARE(k, conv_step), do_d = TK_COMPARE(k, dn_rule);
+    for (K = 1; K <= 5 && do_c; K++)
+        for (ni = 0; ni < 12; ni++) {
+            int n = ns[ni % 6], mode = ni / 6; /* 0: bias and silu, 1: neither */
+            for (i = 0; i < 5 * 64; i++) w[i] = frand();
+            for (i = 0; i < 4 * 70; i++) win0[i] = win1[i] = frand() * 3.0f;
+            for (t = 0; t < 3; t++) {
+                for (i = 0; i < 64; i++) x[i] = frand() * 3.0f, b[i] = frand();
+                mlstack__conv_step_scalar(w, mode ? NULL : b, K, win0, 70, x, o0, n, !mode);
+                k->conv_step(w, mode ? NULL : b, K, win1, 70, x, o1, n, !mode);
+                CHECKF(!memcmp(o0, o1, sizeof(float) * (size_t)n) && !memcmp(win0, win1, sizeof(win0)),
+                       "%s conv_step K %d n %d mode %d token %d differs from the reference", k->name, K, n, mode, t);
+            }
+        }
+    for (hi = 0; hi < 4 && do_d; hi++) {
+        int dk = dks[hi], dv = dvs[hi];
+        for (i = 0; i < dk * dv; i++) S0[i] = S1[i] = frand();
+        for (t = 0; t < 3; t++) {
+            float decay = 0.5f + 0.5f * frand() * frand(), beta = 0.5f + 0.5f * frand();
+            for (i = 0; i < 128; i++) q[i] = frand(), kk[i] = frand() * 0.1f, v[i] = frand();
+            mlstack__dn_rule_scalar(S0, kk, q, v, decay, beta, dk, dv, y0);
+            k->dn_rule(S1, kk, q, v, decay, beta, dk, dv, y1);
+            CHECKF(!memcmp(y0, y1, sizeof(float) * (size_t)dv) && !memcmp(S0, S1, sizeof(float) * (size_t)dk * dv),
+                   "%s dn_rule dk %d dv %d token %d differs from the reference", k->name, dk, dv, t);
+        }
+    }
+}
+
 static void check_path(const mlstack__kernels *k) {
     check_matmul(k);
     check_to_f32(k);
@@ -751,6 +786,7 @@ static void check_path(const mlstack__kernels *k) {
     check_kv_chunk(k);
     check_attn_from_cache(k);
     check_attn_chunk(k);
+    check_mixer_steps(k);
 }
 
 #if defined(MLSTACK__HAVE_NEON_DOT)

@@ -383,10 +383,74 @@ def write_gpt_oss_gguf(path: str, n_layers: int, seed: int) -> None:
 
 # ---------------------------------------------------------------- main
 
+
+# ---------------------------------------------------------------- hybrids
+
+# The smallest public checkpoints' shapes (text part): Qwen3.5-0.8B and LFM2-1.2B.
+HYBRID_SHAPES = {
+    "qwen35-0.8b": dict(
+        architectures=["Qwen3_5ForCausalLM"], vocab_size=248320, hidden_size=1024, intermediate_size=3584,
+        num_hidden_layers=24, num_attention_heads=8, num_key_value_heads=2, head_dim=256, hidden_act="silu",
+        max_position_embeddings=262144, rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False,
+        rope_parameters=dict(rope_theta=10000000.0, partial_rotary_factor=0.25, rope_type="default"),
+        linear_conv_kernel_dim=4, linear_key_head_dim=128, linear_value_head_dim=128, linear_num_key_heads=16,
+        linear_num_value_heads=16, eos_token_id=2,
+        layer_types=["full_attention" if i % 4 == 3 else "linear_attention" for i in range(24)]),
+    "lfm2-1.2b": dict(
+        architectures=["Lfm2ForCausalLM"], vocab_size=65536, hidden_size=2048, intermediate_size=12288,
+        num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=128000,
+        norm_eps=1e-5, tie_word_embeddings=True, rope_parameters=dict(rope_theta=1000000.0, rope_type="default"),
+        conv_bias=False, conv_L_cache=3, block_multiple_of=256, block_ffn_dim_multiplier=1.0,
+        block_auto_adjust_ff_dim=True, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+        layer_types=["full_attention" if i in (2, 5, 8, 10, 12, 14) else "conv" for i in range(16)]),
+}
+
+
+def write_hybrid(a) -> int:
+    """A random hybrid in a public checkpoint's shape: transformers builds it (its own init) and
+    saves a bf16 folder; llama.cpp's converter writes OUT/model-q8_0.gguf (and -bf16); mlstack
+    quantize writes OUT/model-q4_k_m.gguf from the bf16 one. The tokenizer is --tokenizer's
+    (any byte-level BPE tokenizer.json; the converter pads the vocabulary to the shape's)."""
+    import shutil
+    import subprocess
+    import torch
+    import transformers
+    cfg = dict(HYBRID_SHAPES[a.shape])
+    arch = cfg.pop("architectures")[0]
+    conf = {"Qwen3_5ForCausalLM": transformers.Qwen3_5TextConfig,
+            "Lfm2ForCausalLM": transformers.Lfm2Config}[arch](**cfg)
+    conf.architectures = [arch]
+    hf = os.path.join(a.out, "hf")
+    if not os.path.exists(os.path.join(hf, "model.safetensors")) or a.force:
+        torch.manual_seed(a.seed)
+        with torch.no_grad():
+            getattr(transformers, arch)(conf).to(torch.bfloat16).save_pretrained(hf)
+        for f in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(os.path.join(a.tokenizer, f), hf)
+    conv = os.path.join(a.peer, "src", "vendor", "llama.cpp")
+    env = dict(os.environ, PYTHONPATH=os.path.join(conv, "gguf-py"))
+    for typ in ("bf16", "q8_0"):
+        out = os.path.join(a.out, f"model-{typ}.gguf")
+        if not os.path.exists(out) or a.force:
+            mtp = ["--no-mtp"] if arch.startswith("Qwen3_5") else []  # the converter refuses it elsewhere
+            subprocess.run([sys.executable, os.path.join(conv, "convert_hf_to_gguf.py"), hf, *mtp,
+                            "--outtype", typ, "--outfile", out], check=True, env=env)
+    out = os.path.join(a.out, "model-q4_k_m.gguf")
+    if not os.path.exists(out) or a.force:
+        subprocess.run([a.mlstack, "quantize", "-m", os.path.join(a.out, "model-bf16.gguf"), "--quant", "q4_k_m",
+                        "-o", out], check=True)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shape", required=True, choices=sorted(SHAPES) + ["gpt-oss-20b"])
-    ap.add_argument("--dtype", required=True, choices=list(DTYPES) + ["mxfp4"])
+    ap.add_argument("--shape", required=True, choices=sorted(SHAPES) + ["gpt-oss-20b"] + sorted(HYBRID_SHAPES))
+    ap.add_argument("--dtype", choices=list(DTYPES) + ["mxfp4"], help="not for the hybrid shapes (they write all three)")
+    ap.add_argument("--tokenizer", default=os.path.join(os.path.dirname(__file__), "..", "models", "smollm2-135m-instruct"),
+                    help="hybrid shapes: a folder with tokenizer.json and tokenizer_config.json")
+    ap.add_argument("--peer", default=os.path.join(os.path.dirname(__file__), "..", "peer"),
+                    help="hybrid shapes: llama.cpp's peer folder (tools/build_llamacpp.sh), for its converter")
+    ap.add_argument("--mlstack", default=os.path.join(os.path.dirname(__file__), "..", "build", "mlstack"))
     ap.add_argument("--layers", type=int, default=0, help="gpt-oss-20b: the first N layers only (0: all 24)")
     ap.add_argument("--out", required=True, help="output folder (created)")
     ap.add_argument("--seed", type=int, default=1234)
@@ -398,6 +462,10 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
 
     os.makedirs(a.out, exist_ok=True)
+    if a.shape in HYBRID_SHAPES:
+        return write_hybrid(a)
+    if not a.dtype:
+        ap.error("--dtype is needed")
     if a.shape == "gpt-oss-20b":  # GGUF only (mlstack reads it as llama.cpp does), MXFP4 experts
         if a.dtype != "mxfp4":
             ap.error("--shape gpt-oss-20b takes --dtype mxfp4")
