@@ -36384,11 +36384,8 @@ static void mlstack__ple_inputs(mlstack__rank *rk, const mlstack_batch_row *rows
         for (o = 0; o < LP; o += 64) { /* the table's row, 64 values at a time */
             size_t k = LP - o < 64 ? LP - o : 64;
             mlstack__to_f32(m->ple_dtype, row + o * es, tok, k);
-            for (i = 0; i < k; i++) {
-                float v = tok[i] * m->ple_scale;
-                v = p[o + i] + v;
-                p[o + i] = v * half;
-            }
+            for (i = 0; i < k; i++) /* the product feeds a sum: one fmaf (the canonical arithmetic) */
+                p[o + i] = MLSTACK__FMAF(tok[i], m->ple_scale, p[o + i]) * half;
         }
     }
 }
