@@ -231,9 +231,9 @@ def structured_http(port, model):
     # refused: the keyword and its JSON path, or the field
     for bad_body, field, want in (
             (dict(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {
-                "type": "object", "properties": {"a": {"type": "array", "items": {"oneOf": [
-                    {"type": "string"}, {"maxLength": 2}]}}}}}}),
-             "response_format.json_schema.schema", ["oneOf", "/properties/a/items"]),
+                "type": "object", "properties": {"a": {"type": "array", "items": {
+                    "type": "object", "unevaluatedProperties": False}}}}}}),
+             "response_format.json_schema.schema", ["unevaluatedProperties", "/properties/a/items"]),
             (dict(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "objekt"}}}),
              "response_format.json_schema.schema", ["objekt"]),
             (dict(response_format={"type": "yaml"}), "response_format", ["json_schema"]),
