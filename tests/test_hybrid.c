@@ -359,24 +359,7 @@ static void check_random(const char *name, mlstack_model *m, const int32_t *ids)
 }
 
 int main(void) {
-    static const char *names[] = {"lfm2",
-                                  "lfm2_k4",
-                                  "mamba2",
-                                  "mamba2_groups",
-                                  "granite_hybrid",
-                                  "granite_hybrid_moe",
-                                  "granite_hybrid_top1",
-                                  "nemotron_h",
-                                  "nemotron_h_moe",
-                                  "nemotron_h_moe_top1",
-                                  "nemotron_h_moe_latent",
-                                  "falcon_h1",
-                                  "falcon_h1_norm",
-                                  "falcon_h1_prenorm",
-                                  "lfm2_moe",
-                                  "qwen3_5",
-                                  "qwen3_5_moe",
-                                  "qwen3_next"};
+    static const char *names[] = {TL_HYBRID_FIXTURES};
     int i;
     for (i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         int32_t ids[MAXP];

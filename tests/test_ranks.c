@@ -697,45 +697,12 @@ static void check_errors(mlstack_model *m) {
 
 /* Family fixtures that refuse more than one rank (MoE, whole-projection q/k norms, LayerNorm
    families, hybrids, latent attention) */
-static const char *const one_rank_only[] = {"gemma4",
-                                            "gemma4_keqv",
-                                            "gemma4_vl",
-                                            "mixtral",
-                                            "olmoe",
-                                            "qwen2_moe",
-                                            "qwen3_moe",
-                                            "gpt_neox",
-                                            "gpt_neox_seq",
-                                            "stablelm",
-                                            "stablelm_par",
-                                            "olmo2",
-                                            "olmo3",
-                                            "lfm2",
-                                            "lfm2_k4",
-                                            "lfm2_moe",
-                                            "lfm2_moe_top1",
-                                            "gpt_oss",
-                                            "gpt_oss_mxfp4",
-                                            "mamba2",
-                                            "mamba2_groups",
-                                            "granite_hybrid",
-                                            "granite_hybrid_moe",
-                                            "granite_hybrid_top1",
-                                            "nemotron_h",
-                                            "nemotron_h_moe",
-                                            "nemotron_h_moe_top1",
-                                            "nemotron_h_moe_latent",
-                                            "falcon_h1",
-                                            "falcon_h1_norm",
-                                            "falcon_h1_prenorm",
-                                            "qwen3_5",
-                                            "qwen3_5_moe",
-                                            "qwen3_5_vl",
-                                            "qwen3_next",
-                                            "deepseek_v2",
-                                            "deepseek_v2_group",
-                                            "deepseek_v3",
-                                            "deepseek_v3_flat"};
+static const char *const one_rank_only[] = {
+    "gemma4",           "gemma4_keqv",     "gemma4_vl",   "mixtral",           "olmoe",
+    "qwen2_moe",        "qwen3_moe",       "gpt_neox",    "gpt_neox_seq",      "stablelm",
+    "stablelm_par",     "olmo2",           "olmo3",       "lfm2_moe_top1",     "gpt_oss",
+    "gpt_oss_mxfp4",    "qwen3_5_vl",      "deepseek_v2", "deepseek_v2_group", "deepseek_v3",
+    "deepseek_v3_flat", TL_HYBRID_FIXTURES};
 
 int main(void) {
     const char *fix = "tests/fixtures/models";

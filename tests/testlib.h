@@ -7,6 +7,14 @@
 #include <string.h>
 
 static int tl_passed, tl_failed, tl_skipped;
+
+/* The hybrid (recurrent-layer) family fixtures under tests/fixtures/families: test_hybrid checks
+   each, test_ranks expects each to refuse two ranks. A new hybrid fixture goes here once. */
+#define TL_HYBRID_FIXTURES                                                                                             \
+    "lfm2", "lfm2_k4", "mamba2", "mamba2_groups", "granite_hybrid", "granite_hybrid_moe", "granite_hybrid_top1",       \
+        "nemotron_h", "nemotron_h_moe", "nemotron_h_moe_top1", "nemotron_h_moe_latent", "falcon_h1", "falcon_h1_norm", \
+        "falcon_h1_prenorm", "lfm2_moe", "qwen3_5", "qwen3_5_moe", "qwen3_next"
+
 /* A row of the two-string tables the tests walk: an input and what goes with it (the message
    expected, a tokenizer name, ...). */
 typedef struct tl_pair {
