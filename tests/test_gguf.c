@@ -820,8 +820,8 @@ static void kq_model_check(const char *path, const char *format, const int want[
             top += ap == aq;
         }
         printf("%s native vs dequantized f32: mean KL %.2e, top-1 %d/8\n", path, kl, top);
-        CHECKF(kl < 2e-3 && top == 8, "%s: native block kernels vs dequantized f32: mean KL %.3g, top-1 %d/8", path,
-               kl, top);
+        CHECKF(kl < 2e-3 && top == 8, "%s: native block kernels vs dequantized f32: mean KL %.3g, top-1 %d/8", path, kl,
+               top);
     }
 done:
     free(lr);
@@ -831,10 +831,10 @@ done:
     mlstack_model_close(r);
 }
 static void test_kq_model(void) {
-    static const int want[2][7] = {{MLSTACK__W_Q4_K, MLSTACK__W_Q8_0, MLSTACK__W_Q6_K, MLSTACK__W_Q5_K,
-                                    MLSTACK__W_Q4_1, MLSTACK__W_Q5_1, MLSTACK__W_Q6_K},
-                                   {MLSTACK__W_Q2_K, MLSTACK__W_Q3_K, MLSTACK__W_Q8_0, MLSTACK__W_Q4_K,
-                                    MLSTACK__W_Q5_K, MLSTACK__W_Q3_K, MLSTACK__W_Q2_K}};
+    static const int want[2][7] = {{MLSTACK__W_Q4_K, MLSTACK__W_Q8_0, MLSTACK__W_Q6_K, MLSTACK__W_Q5_K, MLSTACK__W_Q4_1,
+                                    MLSTACK__W_Q5_1, MLSTACK__W_Q6_K},
+                                   {MLSTACK__W_Q2_K, MLSTACK__W_Q3_K, MLSTACK__W_Q8_0, MLSTACK__W_Q4_K, MLSTACK__W_Q5_K,
+                                    MLSTACK__W_Q3_K, MLSTACK__W_Q2_K}};
     kq_model_check("tests/fixtures/gguf/llama-kq.gguf", "Q4_K", want, MLSTACK__W_Q6_K);
 }
 /* tests/fixtures/gguf/llama-iq.gguf: the same checks with every projection in an i-quant, each

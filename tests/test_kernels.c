@@ -857,8 +857,8 @@ static void check_quantize_weight(void) {
    weights (the dequantizer matches gguf-py bit for bit, tests/test_gguf.c): |y - w.x| <=
    sum_k |w_k| d_x(k) / 2 plus f32 rounding. */
 static void check_kq(const mlstack__kernels *k) {
-    static const int wtypes[] = {MLSTACK__W_Q5_1,    MLSTACK__W_Q2_K,   MLSTACK__W_Q3_K,  MLSTACK__W_Q4_K,
-                                 MLSTACK__W_Q5_K,    MLSTACK__W_Q6_K,   MLSTACK__W_Q5_0,  MLSTACK__W_MXFP4,
+    static const int wtypes[] = {MLSTACK__W_Q5_1,    MLSTACK__W_Q2_K,    MLSTACK__W_Q3_K,   MLSTACK__W_Q4_K,
+                                 MLSTACK__W_Q5_K,    MLSTACK__W_Q6_K,    MLSTACK__W_Q5_0,   MLSTACK__W_MXFP4,
                                  MLSTACK__W_IQ4_XS,  MLSTACK__W_IQ2_XXS, MLSTACK__W_IQ2_XS, MLSTACK__W_IQ2_S,
                                  MLSTACK__W_IQ3_XXS, MLSTACK__W_IQ3_S,   MLSTACK__W_IQ1_S,  MLSTACK__W_IQ1_M};
     /* f16 scale fields of each block: byte offset, count (MXFP4: its E8M0 byte; IQ1_M: the top
