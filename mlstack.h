@@ -18034,6 +18034,58 @@ MLSTACK__FN MLSTACK__T_AVX2 float mlstack__kq_dot_avx2(const mlstack__kqg *g, co
     return acc;
 }
 
+/* I-quant rows (every one of kind NONE: >>kernels' rule without offset terms), 8 outputs at a
+   time, one lane each: the 8 rows decoded into scratch (their groups, rows r at r * ng), then per
+   activation row and group the 8 integer dots as mlstack__kq_dot_avx2 forms them, reduced
+   across lanes into one vector of 8 isums (integer adds: exact in any order), and one vector
+   step acc = fma((float)isum, dw * x.d, acc): each lane the scalar reference's chain. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256i mlstack__iq_isum8_avx2(const mlstack__kqg *g, size_t ng,
+                                                                             __m256i a) {
+    __m256i s[8], h[4];
+    int r;
+    for (r = 0; r < 8; r++) {
+        const mlstack__kqg *q = g + (size_t)r * ng;
+        __m256i w = _mm256_loadu_si256((const __m256i *)(const void *)q->q);
+        __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
+        s[r] = _mm256_madd_epi16(p, _mm256_set_m128i(_mm_set1_epi16(q->sb), _mm_set1_epi16(q->sa)));
+    }
+    for (r = 0; r < 4; r++) h[r] = _mm256_hadd_epi32(s[2 * r], s[2 * r + 1]);
+    h[0] = _mm256_hadd_epi32(h[0], h[1]), h[2] = _mm256_hadd_epi32(h[2], h[3]);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(h[0], h[2], 0x20), _mm256_permute2x128_si256(h[0], h[2], 0x31));
+}
+MLSTACK__FN MLSTACK__T_AVX2 void mlstack__mm_iq_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
+                                                     int o0, int o1, float *scratch) {
+    size_t ng = (size_t)(w->n_in / MLSTACK__QK), k;
+    mlstack__kqg *g = (mlstack__kqg *)(void *)scratch;
+    float *dw = (float *)(void *)(g + 8 * ng); /* dw[k * 8 + r] */
+    int o, r, b;
+    for (o = o0; o < o1; o += 8) {
+        int nr = o1 - o < 8 ? o1 - o : 8;
+        for (r = 0; r < 8; r++) {
+            mlstack__kq_decode_avx2(w->wtype,
+                                    (const unsigned char *)w->data + (size_t)(o + (r < nr ? r : 0)) * w->row_bytes,
+                                    w->n_in, g + (size_t)r * ng);
+            for (k = 0; k < ng; k++) dw[k * 8 + r] = g[(size_t)r * ng + k].dw;
+        }
+        for (b = 0; b < B; b++) {
+            const mlstack__q8x *x = xq + (size_t)b * ng;
+            __m256 acc = _mm256_setzero_ps();
+            float out[8];
+            for (k = 0; k < ng; k++) {
+                __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)x[k].q);
+                __m256 f = _mm256_cvtepi32_ps(mlstack__iq_isum8_avx2(g + k, ng, a));
+                acc = _mm256_fmadd_ps(f, _mm256_mul_ps(_mm256_loadu_ps(dw + k * 8), _mm256_set1_ps(x[k].d)), acc);
+            }
+            _mm256_storeu_ps(out, acc);
+            for (r = 0; r < nr; r++) {
+                float v = out[r];
+                if (w->bias) v += w->bias[o + r];
+                y[(size_t)b * w->n_out + o + r] = v;
+            }
+        }
+    }
+}
+
 /* KQ panels (native GGML formats, layout in >>kernels), the AVX2 form of >>avx512's
    mlstack__kqp_tile: RB activation rows x NV vectors of 8 outputs. Per 4-input run, vpmaddubsw
    (unsigned q <= 63 times signed activations: pair sums <= 16002, no saturation) then vpmaddwd
@@ -18205,6 +18257,10 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, 
                                                       float *y, int B, int o0, int o1, float *scratch) {
     if (w->wtype == MLSTACK__W_MXFP4) {
         mlstack__mm_mxfp4_avx2(w, x, y, B, o0, o1, scratch);
+        return;
+    }
+    if (MLSTACK__W_IS_IQ(w->wtype)) {
+        mlstack__mm_iq_avx2(w, xq, y, B, o0, o1, scratch);
         return;
     }
     if (MLSTACK__W_IS_GGML(w->wtype)) {
@@ -19356,6 +19412,10 @@ static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, c
                                                      float *y, int B, int o0, int o1, float *scratch) {
     if (w->wtype == MLSTACK__W_MXFP4) {
         mlstack__mm_mxfp4_avx2(w, x, y, B, o0, o1, scratch);
+        return;
+    }
+    if (MLSTACK__W_IS_IQ(w->wtype)) {
+        mlstack__mm_iq_avx2(w, xq, y, B, o0, o1, scratch);
         return;
     }
     if (MLSTACK__W_IS_GGML(w->wtype)) { /* native GGML formats: KQ panels, or the AVX2 row dots (same bits) */
