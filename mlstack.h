@@ -21674,6 +21674,66 @@ static void mlstack__q3k_block(const float *x, unsigned char *y) {
             qs[j / 4 + l] = (unsigned char)(L[j + l] | L[j + l + 32] << 2 | L[j + l + 64] << 4 | L[j + l + 96] << 6);
 }
 
+/* The IQ4_NL search for one 32-value block (weights x^2; the comment below): its least-squares
+   scale, 0 for a block below 1e-15. */
+static float mlstack__iq4_block_scale(const float *x) {
+    float amax = 0, mx = 0, sumqx = 0, sumq2 = 0, d, id, best;
+    int j, t;
+    for (j = 0; j < 32; j++)
+        if (fabsf(x[j]) > amax) amax = fabsf(x[j]), mx = x[j];
+    if (amax < 1e-15f) return 0.0f;
+    id = 1 / (mx / 127.0f);
+    for (j = 0; j < 32; j++) {
+        float q = (float)mlstack__iq4nl_values[mlstack__iq4nl_nearest(id * x[j])], w = x[j] * x[j];
+        sumqx += w * q * x[j];
+        sumq2 += w * q * q;
+    }
+    d = sumq2 > 0 ? sumqx / sumq2 : 0.0f;
+    best = d * sumqx;
+    for (t = -7; t <= 7; t++) {
+        id = (float)(t - 127) / mx;
+        sumqx = sumq2 = 0;
+        for (j = 0; j < 32; j++) {
+            float q = (float)mlstack__iq4nl_values[mlstack__iq4nl_nearest(id * x[j])], w = x[j] * x[j];
+            sumqx += w * q * x[j];
+            sumq2 += w * q * q;
+        }
+        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) d = sumqx / sumq2, best = d * sumqx;
+    }
+    return d;
+}
+/* One IQ4_XS block of 256 values (layout in >>ggmlquant): each 32-block's IQ4_NL scale, the
+   super-block's d = (the scale of largest magnitude) / -32, each scale rounded to d * l with
+   l in -32 .. 31 (ties to even), and the levels re-chosen at d * l: llama.cpp's
+   quantize_iq4_xs without an importance matrix. */
+static void mlstack__iq4xs_block(const float *x, unsigned char *y) {
+    float sc[8], mxs = 0, amxs = 0, d, id;
+    unsigned sh = 0;
+    int ib, j;
+    memset(y, 0, 136);
+    for (ib = 0; ib < 8; ib++) {
+        sc[ib] = mlstack__iq4_block_scale(x + 32 * ib);
+        if (fabsf(sc[ib]) > amxs) amxs = fabsf(sc[ib]), mxs = sc[ib];
+    }
+    d = -mxs / 32;
+    mlstack__kq_put16(y, d);
+    id = d != 0 ? 1 / d : 0.0f;
+    for (ib = 0; ib < 8; ib++) {
+        int l = mlstack__kq_nearest(id * sc[ib]);
+        float dl, idl;
+        uint8_t L[32];
+        l = l < -32 ? -32 : l > 31 ? 31 : l;
+        dl = d * (float)l;
+        idl = dl != 0 ? 1 / dl : 0.0f;
+        for (j = 0; j < 32; j++) L[j] = (uint8_t)mlstack__iq4nl_nearest(idl * x[32 * ib + j]);
+        for (j = 0; j < 16; j++) y[8 + 16 * ib + j] = (unsigned char)(L[j] | L[j + 16] << 4);
+        l += 32;
+        y[4 + ib / 2] = (unsigned char)(y[4 + ib / 2] | (l & 15) << (4 * (ib & 1)));
+        sh |= (unsigned)(l >> 4) << (2 * ib);
+    }
+    y[2] = (unsigned char)(sh & 0xFF), y[3] = (unsigned char)(sh >> 8);
+}
+
 /* One row of n values (a multiple of the block) as GGML `type` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
    Q2_K .. Q6_K, IQ4_NL) in llama.cpp's layout, by its reference quantizer (ggml-quants.c without
    an importance matrix: what llama-quantize writes); the formats beyond the comment above:
@@ -21773,6 +21833,9 @@ MLSTACK__FN void mlstack__ggml_quantize_row(uint32_t type, const float *x, void 
         return;
     case MLSTACK__GGML_Q3_K:
         for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += 110) mlstack__q3k_block(x, y);
+        return;
+    case MLSTACK__GGML_IQ4_XS:
+        for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += 136) mlstack__iq4xs_block(x, y);
         return;
     default: mlstack__kq_quantize_row(16 + (int)type, x, y, n); return;
     }

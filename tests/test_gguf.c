@@ -383,10 +383,10 @@ static void test_files(void) {
    tails, zero / constant / tiny blocks, rounding ties, outliers) and, per GGML type, the blocks
    llama.cpp's reference quantizers make of them (gguf-py's gguf.quants.quantize for Q4_0 ..
    Q8_0, ggml's ggml_quantize_chunk without an imatrix -- what llama-quantize calls -- for
-   Q2_K .. Q6_K and IQ4_NL): mlstack__ggml_quantize_row gives the same bytes, row by row. */
+   Q2_K .. Q6_K, IQ4_NL and IQ4_XS): mlstack__ggml_quantize_row gives the same bytes, row by row. */
 static void test_quantize_bytes(void) {
-    static const char *const types[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0",  "Q2_K",
-                                        "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL"};
+    static const char *const types[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0",   "Q2_K",
+                                        "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"};
     mlstack__gguf g;
     mlstack_error err;
     const mlstack__gguf_tensor *src;
