@@ -96,7 +96,7 @@
    BUILD OPTIONS
      macro                      default     where                    effect
      MLSTACK_IMPLEMENTATION     undefined   one .c file              emit the implementation
-     MLSTACK_IMPLEMENTATION_PART undefined  six .c files, 1..6       emit one part of it, for parallel
+     MLSTACK_IMPLEMENTATION_PART undefined  two .c files, 1..2       emit one part of it, for parallel
                                                                      builds (GCC, clang; PARTS in >>platform)
                                                                      (every section compiles in one part:
                                                                      moving a function? PARTS has the rules)
@@ -1720,9 +1720,10 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
    2. A function that a section of another part calls (directly or as a function pointer in a
       kernel table) is MLSTACK__FN (or MLSTACK_API): compiled once, in its own part. A plain
       static works too, but is compiled again in every part that reaches it, callees included:
-      the AVX2 attention helpers that the AVX-512 table names once cost part 5 a fifth of its
-      compile that way. `nm build/cli/cli_impl_part*.o | grep ' t '` lists each part's statics;
-      a name in two parts is such a copy.
+      the AVX2 attention helpers that the AVX-512 table names once cost the AVX-512 part a fifth
+      of its compile that way (with six parts).
+      `nm build/cli/cli_impl_part*.o | grep ' t '` lists each part's statics; a name in two parts
+      is such a copy.
    3. MLSTACK__FN is not inlined into other parts: a tiny helper on a hot path that other parts
       call stays static (MLSTACK__ALWAYS_INLINE), and is then compiled where it is used.
    4. No plain static holds mutable state (each part would have its own); shared objects are
@@ -1733,9 +1734,9 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
       rather than inlining them all into one switch: compile time grows faster than a function.
       Each shape costs a compile: a rare one (a matrix's last outputs) is made of a common one
       (mlstack__tile_nvec) rather than compiled for itself.
-   7. Check with `make build/mlstack` (the six parts, gcc) and `make compile-tests` (each part
+   7. Check with `make build/mlstack` (the two parts, gcc) and `make compile-tests` (each part
       with clang); the slowest part sets the build's wall time, their sum its CPU time. */
-#define MLSTACK__N_PARTS 6
+#define MLSTACK__N_PARTS 2
 #define MLSTACK__PART_SEL(k, here, elsewhere) MLSTACK__PART_SEL_(k, here, elsewhere)
 #define MLSTACK__PART_SEL_(k, here, elsewhere) MLSTACK__PART_##k(here, elsewhere)
 #define MLSTACK__HIDDEN __attribute__((visibility("hidden")))
@@ -1752,14 +1753,10 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #error "mlstack.h: MLSTACK_IMPLEMENTATION_PART needs GCC or clang and excludes MLSTACK_STATIC"
 #endif
 #if MLSTACK_IMPLEMENTATION_PART < 1 || MLSTACK_IMPLEMENTATION_PART > MLSTACK__N_PARTS
-#error "mlstack.h: MLSTACK_IMPLEMENTATION_PART must be 1 .. MLSTACK__N_PARTS (6)"
+#error "mlstack.h: MLSTACK_IMPLEMENTATION_PART must be 1 .. MLSTACK__N_PARTS (2)"
 #endif
 #define MLSTACK__PART_1(here, elsewhere) elsewhere
 #define MLSTACK__PART_2(here, elsewhere) elsewhere
-#define MLSTACK__PART_3(here, elsewhere) elsewhere
-#define MLSTACK__PART_4(here, elsewhere) elsewhere
-#define MLSTACK__PART_5(here, elsewhere) elsewhere
-#define MLSTACK__PART_6(here, elsewhere) elsewhere
 #if MLSTACK_IMPLEMENTATION_PART == 1
 #undef MLSTACK__PART_1
 #define MLSTACK__PART_1(here, elsewhere) here
@@ -1767,22 +1764,6 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #if MLSTACK_IMPLEMENTATION_PART == 2
 #undef MLSTACK__PART_2
 #define MLSTACK__PART_2(here, elsewhere) here
-#endif
-#if MLSTACK_IMPLEMENTATION_PART == 3
-#undef MLSTACK__PART_3
-#define MLSTACK__PART_3(here, elsewhere) here
-#endif
-#if MLSTACK_IMPLEMENTATION_PART == 4
-#undef MLSTACK__PART_4
-#define MLSTACK__PART_4(here, elsewhere) here
-#endif
-#if MLSTACK_IMPLEMENTATION_PART == 5
-#undef MLSTACK__PART_5
-#define MLSTACK__PART_5(here, elsewhere) here
-#endif
-#if MLSTACK_IMPLEMENTATION_PART == 6
-#undef MLSTACK__PART_6
-#define MLSTACK__PART_6(here, elsewhere) here
 #endif
 #endif
 /* MLSTACK__OWNS_DATA: whether this translation unit defines the current section's shared
@@ -9243,7 +9224,7 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d) {
 
 /* ==== 9. TEMPLATE ==== */ /* >>template */
 #undef MLSTACK__PART
-#define MLSTACK__PART 2
+#define MLSTACK__PART 1
 /* A Jinja subset for chat templates, aiming at what transformers renders: jinja2's
    ImmutableSandboxedEnvironment with trim_blocks and lstrip_blocks, the loopcontrols extension,
    and transformers' own tojson, raise_exception, strftime_now, namespace and dict.
@@ -15645,7 +15626,7 @@ MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_templ
 
 /* ==== 10. KERNELS ==== */ /* >>kernels */
 #undef MLSTACK__PART
-#define MLSTACK__PART 4
+#define MLSTACK__PART 2
 /* Shapes: B rows in the batch, D model dim, F feed-forward dim, H heads, Hkv key/value heads,
    Dh head dim, V vocab, T positions attended.
    Scalar reference kernels. Every faster kernel is checked against these.
@@ -16935,13 +16916,13 @@ static void mlstack__fetch_add(mlstack__fetch *f, const void *p, size_t n) {
 
 /* ==== 11. KERNELS AVX2 ==== */ /* >>avx2 */
 #undef MLSTACK__PART
-#define MLSTACK__PART 4
+#define MLSTACK__PART 2
 /* x86-64 with AVX2 + FMA + F16C, compiled per function with target attributes so one binary
    runs everywhere and picks this path at run time. Same layouts as >>kernels. Projections are
    multiplied from their P16 panels (>>kernels), made when the first engine on this path starts.
    Every result follows the canonical arithmetic of >>kernels: 8 lanes per register where
    AVX-512 has 16, two registers where a rule sums 16 partials. Weights without panels (tests)
-   take the scalar reference, which gives the same bits. A function that >>avx512 (part 5)
+   take the scalar reference, which gives the same bits. A function that >>avx512
    names is MLSTACK__FN (PARTS in >>platform, rule 2). */
 #if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX2)
 #define MLSTACK__HAVE_AVX2 1
@@ -18221,7 +18202,7 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
 
 /* ==== 12. KERNELS AVX512 ==== */ /* >>avx512 */
 #undef MLSTACK__PART
-#define MLSTACK__PART 5
+#define MLSTACK__PART 2
 /* AVX-512 F/BW/VL/DQ (+ VNNI for the int8 dots when present). 16 lanes, tails by masked loads
    into the same lanes. Projections are multiplied from their P16 panels (>>kernels), made when
    the first engine on this path starts; the attention chunk ops and activation quantization
@@ -19197,7 +19178,7 @@ MLSTACK__FN const mlstack__kernels *mlstack__kernels_avx512_get(int vnni, int bf
 
 /* ==== 13. KERNELS AMX ==== */ /* >>amx */
 #undef MLSTACK__PART
-#define MLSTACK__PART 5
+#define MLSTACK__PART 2
 /* Intel AMX (Sapphire Rapids and later): eight tile registers of up to 16 rows x 64 bytes and a
    tile multiply unit, used on the P16 panels of >>kernels, whose 64-byte runs (16 outputs x 4
    int8 inputs, or x 2 bf16 inputs) are already the layout TDPBSUD and TDPBF16PS read as their
@@ -19500,7 +19481,7 @@ MLSTACK__FN const mlstack__kernels *mlstack__kernels_amx_get(int bf16) {
 
 /* ==== 14. KERNELS NEON ==== */ /* >>neon */
 #undef MLSTACK__PART
-#define MLSTACK__PART 4
+#define MLSTACK__PART 2
 /* AArch64 Advanced SIMD. NEON and the f16 <-> f32 conversions are baseline on every AArch64
    CPU, so these kernels need no target attribute; only the int8 dot product (SDOT, "dotprod",
    optional from Armv8.2) is compiled per function and chosen when the kernel's hwcaps report it.
@@ -20485,7 +20466,7 @@ static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod",
 
 /* ==== 15. KERNEL DISPATCH ==== */ /* >>dispatch */
 #undef MLSTACK__PART
-#define MLSTACK__PART 4
+#define MLSTACK__PART 2
 /* What was compiled in, what this CPU supports, and the best path under a cap. The cap comes
    from the engine descriptor or, when that is empty, the MLSTACK_ISA environment variable
    (scalar | avx2 | avx512 | amx | neon). Caps rank paths within one architecture: a cap above what the
@@ -20616,7 +20597,7 @@ MLSTACK__FN void mlstack__isa_report(char *buf, size_t cap) {
 
 /* ==== 16. QUANT ==== */ /* >>quant */
 #undef MLSTACK__PART
-#define MLSTACK__PART 3
+#define MLSTACK__PART 1
 /* Load-time quantization of a weight matrix W (n_out, n_in) from F32/F16/BF16 into Q8_0 or
    Q4_1 rows (layouts in >>kernels). n_in must be a multiple of 32.
      Q8_0: d = max|w| / 127, q = round(w / d)
@@ -21264,7 +21245,7 @@ static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, 
 
 /* ==== 17. GGML QUANTS ==== */ /* >>ggmlquant */
 #undef MLSTACK__PART
-#define MLSTACK__PART 3
+#define MLSTACK__PART 1
 /* GGML block formats as llama.cpp stores them in GGUF files (type numbers and block sizes in
    >>gguf). Q8_0 and Q4_1 have exactly our layouts (>>kernels) and are used in place, Q5_1,
    Q2_K .. Q6_K and MXFP4 are computed natively (>>kernels), Q4_0, Q5_0 and IQ4_NL repacked (below); F32,
@@ -21546,7 +21527,7 @@ MLSTACK__FN void mlstack__gguf_repack_row(uint32_t type, const void *src, void *
 
 /* ==== 18. GRAMMAR ==== */ /* >>grammar */
 #undef MLSTACK__PART
-#define MLSTACK__PART 3
+#define MLSTACK__PART 1
 /* Constrained decoding. Every front end becomes GBNF text (JSON Schema and tool lists through a
    schema-to-GBNF generator, regexes through a regex-to-GBNF translator), and one parser turns GBNF
    into rules of elements: END, ALT (end of an alternative), REF (rule), CHR (one code point) and
@@ -27972,7 +27953,7 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
 
 /* ==== 19. MODEL ==== */ /* >>model */
 #undef MLSTACK__PART
-#define MLSTACK__PART 3
+#define MLSTACK__PART 1
 /* config.json (+ generation_config.json) -> hyperparameters; safetensors -> a weight map.
    Each supported architecture is a row of data (mlstack__families below): its tensor names,
    which norms sit where, how norm weights are read, the activation, the attention options and
@@ -34209,7 +34190,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
 
 /* ==== 20. KVCACHE ==== */ /* >>kvcache */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* One pool of fixed-size pages allocated once under a byte budget. A page holds the keys and
    values of P consecutive positions of one sequence for every layer, so a sequence's cache is
    just its page table (page ids, one per P positions) and pages come and go in O(1) from a free
@@ -34975,7 +34956,7 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
 
 /* ==== 21. COMMUNICATION ==== */ /* >>comm */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* What a rank is and how ranks talk: the state one rank's forward pass reads and writes (its
    share of the model, scratch, the exchanged tensors), the communicator (the rank threads of
    this process, or a mlstack_transport such as MPI) and its primitives: barrier, broadcast,
@@ -35416,7 +35397,7 @@ static int mlstack__pipe(mlstack__rank *rk, int send, float *buf, size_t n, int 
 
 /* ==== 22. FORWARD ==== */ /* >>forward */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* One forward pass over a ragged batch: B rows, each (sequence, position, token). x = the
    token's embedding * embed_scale; per layer (a norm the family lacks is skipped, see
    mlstack__families; every norm is RMSNorm with its weight as applied, or LayerNorm with
@@ -36696,7 +36677,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
 
 /* ==== 23. SAMPLING ==== */ /* >>sampling */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* Order, as transformers applies its processors: penalties (repetition, then frequency and
    presence), temperature, top-k, top-p, min-p, then a draw from the renormalised distribution.
    Temperature 0 is greedy (argmax, lowest id on ties). The RNG is splitmix64-seeded
@@ -37040,7 +37021,7 @@ MLSTACK_API int32_t mlstack_sampler_verify(mlstack_sampler *s, const float *logi
 
 /* ==== 24. ENGINE ==== */ /* >>engine */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* An engine: kernels, the thread pool, the KV page pool and its page tables, logits, the
    scheduler, the profiler, and the ranks that share the model (>>ranks; one by default). */
 
@@ -37129,7 +37110,7 @@ MLSTACK_API void mlstack_cpu_report(char *buf, size_t cap) { mlstack__isa_report
 
 /* ==== 25. RANKS ==== */ /* >>ranks */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* Multi-rank sharded execution. R ranks share one model; rank r holds
      query heads [q0, q1)  split by KV group when R <= Hkv (each rank whole groups), else by
                            query head, a KV head then living on every rank whose heads read it;
@@ -38264,7 +38245,7 @@ MLSTACK_API mlstack_result mlstack_engine_follow(mlstack_engine *e) {
 
 /* ==== 26. EVAL ==== */ /* >>eval */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* Sequences and batches on an engine: sequence slots and their page tables, validation of a
    batch of rows, one forward pass over it (the ranks', or a backend's), the logits, and
    mlstack_generate, a one-sequence loop over them. The scheduler (>>scheduler) drives the same
@@ -38603,7 +38584,7 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
 
 /* ==== 27. SCHEDULER ==== */ /* >>scheduler */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* Continuous batching over the paged KV cache. A request is its token list (prompt, then the
    tokens it generated) and n_computed, the positions whose KV its sequence holds. Every step
    gives each running request the rows [n_computed, n_computed + chunk): a decode is the case
@@ -39729,7 +39710,7 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
 
 /* ==== 28. ENGINE SETUP ==== */ /* >>setup */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* mlstack_engine_init and mlstack_engine_free: the settings' defaults and checks, then each
    part built in the order the sections above define them (kernels and pool, KV pages, ranks,
    scheduler, draft engine), and released in reverse. */
@@ -39919,7 +39900,7 @@ MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
 
 /* ==== 29. PROFILER ==== */ /* >>profiler */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* Named regions around ops and engine phases, recorded into one event buffer allocated by
    mlstack_engine_profile_start; nothing is allocated while recording. Only the engine's thread
    writes events. Pool workers write into their own cache-line slot (first task start, last
@@ -40454,7 +40435,7 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
 
 /* ==== 30. UNICODE TABLES ==== */ /* >>unicodetables */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 
 /* Generated tables (tools/gen_unicode.py rewrites the text between the markers in place) and the
    functions that read them; versions and layouts are described under >>unicode. */
