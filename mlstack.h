@@ -100,6 +100,9 @@
                                                                      builds (GCC, clang; PARTS in >>platform)
                                                                      (every section compiles in one part:
                                                                      moving a function? PARTS has the rules)
+     MLSTACK_FULL_OPT           undefined   implementation file      GCC: compile the cold code (COLD CODE in
+                                                                     >>platform) at the command line's -O too,
+                                                                     not at -O1
      MLSTACK_STATIC             undefined   every file that includes make all public functions static
      MLSTACK_SHARED             undefined   every file               default visibility for a shared lib
      MLSTACK_MALLOC/REALLOC/FREE libc       implementation file      allocator (define all three or none)
@@ -1735,7 +1738,10 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
       Each shape costs a compile: a rare one (a matrix's last outputs) is made of a common one
       (mlstack__tile_nvec) rather than compiled for itself.
    7. Check with `make build/mlstack` (the two parts, gcc) and `make compile-tests` (each part
-      with clang); the slowest part sets the build's wall time, their sum its CPU time. */
+      with clang); the slowest part sets the build's wall time, their sum its CPU time.
+   8. Code that runs once per file, model, request or schema, not per token, goes inside a cold
+      region (COLD CODE below: "#if MLSTACK__COLD_O1" marks), compiled at -O1; a function on
+      the per-token path, or one with float arithmetic that reaches logits, stays outside. */
 #define MLSTACK__N_PARTS 2
 #define MLSTACK__PART_SEL(k, here, elsewhere) MLSTACK__PART_SEL_(k, here, elsewhere)
 #define MLSTACK__PART_SEL_(k, here, elsewhere) MLSTACK__PART_##k(here, elsewhere)
@@ -1774,6 +1780,21 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #define MLSTACK__OWNS_DATA 0 /* a test: the flavour's object defines them */
 #else
 #define MLSTACK__OWNS_DATA 1
+#endif
+/* COLD CODE (PARTS rule 8). Under GCC, when optimising for speed, the code that runs once per
+   file, model, request or schema rather than once per token (the JSON, safetensors and GGUF
+   parsers, the regex compiler, tokenizer loading, the template interpreter, the GBNF, regex and
+   JSON Schema compilers) is compiled at -O1 (#pragma GCC optimize between the marks
+   "#if MLSTACK__COLD_O1"): at -O2 it was about half of the implementation's compile time, for no
+   speed any benchmark sees. Per-token code (kernels, forward pass, sampling, the grammar matcher,
+   the tokenizer's encoder and the regex matcher) keeps the command line's level. -O1 forms no
+   fused multiply-adds where -O2 -ffp-contract=fast would, so cold code holds no float arithmetic
+   that reaches logits. Define MLSTACK_FULL_OPT to compile it at the command line's level. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(MLSTACK_FULL_OPT)
+#define MLSTACK__COLD_O1 1
+#else
+#define MLSTACK__COLD_O1 0
 #endif
 
 MLSTACK_API const char *mlstack_result_string(mlstack_result r) {
@@ -2885,6 +2906,10 @@ MLSTACK__FN void mlstack__pool_free(mlstack__pool *p) {
 /* ==== 3. JSON ==== */ /* >>json */
 #undef MLSTACK__PART
 #define MLSTACK__PART 1
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* A DOM parser (RFC 8259) used for every JSON the engine reads. Strings are decoded (escapes,
    \u surrogate pairs) into NUL-terminated UTF-8; invalid UTF-8, lone surrogates and control
    characters are errors. Depth and size are limited; errors give line, column and byte offset.
@@ -4470,6 +4495,9 @@ MLSTACK__FN mlstack_result mlstack__not_gguf(const char *path, mlstack_error *er
                          path, hex, text);
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* ==== 6. UNICODE ==== */ /* >>unicode */
 #undef MLSTACK__PART
 #define MLSTACK__PART 1
@@ -4853,6 +4881,10 @@ static int mlstack__re_test(const mlstack__regex *re, int mop, int32_t a, uint32
     }
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* ---- compiler ---- */
 
 typedef struct {
@@ -5709,6 +5741,9 @@ MLSTACK__FN MLSTACK__UNUSED mlstack_result mlstack__regex_compile(const char *pa
     return MLSTACK_OK;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* ---- matcher ---- */
 
 enum { MLSTACK__RE_BT_PC, MLSTACK__RE_BT_REG, MLSTACK__RE_BT_GREEDY, MLSTACK__RE_BT_LAZY };
@@ -7498,6 +7533,10 @@ done:
     return r;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* ---- loading ---- */
 static int mlstack__jbool(const mlstack__json *o, const char *key, int def) {
     const mlstack__json *v = mlstack__json_get(o, key);
@@ -8314,6 +8353,9 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
     return mlstack__tok_build_pipeline(t, root, added, cfg, err);
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* ---- public API ---- */
 MLSTACK_API void mlstack_tokenizer_close(mlstack_tokenizer *t) {
     int i;
@@ -8493,6 +8535,10 @@ done:
     return r;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* ---- tokenizers from GGUF metadata (tokenizer.ggml.*) ----
    llama.cpp keeps the vocabulary as parallel arrays: tokens (strings), token_type (1 normal,
    2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte), scores (SentencePiece) and merges
@@ -9136,6 +9182,9 @@ MLSTACK_API const char *mlstack_tokenizer_chat_template(const mlstack_tokenizer 
 }
 MLSTACK_API const char *mlstack_tokenizer_error(const mlstack_tokenizer *t) { return t && t->err ? t->err : ""; }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* ---- streaming decoder ---- */
 struct mlstack_detok {
     const mlstack_tokenizer *t;
@@ -9225,6 +9274,10 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d) {
 /* ==== 9. TEMPLATE ==== */ /* >>template */
 #undef MLSTACK__PART
 #define MLSTACK__PART 1
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* A Jinja subset for chat templates, aiming at what transformers renders: jinja2's
    ImmutableSandboxedEnvironment with trim_blocks and lstrip_blocks, the loopcontrols extension,
    and transformers' own tojson, raise_exception, strftime_now, namespace and dict.
@@ -15624,6 +15677,9 @@ MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_templ
     return r;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* ==== 10. KERNELS ==== */ /* >>kernels */
 #undef MLSTACK__PART
 #define MLSTACK__PART 2
@@ -21884,6 +21940,10 @@ MLSTACK_API const char *mlstack_vocab_token_text(const mlstack_vocab *v, int32_t
     return (const char *)v->bytes + v->off[id];
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* ---- GBNF parser: text -> rules ---- */
 
 typedef struct {
@@ -22354,6 +22414,9 @@ static int mlstack__gb_alts(mlstack__gb *b, int rule) {
     }
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* ---- compiled grammar and its lazy DFA ---- */
 
 typedef struct {
@@ -23030,6 +23093,10 @@ MLSTACK_API int mlstack_matcher_status(mlstack_matcher *m) {
 
 MLSTACK_API const char *mlstack_matcher_error(const mlstack_matcher *m) { return m ? m->err : ""; }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* ---- compiling: GBNF text -> checked, flattened rules ---- */
 
 static void mlstack__gb_free(mlstack__gb *b) {
@@ -27793,6 +27860,9 @@ static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int ki
     return j.rc;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 #else /* MLSTACK_NO_GRAMMAR: constrained decoding is left out; its functions refuse */
 #define MLSTACK__NO_GRAMMAR_TEXT "constrained decoding was left out (MLSTACK_NO_GRAMMAR)"
 static int mlstack__ctz32(uint32_t x) { /* for the sampler's masks */
