@@ -579,8 +579,8 @@ TEST_BUILDS += $(B)/optout/ok
 # ---- `make check`: the everyday tier, under 3 minutes from a warm build tree on 2 cores. The
 # unit tests under ASan+UBSan only (no real-model tests, no cross-ISA or port flavours, no CLI
 # Python suites, no fuzz replay), the opt-out builds and the function-length check; the slowest
-# unit tests (test_kernels, test_ranks, test_cuda_emul, test_families) run a representative
-# subset under MLSTACK_TEST_QUICK=1. `make test` runs everything, those tests whole, and CI runs `make test`. ----
+# unit tests (test_kernels, test_ranks, test_cuda_emul, test_families, test_hybrid) run a
+# representative subset under MLSTACK_TEST_QUICK=1. `make test` runs everything, those tests whole, and CI runs `make test`. ----
 CHECK_BINS = $(ASAN_BINS) $(FN_LENGTHS_RUN)
 .PHONY: check
 check:
