@@ -33298,8 +33298,9 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         for (k = 0; k < 4; k++) { /* the norms the layer has, by role */
             if (!norms[k]) continue;
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l,
-                     k == 1 && (c->fam->flags & MLSTACK__F_GGUF_POST_ATTN) ? "post_attention_norm"
-                                                                           : mlstack__gguf_norm_names[k]);
+                     k == 1 && L->kind == MLSTACK__LAYER_MLP                 ? "attn_norm" /* a block's one norm */
+                     : k == 1 && (c->fam->flags & MLSTACK__F_GGUF_POST_ATTN) ? "post_attention_norm"
+                                                                             : mlstack__gguf_norm_names[k]);
             MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, norms[k], (size_t)c->n_embd * 4, 0);
         }
         for (k = 0; k < 7; k++) {
@@ -33324,6 +33325,7 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
             mlstack__gw_list_delta(c, L, l, ts, n_t);
             continue;
         }
+        if (L->kind == MLSTACK__LAYER_MLP) continue; /* Nemotron-H's MLP blocks: the FFN alone */
         if (L->kind != MLSTACK__LAYER_ATTN) {
             mlstack__gw_list_mixer(c, L, l, ts, n_t);
             continue;
@@ -33430,6 +33432,38 @@ static int mlstack__gw_head_count_kv(mlstack_model *m, const char *arch, mlstack
     return ok;
 }
 
+/* feed_forward_length: one number, or (Nemotron-H's blocks) one per layer, 0 but for MLP blocks;
+   the norms' epsilon (Nemotron-H: attention.layer_norm_epsilon, which llama.cpp requires); Granite
+   4.0-H's multipliers and its RoPE switch. Returns 0 when out of memory. */
+static int mlstack__gw_ff_eps(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
+    const mlstack__config *c = &m->cfg;
+    int ok, l, blocks = c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 && c->fam->ssm.layout == MLSTACK__SSM_BLOCKS;
+    if (!blocks) {
+        ok = mlstack__gw_u32(kv, arch, "feed_forward_length", (uint32_t)c->n_ff, n_kv) &&
+             mlstack__gw_f32(kv, arch, "attention.layer_norm_rms_epsilon", c->eps, n_kv);
+    } else {
+        ok = mlstack__gw_key(kv, arch, "feed_forward_length", MLSTACK__GGUF_ARRAY) &&
+             mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++)
+            ok = mlstack__gw_u(kv, m->layers[l].kind == MLSTACK__LAYER_MLP ? (uint32_t)c->n_ff : 0, 4);
+        ++*n_kv;
+        ok = ok && mlstack__gw_f32(kv, arch, "attention.layer_norm_epsilon", c->eps, n_kv);
+    }
+    if (ok && (c->fam->flags & MLSTACK__F_MULTIPLIERS))
+        ok = mlstack__gw_f32(kv, arch, "attention.scale", c->attn_scale, n_kv) &&
+             mlstack__gw_f32(kv, arch, "embedding_scale", c->embed_scale, n_kv) &&
+             mlstack__gw_f32(kv, arch, "residual_scale", c->residual_scale, n_kv) &&
+             mlstack__gw_f32(kv, arch, "logit_scale", c->logits_div, n_kv);
+    if (ok && c->fam->ssm.nope == 1) { /* Granite 4.0-H: llama.cpp's switch for RoPE */
+        ok = mlstack__gw_key(kv, arch, "rope.scaling.finetuned", MLSTACK__GGUF_BOOL) &&
+             mlstack__gw_u(kv, !c->nope, 1) &&
+             mlstack__gw_u32(kv, arch, "expert_shared_feed_forward_length", (uint32_t)c->n_ff, n_kv) &&
+             (c->n_experts || mlstack__gw_u32(kv, arch, "expert_count", 0, n_kv)); /* dense: 0 */
+        ++*n_kv;
+    }
+    return ok;
+}
+
 /* Per-layer keys: the sliding window and its pattern (one bool per layer), xIELU's parameters
    (as stored, one f32 per layer). Returns 0 when out of memory. */
 static int mlstack__gw_layer_keys(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
@@ -33477,15 +33511,14 @@ static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv
          mlstack__gw_u32(kv, arch, "block_count", (uint32_t)c->n_layers, n_kv) &&
          mlstack__gw_u32(kv, arch, "context_length", (uint32_t)c->max_pos, n_kv) &&
          mlstack__gw_u32(kv, arch, "embedding_length", (uint32_t)c->n_embd, n_kv) &&
-         mlstack__gw_u32(kv, arch, "feed_forward_length", (uint32_t)c->n_ff, n_kv) &&
+         mlstack__gw_ff_eps(m, arch, kv, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.head_count", (uint32_t)c->n_heads, n_kv) &&
          mlstack__gw_head_count_kv(m, arch, kv, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.key_length", (uint32_t)c->head_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.value_length", (uint32_t)c->head_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "rope.dimension_count", (uint32_t)c->rot_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "vocab_size", (uint32_t)c->n_vocab, n_kv) &&
-         mlstack__gw_f32(kv, arch, "rope.freq_base", c->rope_theta, n_kv) &&
-         mlstack__gw_f32(kv, arch, "attention.layer_norm_rms_epsilon", c->eps, n_kv);
+         mlstack__gw_f32(kv, arch, "rope.freq_base", c->rope_theta, n_kv);
     if (ok && c->rope_kind == MLSTACK__ROPE_LINEAR)
         ok = mlstack__gw_s(kv, arch, "rope.scaling.type", "linear", 6, n_kv) &&
              mlstack__gw_f32(kv, arch, "rope.scaling.factor", c->rope_factor, n_kv);
@@ -33633,12 +33666,11 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s models (experts, attention sinks) are read from GGUF but not written yet", m->path,
                              arch);
-    if (c->n_recurrent && !(c->fam->mix.kind == MLSTACK__LAYER_CONV ||
-                            (c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 && c->fam->ssm.layout == MLSTACK__SSM_ALONE) ||
+    if (c->n_recurrent && !(c->fam->mix.kind == MLSTACK__LAYER_CONV || c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 ||
                             (c->fam->mix.kind == MLSTACK__LAYER_DELTANET && (c->fam->flags & MLSTACK__F_GGUF_V_TILED))))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: %s models are read from GGUF but not written yet (of the hybrids, lfm2, mamba2 and "
-                             "qwen35 are)",
+                             "%s: %s models are read from GGUF but not written yet (of the hybrids, lfm2, mamba2, "
+                             "qwen35, granitehybrid and nemotron_h are)",
                              m->path, arch);
     if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
     ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 24 + 8, sizeof *ts);

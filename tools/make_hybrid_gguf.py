@@ -183,7 +183,7 @@ def make_model(name, out):
     return model
 
 
-WRITTEN = ["lfm2", "mamba2", "qwen3_5"]  # the hybrids mlstack writes to GGUF
+WRITTEN = ["lfm2", "mamba2", "qwen3_5", "granite_hybrid", "nemotron_h"]  # the hybrids mlstack writes to GGUF
 CHECK_QUANTS = ["none", "q8_0", "q4_1", "q4_k_m"]
 
 
