@@ -32977,6 +32977,11 @@ typedef struct mlstack__gw_tensor {
        columns instead (groups of tile_dim elements of each row) */
     int tile_base, tile_dim, tile_hk, tile_g, tile_cols;
     int flat; /* written as one dimension of ne[0] ne[1] elements */
+    /* a MoE layer's experts as one [E, rows, in] tensor (llama.cpp's ffn_*_exps): n_exp experts,
+       expert e's rows from exps[3 e + role] (0 gate, 1 up, 2 down); n_exp 0: a 1-D/2-D tensor */
+    const mlstack__weight *exps;
+    int n_exp, role;
+    int ba_group; /* Qwen3-Next's ssm_ba: per key head, its ba_group beta rows then its alpha rows */
 } mlstack__gw_tensor;
 
 /* t is weight w: written as the GGML type the quantizer made it as, when its rows hold that
@@ -33158,6 +33163,7 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
         t_->type = (ty), t_->n_dims = (nd), t_->ne[0] = (uint64_t)(e0), t_->ne[1] = (uint64_t)(e1); \
         t_->data = (const unsigned char *)(dat), t_->row_bytes = (rb), t_->permute_heads = (perm);  \
         t_->unpack = 0, t_->file_row = (rb), t_->gate_heads = 0, t_->tile_dim = 0, t_->flat = 0;    \
+        t_->exps = NULL, t_->n_exp = 0, t_->role = 0, t_->ba_group = 0;                             \
     } while (0)
 
 /* The embedding table (a tied head's blocks, or a Q8_0 copy of a float table for a Q4_1 head),
@@ -33242,7 +33248,7 @@ static void mlstack__gw_list_mixer(const mlstack__config *c, const mlstack__laye
 /* Marks the last listed tensor's value heads to be written tiled (llama.cpp's order) from row
    base on, dim rows (or, cols: elements of each row) per head. */
 static void mlstack__gw_tile(const mlstack__config *c, mlstack__gw_tensor *t, int base, int dim, int cols) {
-    if (c->dn_k_heads == c->dn_v_heads) return;
+    if (c->dn_k_heads == c->dn_v_heads || !(c->fam->flags & MLSTACK__F_GGUF_V_TILED)) return;
     t->tile_base = base, t->tile_dim = dim, t->tile_cols = cols;
     t->tile_hk = c->dn_k_heads, t->tile_g = c->dn_v_heads / c->dn_k_heads;
 }
@@ -33258,12 +33264,17 @@ static void mlstack__gw_list_delta(const mlstack__config *c, const mlstack__laye
     char nm[64];
     rows[0] = C, rows[1] = vd, rows[2] = Hv, rows[3] = Hv;
     first[0] = 0, first[1] = C, first[2] = C + vd, first[3] = C + vd + Hv;
-    for (k = 0; k < 4; k++) {
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, nm4[k]);
-        MLSTACK__GW_T(nm, mlstack__gw_type(L->w_in.wtype), 2, L->w_in.n_in, rows[k],
+    for (k = 0; k < 4; k++) { /* Qwen3-Next: beta and alpha in one ssm_ba, grouped by key head */
+        int ba = k == 2 && !(c->fam->flags & MLSTACK__F_GGUF_V_TILED);
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, ba ? "ssm_ba" : nm4[k]);
+        MLSTACK__GW_T(nm, mlstack__gw_type(L->w_in.wtype), 2, L->w_in.n_in, ba ? 2 * rows[k] : rows[k],
                       (const unsigned char *)L->w_in.data + (size_t)first[k] * rb, rb, 0);
         mlstack__gw_made(&ts[*n_t - 1], &L->w_in);
         mlstack__gw_tile(c, &ts[*n_t - 1], k ? 0 : 2 * kd, k < 2 ? dv : 1, 0);
+        if (ba) {
+            ts[*n_t - 1].ba_group = Hv / c->dn_k_heads;
+            break;
+        }
     }
     snprintf(nm, sizeof nm, "blk.%d.ssm_conv1d.weight", l);
     MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, K, C, L->conv_w, (size_t)K * 4, 0);
@@ -33282,6 +33293,39 @@ static void mlstack__gw_list_delta(const mlstack__config *c, const mlstack__laye
     MLSTACK__GW_T(nm, mlstack__gw_type(L->wo.wtype), 2, L->wo.n_in, L->wo.n_out, L->wo.data, L->wo.row_bytes, 0);
     mlstack__gw_made(&ts[*n_t - 1], &L->wo);
     if (!c->dn_v_tiled) mlstack__gw_tile(c, &ts[*n_t - 1], 0, dv, 1); /* read from GGUF: already tiled */
+}
+
+/* A MoE layer's router, experts (one [E, rows, in] tensor per projection), expert bias, shared
+   expert and its gate, under llama.cpp's names. */
+static void mlstack__gw_list_moe(const mlstack__config *c, const mlstack__layer *L, int l, mlstack__gw_tensor *ts,
+                                 int *n_t) {
+    static const char *const exps[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"},
+                             *shexp[4] = {"ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", "ffn_gate_inp_shexp"};
+    const mlstack__weight *sh[4] = {&L->sh_gate, &L->sh_up, &L->sh_down, &L->sh_router};
+    char nm[64];
+    int k;
+    snprintf(nm, sizeof nm, "blk.%d.ffn_gate_inp.weight", l);
+    MLSTACK__GW_T(nm, mlstack__gw_type(L->router.wtype), 2, L->router.n_in, L->router.n_out, L->router.data,
+                  L->router.row_bytes, 0);
+    for (k = 0; k < 3; k++) {
+        const mlstack__weight *w = &L->experts[k];
+        if (!w->data) continue;
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, exps[k]);
+        MLSTACK__GW_T(nm, mlstack__gw_type(w->wtype), 3, w->n_in, w->n_out, w->data, w->row_bytes, 0);
+        mlstack__gw_made(&ts[*n_t - 1], w);
+        ts[*n_t - 1].exps = L->experts, ts[*n_t - 1].n_exp = c->n_experts, ts[*n_t - 1].role = k;
+    }
+    if (L->expert_bias) {
+        snprintf(nm, sizeof nm, "blk.%d.exp_probs_b.bias", l);
+        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_experts, 1, L->expert_bias, (size_t)c->n_experts * 4, 0);
+    }
+    for (k = 0; k < 4; k++) {
+        if (!sh[k]->data) continue;
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, shexp[k]);
+        MLSTACK__GW_T(nm, mlstack__gw_type(sh[k]->wtype), 2, sh[k]->n_in, sh[k]->n_out, sh[k]->data, sh[k]->row_bytes,
+                      0);
+        mlstack__gw_made(&ts[*n_t - 1], sh[k]);
+    }
 }
 
 /* Each layer's norms, projections (q and k rows permuted for llama.cpp's rope), biases and q/k norms. */
@@ -33321,6 +33365,7 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
                 MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
             }
         }
+        if (L->moe) mlstack__gw_list_moe(c, L, l, ts, n_t);
         if (L->kind == MLSTACK__LAYER_DELTANET) {
             mlstack__gw_list_delta(c, L, l, ts, n_t);
             continue;
@@ -33368,7 +33413,8 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
                              "%s: its RoPE scaling is not written to GGUF (none, linear and llama3 are)", m->path);
     for (l = 0; l < c->n_layers; l++) { /* gated q_proj: q and gate rows of one type */
         const mlstack__layer *L = &m->layers[l];
-        int tiled = L->kind == MLSTACK__LAYER_DELTANET && c->dn_k_heads != c->dn_v_heads && !c->dn_v_tiled;
+        int tiled = L->kind == MLSTACK__LAYER_DELTANET && c->dn_k_heads != c->dn_v_heads && !c->dn_v_tiled &&
+                    (c->fam->flags & MLSTACK__F_GGUF_V_TILED);
         if ((L->wqg.data && (L->wqg.wtype != L->wq.wtype || L->wqg.gtype != L->wq.gtype)) ||
             (tiled && (L->wo.packed || L->wo.gtype || L->wo.row_bytes % (size_t)c->dn_v_heads ||
                        c->dn_v_dim % mlstack__wtype_block(L->wo.wtype))))
@@ -33448,6 +33494,17 @@ static int mlstack__gw_ff_eps(mlstack_model *m, const char *arch, mlstack__buf *
             ok = mlstack__gw_u(kv, m->layers[l].kind == MLSTACK__LAYER_MLP ? (uint32_t)c->n_ff : 0, 4);
         ++*n_kv;
         ok = ok && mlstack__gw_f32(kv, arch, "attention.layer_norm_epsilon", c->eps, n_kv);
+    }
+    if (ok && c->n_experts) {
+        int lead = 0;
+        while (lead < c->n_layers && !m->layers[lead].moe) lead++;
+        ok = mlstack__gw_u32(kv, arch, "expert_count", (uint32_t)c->n_experts, n_kv) &&
+             mlstack__gw_u32(kv, arch, "expert_used_count", (uint32_t)c->n_experts_used, n_kv) &&
+             mlstack__gw_u32(kv, arch, "expert_feed_forward_length", (uint32_t)c->moe_ff, n_kv) &&
+             (!c->shared_ff ||
+              mlstack__gw_u32(kv, arch, "expert_shared_feed_forward_length", (uint32_t)c->shared_ff, n_kv)) &&
+             (!lead || mlstack__gw_u32(kv, arch, "leading_dense_block_count", (uint32_t)lead, n_kv)) &&
+             (!c->moe_sigmoid || mlstack__gw_u32(kv, arch, "expert_gating_func", 2, n_kv)); /* 2: sigmoid */
     }
     if (ok && (c->fam->flags & MLSTACK__F_MULTIPLIERS))
         ok = mlstack__gw_f32(kv, arch, "attention.scale", c->attn_scale, n_kv) &&
@@ -33549,11 +33606,12 @@ static int mlstack__gw_header(mlstack__gw_tensor *ts, int n_t, int n_kv, const m
          mlstack__gw_u(hdr, (uint64_t)n_kv, 8) && mlstack__buf_put(hdr, kv->p, kv->n);
     for (i = 0; ok && i < n_t; i++) {
         mlstack__gw_tensor *t = &ts[i];
-        uint64_t bytes = (uint64_t)t->file_row * t->ne[1];
+        uint64_t bytes = (uint64_t)t->file_row * t->ne[1] * (uint64_t)(t->n_exp ? t->n_exp : 1);
         t->offset = off;
         ok = mlstack__gw_str(hdr, t->name, strlen(t->name)) && mlstack__gw_u(hdr, (uint64_t)t->n_dims, 4) &&
              mlstack__gw_u(hdr, t->flat ? t->ne[0] * t->ne[1] : t->ne[0], 8) &&
-             (t->n_dims < 2 || mlstack__gw_u(hdr, t->ne[1], 8)) && mlstack__gw_u(hdr, t->type, 4) &&
+             (t->n_dims < 2 || mlstack__gw_u(hdr, t->ne[1], 8)) &&
+             (t->n_dims < 3 || mlstack__gw_u(hdr, (uint64_t)t->n_exp, 8)) && mlstack__gw_u(hdr, t->type, 4) &&
              mlstack__gw_u(hdr, off, 8);
         off += (bytes + 31) & ~(uint64_t)31;
     }
@@ -33568,6 +33626,10 @@ static uint64_t mlstack__gw_src_row(const mlstack__gw_tensor *t, uint64_t row, i
     uint64_t h = (uint64_t)hd;
     if (t->permute_heads) return (row / h) * h + ((row % h) & 1) * (h / 2) + (row % h) / 2;
     if (t->gate_heads) return (row / (2 * h)) * h + row % h; /* of data or data2: mlstack__gw_row */
+    if (t->ba_group) { /* beta rows [0, Hv), then alpha rows [Hv, 2 Hv) */
+        uint64_t r = (uint64_t)t->ba_group, g = row / (2 * r), j = row % (2 * r);
+        return j < r ? g * r + j : t->ne[1] / 2 + g * r + (j - r);
+    }
     if (t->tile_dim && !t->tile_cols && row >= (uint64_t)t->tile_base) {
         uint64_t q = row - (uint64_t)t->tile_base, s = q / (uint64_t)t->tile_dim, j = q % (uint64_t)t->tile_dim;
         return (uint64_t)t->tile_base +
@@ -33580,6 +33642,9 @@ static uint64_t mlstack__gw_src_row(const mlstack__gw_tensor *t, uint64_t row, i
 /* The bytes of file row `row`. */
 static const unsigned char *mlstack__gw_row(const mlstack__gw_tensor *t, uint64_t row, int hd) {
     uint64_t src = mlstack__gw_src_row(t, row, hd);
+    if (t->n_exp) /* expert row / ne[1]'s row row % ne[1] */
+        return (const unsigned char *)t->exps[3 * (row / t->ne[1]) + (uint64_t)t->role].data +
+               (row % t->ne[1]) * t->row_bytes;
     const unsigned char *d = t->gate_heads && (row % (2 * (uint64_t)hd)) >= (uint64_t)hd ? t->data2 : t->data;
     return d + src * t->row_bytes;
 }
@@ -33595,7 +33660,7 @@ static int mlstack__gw_write(const mlstack_model *m, FILE *f, const mlstack__buf
     ok = fwrite(hdr->p, 1, hdr->n, f) == hdr->n;
     for (i = 0; ok && i < n_t; i++) {
         const mlstack__gw_tensor *t = &ts[i];
-        uint64_t row, bytes = (uint64_t)t->file_row * t->ne[1];
+        uint64_t row, n_rows = t->ne[1] * (uint64_t)(t->n_exp ? t->n_exp : 1), bytes = (uint64_t)t->file_row * n_rows;
         if (t->unpack) {
             MLSTACK_FREE(conv);
             if (!(conv = (unsigned char *)MLSTACK_MALLOC(t->file_row))) ok = 0;
@@ -33604,7 +33669,7 @@ static int mlstack__gw_write(const mlstack_model *m, FILE *f, const mlstack__buf
             MLSTACK_FREE(conv);
             if (!(conv = (unsigned char *)MLSTACK_MALLOC(t->row_bytes))) ok = 0;
         }
-        for (row = 0; ok && row < t->ne[1]; row++) {
+        for (row = 0; ok && row < n_rows; row++) {
             const unsigned char *rp = mlstack__gw_row(t, row, hd);
             if (t->tile_cols) {
                 size_t gb = t->row_bytes / (size_t)(t->tile_hk * t->tile_g);
@@ -33662,18 +33727,18 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     if (c->attn_bias && mlstack__gguf_rope_rows(c))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture attention biases are not written to GGUF", m->path, arch);
-    if (c->n_experts || (c->fam->flags & MLSTACK__F_SINKS)) /* read, not written yet (gpt-oss) */
+    /* experts: written for the short-conv and delta-net hybrids (lfm2moe, qwen35moe, qwen3next) */
+    if ((c->n_experts && c->fam->mix.kind != MLSTACK__LAYER_CONV && c->fam->mix.kind != MLSTACK__LAYER_DELTANET) ||
+        (c->fam->flags & MLSTACK__F_SINKS) || c->moe_latent) /* read, not written yet (gpt-oss) */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s models (experts, attention sinks) are read from GGUF but not written yet", m->path,
                              arch);
     if (c->n_recurrent && !(c->fam->mix.kind == MLSTACK__LAYER_CONV || c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 ||
-                            (c->fam->mix.kind == MLSTACK__LAYER_DELTANET && (c->fam->flags & MLSTACK__F_GGUF_V_TILED))))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: %s models are read from GGUF but not written yet (of the hybrids, lfm2, mamba2, "
-                             "qwen35, granitehybrid and nemotron_h are)",
+                            c->fam->mix.kind == MLSTACK__LAYER_DELTANET))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s models are read from GGUF but not written yet",
                              m->path, arch);
     if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
-    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 24 + 8, sizeof *ts);
+    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 40 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     ok = mlstack__gw_list_embed(m, ts, &n_t, &head_q8);
     mlstack__gw_list_layers(m, ts, &n_t);
