@@ -28346,7 +28346,7 @@ static const mlstack__family mlstack__families[] = {
          {MLSTACK__LAYER_MAMBA2, NULL, "mixer", NULL},
          {"mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", NULL, "use_conv_bias",
           "use_bias", "layer_norm_epsilon", MLSTACK__SSM_BLOCKS, 2, NULL, NULL}},
-    {"FalconH1ForCausalLM", NULL, MLSTACK__F_MUP,
+    {"FalconH1ForCausalLM", "falcon-h1", MLSTACK__F_MUP,
          {"input_layernorm", NULL, "pre_ff_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
          {NULL, NULL, "final_layernorm", NULL, NULL, NULL, NULL, NULL, "feed_forward", NULL, NULL, NULL},
          {MLSTACK__LAYER_MAMBA2, NULL, "mamba", NULL},
@@ -32227,6 +32227,7 @@ static const struct {
     {"ssm.state_size", "linear_key_head_dim state_size mamba_d_state ssm_state_size"},
     {"ssm.group_count", "linear_num_key_heads n_groups mamba_n_groups"},
     {"ssm.time_step_rank", "linear_num_value_heads num_heads mamba_n_heads mamba_num_heads"},
+    {"ssm.inner_size", "mamba_d_ssm"},
     {"full_attention_interval", "full_attention_interval"},
     {"attention.scale", "attention_multiplier"},
     {"embedding_scale", "embedding_multiplier"},
@@ -32369,6 +32370,11 @@ static int mlstack__gj_derived(mlstack__buf *b, const mlstack__family *f, const 
                          mlstack__gguf_any_layer(g, n_layers, "ssm_conv1d.bias") ? "true" : "false") &&
          mlstack__gj_put(b, "use_bias mamba_proj_bias",
                          mlstack__gguf_any_layer(g, n_layers, "ssm_in.bias") ? "true" : "false") &&
+         mlstack__gj_put(b, "mamba_rms_norm", /* Falcon-H1: llama.cpp gates, then norms when it has the norm */
+                         mlstack__gguf_any_layer(g, n_layers, "ssm_norm.weight") ? "true" : "false") &&
+         mlstack__gj_put(b, "mamba_norm_before_gate", "false") &&
+         mlstack__gj_put(b, "projectors_bias",
+                         mlstack__gguf_any_layer(g, n_layers, "ssm_out.bias") ? "true" : "false") &&
          mlstack__gj_put(b, "use_expert_bias",
                          mlstack__gguf_any_layer(g, n_layers, "exp_probs_b.bias") ? "true" : "false") &&
          mlstack__gj_put(b, "tie_word_embeddings", mlstack__gguf_tensor_find(g, "output.weight") ? "false" : "true") &&
@@ -32620,6 +32626,8 @@ static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gg
         snprintf(name, name_cap, "%s.weight", f->name.head ? f->name.head : "lm_head");
     else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers && strchr(t->name + 4, '.')) {
         const char *rest = strchr(t->name + 4, '.') + 1, *norm = mlstack__gguf_norm_hf(c->fam, rest);
+        if (strcmp(rest, "ffn_norm") == 0) /* llama.cpp's falcon-h1 names it without ".weight" */
+            norm = mlstack__gguf_norm_hf(c->fam, "ffn_norm.weight");
         char hf[96];
         if (norm) snprintf(name, name_cap, "%s.layers.%d.%s.weight", pre, layer, norm);
         else if (f->mix.kind && mlstack__gguf_hybrid_name(f, rest, hf, sizeof hf))
