@@ -33224,13 +33224,14 @@ static void mlstack__gw_list_mixer(const mlstack__config *c, const mlstack__laye
     const char *in = L->kind == MLSTACK__LAYER_CONV ? "shortconv.in_proj" : "ssm_in",
                *out = L->kind == MLSTACK__LAYER_CONV ? "shortconv.out_proj" : "ssm_out";
     const mlstack__ssm_cfg *s = &c->ssm;
+    const mlstack__weight *wo = L->kind == MLSTACK__LAYER_ATTN_SSM ? &L->w_mix_out : &L->wo; /* Falcon-H1 */
     snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, in);
     MLSTACK__GW_T(nm, mlstack__gw_type(L->w_in.wtype), 2, L->w_in.n_in, L->w_in.n_out, L->w_in.data, L->w_in.row_bytes,
                   0);
     mlstack__gw_made(&ts[*n_t - 1], &L->w_in);
     snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, out);
-    MLSTACK__GW_T(nm, mlstack__gw_type(L->wo.wtype), 2, L->wo.n_in, L->wo.n_out, L->wo.data, L->wo.row_bytes, 0);
-    mlstack__gw_made(&ts[*n_t - 1], &L->wo);
+    MLSTACK__GW_T(nm, mlstack__gw_type(wo->wtype), 2, wo->n_in, wo->n_out, wo->data, wo->row_bytes, 0);
+    mlstack__gw_made(&ts[*n_t - 1], wo);
     if (L->kind == MLSTACK__LAYER_CONV) {
         snprintf(nm, sizeof nm, "blk.%d.shortconv.conv.weight", l);
         MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, c->conv_k, c->n_embd, L->conv_w, (size_t)c->conv_k * 4, 0);
@@ -33248,6 +33249,7 @@ static void mlstack__gw_list_mixer(const mlstack__config *c, const mlstack__laye
     MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, 1, s->heads, L->ssm_a, 4, 0);
     snprintf(nm, sizeof nm, "blk.%d.ssm_d", l);
     MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, 1, s->heads, L->ssm_d, 4, 0);
+    if (!L->ssm_norm) return; /* Falcon-H1 without mamba_rms_norm */
     snprintf(nm, sizeof nm, "blk.%d.ssm_norm.weight", l);
     MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, s->inner / s->groups, s->groups, L->ssm_norm,
                   (size_t)(s->inner / s->groups) * 4, 0);
@@ -33349,7 +33351,7 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         int k;
         for (k = 0; k < 4; k++) { /* the norms the layer has, by role */
             if (!norms[k]) continue;
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l,
+            snprintf(nm, sizeof nm, k == 1 && L->kind == MLSTACK__LAYER_ATTN_SSM ? "blk.%d.%s" : "blk.%d.%s.weight", l,
                      k == 1 && L->kind == MLSTACK__LAYER_MLP                 ? "attn_norm" /* a block's one norm */
                      : k == 1 && (c->fam->flags & MLSTACK__F_GGUF_POST_ATTN) ? "post_attention_norm"
                                                                              : mlstack__gguf_norm_names[k]);
@@ -33361,7 +33363,8 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
                        : k == 1                    ? c->n_kv_heads
                                                    : 0,
                 role = k == 4 && !L->w_up.data ? 5 : k; /* an ungated MLP's W1 (in w_gate) is ffn_up */
-            if (!ws[k]->data || (k == 3 && L->kind != MLSTACK__LAYER_ATTN)) continue; /* wo: the mixer's */
+            if (!ws[k]->data || (k == 3 && L->kind != MLSTACK__LAYER_ATTN && L->kind != MLSTACK__LAYER_ATTN_SSM))
+                continue; /* wo: the mixer's */
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
             MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in,
                           k == 0 && L->wqg.data ? 2 * ws[k]->n_out : ws[k]->n_out, ws[k]->data, ws[k]->row_bytes, perm);
@@ -33391,6 +33394,82 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         }
     }
 #undef MLSTACK__GGUF_NAME
+}
+
+/* The multiplier llama.cpp's converter folds into Falcon-H1 tensor `name` (its second for k, in
+   that order: (W key) attn_in), 1 for others; *mup: in_proj's rows also times ssm_multipliers. */
+static float mlstack__gw_fold_scale(const mlstack__config *c, const char *name, float *second, int *mup) {
+    const char *rest = strncmp(name, "blk.", 4) == 0 && strchr(name + 4, '.') ? strchr(name + 4, '.') + 1 : name;
+    const mlstack__mults *u = &c->mult;
+    *second = 1.0f, *mup = 0;
+    if (strcmp(rest, "token_embd.weight") == 0) return c->embed_scale;
+    if (strcmp(rest, "output.weight") == 0) return u->logits;
+    if (strcmp(rest, "attn_q.weight") == 0 || strcmp(rest, "attn_v.weight") == 0) return u->attn_in;
+    if (strcmp(rest, "attn_k.weight") == 0) return *second = u->attn_in, u->key;
+    if (strcmp(rest, "attn_output.weight") == 0) return u->attn_out;
+    if (strcmp(rest, "ffn_gate.weight") == 0) return u->mlp_gate;
+    if (strcmp(rest, "ffn_down.weight") == 0) return u->mlp_down;
+    if (strcmp(rest, "ssm_out.weight") == 0) return u->ssm_out;
+    if (strcmp(rest, "ssm_in.weight") == 0) return *mup = c->ssm.has_mup, u->ssm_in;
+    return 1.0f;
+}
+
+/* Falcon-H1's multipliers folded into its float weights as llama.cpp's converter folds them (the
+   falcon-h1 graph has none): copies, rounded back to the stored type, in *owned (the caller
+   frees it). A tied head with its own multiplier is written as output.weight. Fails on a
+   quantized weight with a multiplier. */
+static mlstack_result mlstack__gw_fold(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t, unsigned char **owned,
+                                       mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__ssm_cfg *s = &c->ssm;
+    uint64_t total = 0, off = 0, r;
+    int pass, i, k, mup;
+    float second, *row;
+    if (!(c->fam->flags & MLSTACK__F_MUP)) return MLSTACK_OK;
+    if (m->lm_head.data == m->embed && c->mult.logits != c->embed_scale) { /* the tied head, scaled apart */
+        mlstack__gw_tensor *t = &ts[(*n_t)++];
+        *t = ts[0]; /* token_embd.weight */
+        snprintf(t->name, sizeof t->name, "output.weight");
+    }
+    for (pass = 0; pass < 2; pass++) {
+        for (i = 0; i < *n_t; i++) {
+            mlstack__gw_tensor *t = &ts[i];
+            float a = mlstack__gw_fold_scale(c, t->name, &second, &mup);
+            int dt = t->type == MLSTACK__GGML_F32    ? MLSTACK_DTYPE_F32
+                     : t->type == MLSTACK__GGML_F16  ? MLSTACK_DTYPE_F16
+                     : t->type == MLSTACK__GGML_BF16 ? MLSTACK_DTYPE_BF16
+                                                     : -1;
+            if (a == 1.0f && second == 1.0f && !mup) continue;
+            if (dt < 0 || t->unpack || t->permute_heads || t->tile_dim || t->n_exp)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: %s: Falcon-H1's multipliers are folded into float weights only (llama.cpp's "
+                                     "falcon-h1 has none); write the GGUF from the float model, then quantize it",
+                                     m->path, t->name);
+            if (pass == 0) {
+                total += t->row_bytes * t->ne[1];
+                continue;
+            }
+            if (!(row = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)t->ne[0])))
+                return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+            for (r = 0; r < t->ne[1]; r++) { /* each a rounded step, in the converter's order */
+                uint64_t z = (uint64_t)s->inner, g = (uint64_t)s->groups * (uint64_t)s->state, j;
+                k = r < z ? 0 : r < 2 * z ? 1 : r < 2 * z + g ? 2 : r < 2 * z + 2 * g ? 3 : 4; /* z x B C dt */
+                mlstack__to_f32((mlstack_dtype)dt, t->data + r * t->row_bytes, row, (size_t)t->ne[0]);
+                for (j = 0; j < t->ne[0]; j++) {
+                    row[j] *= a;
+                    if (second != 1.0f) row[j] *= second;
+                    if (mup) row[j] *= s->mup[k];
+                }
+                mlstack__from_f32((mlstack_dtype)dt, row, *owned + off + r * t->row_bytes, (size_t)t->ne[0]);
+            }
+            MLSTACK_FREE(row);
+            t->data = *owned + off;
+            off += t->row_bytes * t->ne[1];
+        }
+        if (pass == 0 && !(*owned = (unsigned char *)MLSTACK_MALLOC((size_t)total + 64)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    }
+    return MLSTACK_OK;
 }
 
 /* Llama 3 rope scaling as llama.cpp keeps it: per-frequency divisors. Returns 0 when out of memory. */
@@ -33431,6 +33510,12 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
                                  "in llama.cpp's order in this layout",
                                  m->path, l);
     }
+    if (c->fam->ssm.layout == MLSTACK__SSM_PARALLEL &&
+        (c->ssm.gate_norm == MLSTACK__GATE_NORM_BEFORE || c->ssm.proj_bias || c->ssm.out_bias))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: llama.cpp's %s has no %s", m->path, arch,
+                             c->ssm.gate_norm == MLSTACK__GATE_NORM_BEFORE
+                                 ? "gated norm before the gate (mamba_norm_before_gate)"
+                                 : "Mamba2 projection biases (mamba_proj_bias, projectors_bias)");
     for (l = 0; l < c->n_layers; l++) /* SmolLM3: llama.cpp's NoPE layers are every 4th */
         if ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) && m->layers[l].nope != ((l + 1) % 4 == 0))
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
@@ -33470,11 +33555,15 @@ static int mlstack__gw_head_count_kv(mlstack_model *m, const char *arch, mlstack
     int ok, l;
     if (!c->n_recurrent) return mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv);
     if (c->fam->mix.kind == MLSTACK__LAYER_DELTANET) return mlstack__gw_delta_keys(m, arch, kv, n_kv);
-    ok = mlstack__gw_key(kv, arch, "attention.head_count_kv", MLSTACK__GGUF_ARRAY) &&
-         mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
-    for (l = 0; ok && l < c->n_layers; l++)
-        ok = mlstack__gw_u(kv, m->layers[l].kind == MLSTACK__LAYER_ATTN ? (uint32_t)c->n_kv_heads : 0, 4);
-    ++*n_kv;
+    if (c->fam->ssm.layout == MLSTACK__SSM_PARALLEL) { /* Falcon-H1: every layer attends */
+        ok = mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv);
+    } else {
+        ok = mlstack__gw_key(kv, arch, "attention.head_count_kv", MLSTACK__GGUF_ARRAY) &&
+             mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++)
+            ok = mlstack__gw_u(kv, m->layers[l].kind == MLSTACK__LAYER_ATTN ? (uint32_t)c->n_kv_heads : 0, 4);
+        ++*n_kv;
+    }
     if (ok && c->fam->mix.kind == MLSTACK__LAYER_CONV)
         ok = mlstack__gw_u32(kv, arch, "shortconv.l_cache", (uint32_t)c->conv_k, n_kv);
     if (ok && c->fam->mix.kind == MLSTACK__LAYER_MAMBA2)
@@ -33713,7 +33802,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     mlstack__gw_tensor *ts = NULL;
     mlstack__buf kv = {0, 0, 0}, hdr = {0, 0, 0};
     int n_kv = 0, n_t = 0, ok = 1;
-    unsigned char *head_q8 = NULL;
+    unsigned char *head_q8 = NULL, *folded = NULL;
     char *tmp = NULL;
     FILE *f = NULL;
     mlstack_result r = MLSTACK_OK;
@@ -33751,6 +33840,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     ok = mlstack__gw_list_embed(m, ts, &n_t, &head_q8);
     mlstack__gw_list_layers(m, ts, &n_t);
     ok = mlstack__gw_list_rope(m, ts, &n_t, &rope_factors) && ok;
+    if (ok && (r = mlstack__gw_fold(m, ts, &n_t, &folded, err)) != MLSTACK_OK) ok = 0;
     ok = ok && mlstack__gw_keys(m, arch, &kv, &n_kv, &r, err);
     ok = ok && mlstack__gw_header(ts, n_t, n_kv, &kv, &hdr);
     if (!ok && r == MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -33773,6 +33863,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     MLSTACK_FREE(ts);
     MLSTACK_FREE(rope_factors);
     MLSTACK_FREE(head_q8);
+    MLSTACK_FREE(folded);
     return r;
 }
 /* ---- end of GGUF files as models ---- */
