@@ -16,7 +16,8 @@ delta-net reorders) is the converter's own code.
         [--keep DIR]
   python3 tools/make_hybrid_gguf.py --peer PEER --check
         the other way: build/mlstack quantize writes each fixture of WRITTEN as stored, Q8_0, Q4_1
-        and Q4_K_M; llama.cpp must load each file and give mlstack's greedy text on it
+        and Q4_K_M; llama.cpp must load each file and give mlstack's greedy text on it; and Falcon-H1
+        written from its folder (multipliers folded) is compared tensor by tensor with the converter's
 PEER is the llama.cpp build of tools/build_llamacpp.sh (PEER/src/vendor/llama.cpp holds the
 converter, PEER/bin/llama-completion runs it). --types f32,f16,q8_0 also converts to F16 / Q8_0
 (into --keep, default a temporary folder) and checks those files: mlstack's logits against
@@ -251,6 +252,52 @@ def check_written(peer, names):
     return bad
 
 
+def check_fold(peer):
+    """Falcon-H1 written by mlstack from its safetensors folder (multipliers folded into the weights)
+    against the converter's file of the same model: each tensor's largest difference, then llama.cpp's
+    greedy text on mlstack's tensors with the converter's vocabulary. Returns 1 on a mismatch."""
+    sys.path.insert(0, os.path.join(peer, "src", "vendor", "llama.cpp", "gguf-py"))
+    import gguf
+    import numpy as np
+    tmp = tempfile.mkdtemp()
+    make_model("falcon_h1", os.path.join(tmp, "hf"))
+    ours = os.path.join(tmp, "ours.gguf")
+    subprocess.run([os.path.join(ROOT, "build", "mlstack"), "quantize", "-m", os.path.join(tmp, "hf"), "--quant",
+                    "none", "-o", ours], check=True, stdout=subprocess.DEVNULL)
+    theirs = gguf.GGUFReader(os.path.join(OUT, "falcon_h1-f32.gguf"))
+    mine = gguf.GGUFReader(ours)
+    ref = {t.name: np.array(t.data) for t in theirs.tensors}
+    worst = 0.0
+    for t in mine.tensors:
+        d = float(np.max(np.abs(np.array(t.data).reshape(ref[t.name].shape) - ref[t.name])))
+        worst = max(worst, d)
+        if d:
+            print("  %-28s max |ours - converter| %.3g" % (t.name, d))
+    print("falcon_h1 folded by mlstack: %d tensors (converter: %d), max |ours - converter| %.3g" %
+          (len(mine.tensors), len(theirs.tensors), worst))
+    merged = os.path.join(tmp, "merged.gguf")
+    w = gguf.GGUFWriter(merged, "falcon-h1")
+    for f in list(mine.fields.values()) + [f for f in theirs.fields.values() if f.name.startswith("tokenizer.")]:
+        if f.name.startswith(("GGUF.", "general.architecture", "tokenizer.ggml.model")) and f.name != "tokenizer.ggml.model":
+            continue
+        if f.name == "tokenizer.ggml.model" and f in mine.fields.values():
+            continue
+        val = f.contents()
+        vtype = f.types[0]
+        sub = f.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
+        w.add_key_value(f.name, val, vtype, sub_type=sub)
+    for t in mine.tensors:
+        w.add_tensor(t.name, np.array(t.data), raw_shape=list(reversed([int(x) for x in t.shape])))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    a, b = ours_text(merged), peer_text(peer, merged, PROMPT)
+    print("falcon_h1 folded: greedy text %s: ours %r llama.cpp %r" % ("same" if a == b else "DIFFERS", a, b))
+    shutil.rmtree(tmp)
+    return int(a != b or len(mine.tensors) != len(theirs.tensors))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--peer", required=True)
@@ -265,7 +312,9 @@ def main():
         return
     names = [n for n in HYBRIDS if not a.only or n in a.only.split(",")]
     if a.check:
-        raise SystemExit(1 if check_written(a.peer, [n for n in names if n in WRITTEN]) else 0)
+        bad = check_written(a.peer, [n for n in names if n in WRITTEN])
+        bad += check_fold(a.peer) if "falcon_h1" in names else 0
+        raise SystemExit(1 if bad else 0)
     import torch
     os.makedirs(OUT, exist_ok=True)
     keep = a.keep or tempfile.mkdtemp()
