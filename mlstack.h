@@ -33435,9 +33435,9 @@ static mlstack_result mlstack__gw_fold(mlstack_model *m, mlstack__gw_tensor *ts,
         for (i = 0; i < *n_t; i++) {
             mlstack__gw_tensor *t = &ts[i];
             float a = mlstack__gw_fold_scale(c, t->name, &second, &mup);
-            int dt = t->type == MLSTACK__GGML_F32    ? MLSTACK_DTYPE_F32
-                     : t->type == MLSTACK__GGML_F16  ? MLSTACK_DTYPE_F16
-                     : t->type == MLSTACK__GGML_BF16 ? MLSTACK_DTYPE_BF16
+            int dt = t->type == MLSTACK__GGML_F32    ? (int)MLSTACK_DTYPE_F32
+                     : t->type == MLSTACK__GGML_F16  ? (int)MLSTACK_DTYPE_F16
+                     : t->type == MLSTACK__GGML_BF16 ? (int)MLSTACK_DTYPE_BF16
                                                      : -1;
             if (a == 1.0f && second == 1.0f && !mup) continue;
             if (dt < 0 || t->unpack || t->permute_heads || t->tile_dim || t->n_exp)

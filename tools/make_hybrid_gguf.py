@@ -142,13 +142,15 @@ def encode(prompt, tokens):
 # attention heads x head_dim = hidden_size; its Nemotron-H converter a Mamba2 head width of 64; its
 # Qwen3.5 delta-net value heads as wide as key heads, and M-RoPE sections that fit the rotary dims
 # (text positions: any split is plain RoPE); experts in every Qwen3-Next layer, renormalized as
-# llama.cpp always does; Granite without experts, its dense MLP intermediate_size wide; Falcon-H1
+# llama.cpp always does, two key heads of two value heads each (ssm_ba grouped by key head);
+# Granite without experts, its dense MLP intermediate_size wide; Falcon-H1
 # (every multiplier != 1: the converter folds them into the weights) without the projection biases
 # llama.cpp does not load, its gated norm after the gate (llama.cpp's Mamba2 order)
 QWEN35_ROPE = {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25, "mrope_section": [1, 1, 0]}
 OVERRIDES = {"lfm2": {"head_dim": 8}, "lfm2_moe": {"head_dim": 8},
              "qwen3_5": {"linear_value_head_dim": 8, "rope_parameters": QWEN35_ROPE},
-             "qwen3_5_moe": {"rope_parameters": QWEN35_ROPE}, "qwen3_next": {"mlp_only_layers": [], "norm_topk_prob": True},
+             "qwen3_5_moe": {"rope_parameters": QWEN35_ROPE}, "qwen3_next": {"mlp_only_layers": [], "norm_topk_prob": True,
+                            "linear_num_key_heads": 2, "linear_num_value_heads": 4},
              "granite_hybrid": {"num_experts_per_tok": 0, "shared_intermediate_size": 64},
              "nemotron_h": {"mamba_num_heads": 1, "mamba_head_dim": 64, "n_groups": 1},
              "falcon_h1": {"mamba_proj_bias": False, "projectors_bias": False, "mamba_rms_norm": True,
