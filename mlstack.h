@@ -28397,7 +28397,7 @@ static const mlstack__family mlstack__families[] = {
          {MLSTACK__LAYER_MAMBA2, NULL, "mixer", NULL},
          {"mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", NULL, "use_conv_bias",
           "use_bias", "layer_norm_epsilon", MLSTACK__SSM_BLOCKS, 2, NULL, NULL}},
-    {"FalconH1ForCausalLM", NULL, MLSTACK__F_MUP,
+    {"FalconH1ForCausalLM", "falcon-h1", MLSTACK__F_MUP,
          {"input_layernorm", NULL, "pre_ff_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
          {NULL, NULL, "final_layernorm", NULL, NULL, NULL, NULL, NULL, "feed_forward", NULL, NULL, NULL},
          {MLSTACK__LAYER_MAMBA2, NULL, "mamba", NULL},
@@ -32278,6 +32278,7 @@ static const struct {
     {"ssm.state_size", "linear_key_head_dim state_size mamba_d_state ssm_state_size"},
     {"ssm.group_count", "linear_num_key_heads n_groups mamba_n_groups"},
     {"ssm.time_step_rank", "linear_num_value_heads num_heads mamba_n_heads mamba_num_heads"},
+    {"ssm.inner_size", "mamba_d_ssm"},
     {"full_attention_interval", "full_attention_interval"},
     {"attention.scale", "attention_multiplier"},
     {"embedding_scale", "embedding_multiplier"},
@@ -32420,6 +32421,11 @@ static int mlstack__gj_derived(mlstack__buf *b, const mlstack__family *f, const 
                          mlstack__gguf_any_layer(g, n_layers, "ssm_conv1d.bias") ? "true" : "false") &&
          mlstack__gj_put(b, "use_bias mamba_proj_bias",
                          mlstack__gguf_any_layer(g, n_layers, "ssm_in.bias") ? "true" : "false") &&
+         mlstack__gj_put(b, "mamba_rms_norm", /* Falcon-H1: llama.cpp gates, then norms when it has the norm */
+                         mlstack__gguf_any_layer(g, n_layers, "ssm_norm.weight") ? "true" : "false") &&
+         mlstack__gj_put(b, "mamba_norm_before_gate", "false") &&
+         mlstack__gj_put(b, "projectors_bias",
+                         mlstack__gguf_any_layer(g, n_layers, "ssm_out.bias") ? "true" : "false") &&
          mlstack__gj_put(b, "use_expert_bias",
                          mlstack__gguf_any_layer(g, n_layers, "exp_probs_b.bias") ? "true" : "false") &&
          mlstack__gj_put(b, "tie_word_embeddings", mlstack__gguf_tensor_find(g, "output.weight") ? "false" : "true") &&
@@ -32671,6 +32677,8 @@ static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gg
         snprintf(name, name_cap, "%s.weight", f->name.head ? f->name.head : "lm_head");
     else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers && strchr(t->name + 4, '.')) {
         const char *rest = strchr(t->name + 4, '.') + 1, *norm = mlstack__gguf_norm_hf(c->fam, rest);
+        if (strcmp(rest, "ffn_norm") == 0) /* llama.cpp's falcon-h1 names it without ".weight" */
+            norm = mlstack__gguf_norm_hf(c->fam, "ffn_norm.weight");
         char hf[96];
         if (norm) snprintf(name, name_cap, "%s.layers.%d.%s.weight", pre, layer, norm);
         else if (f->mix.kind && mlstack__gguf_hybrid_name(f, rest, hf, sizeof hf))
@@ -33028,6 +33036,11 @@ typedef struct mlstack__gw_tensor {
        columns instead (groups of tile_dim elements of each row) */
     int tile_base, tile_dim, tile_hk, tile_g, tile_cols;
     int flat; /* written as one dimension of ne[0] ne[1] elements */
+    /* a MoE layer's experts as one [E, rows, in] tensor (llama.cpp's ffn_*_exps): n_exp experts,
+       expert e's rows from exps[3 e + role] (0 gate, 1 up, 2 down); n_exp 0: a 1-D/2-D tensor */
+    const mlstack__weight *exps;
+    int n_exp, role;
+    int ba_group; /* Qwen3-Next's ssm_ba: per key head, its ba_group beta rows then its alpha rows */
 } mlstack__gw_tensor;
 
 /* t is weight w: written as the GGML type the quantizer made it as, when its rows hold that
@@ -33209,6 +33222,7 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
         t_->type = (ty), t_->n_dims = (nd), t_->ne[0] = (uint64_t)(e0), t_->ne[1] = (uint64_t)(e1); \
         t_->data = (const unsigned char *)(dat), t_->row_bytes = (rb), t_->permute_heads = (perm);  \
         t_->unpack = 0, t_->file_row = (rb), t_->gate_heads = 0, t_->tile_dim = 0, t_->flat = 0;    \
+        t_->exps = NULL, t_->n_exp = 0, t_->role = 0, t_->ba_group = 0;                             \
     } while (0)
 
 /* The embedding table (a tied head's blocks, or a Q8_0 copy of a float table for a Q4_1 head),
@@ -33261,13 +33275,14 @@ static void mlstack__gw_list_mixer(const mlstack__config *c, const mlstack__laye
     const char *in = L->kind == MLSTACK__LAYER_CONV ? "shortconv.in_proj" : "ssm_in",
                *out = L->kind == MLSTACK__LAYER_CONV ? "shortconv.out_proj" : "ssm_out";
     const mlstack__ssm_cfg *s = &c->ssm;
+    const mlstack__weight *wo = L->kind == MLSTACK__LAYER_ATTN_SSM ? &L->w_mix_out : &L->wo; /* Falcon-H1 */
     snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, in);
     MLSTACK__GW_T(nm, mlstack__gw_type(L->w_in.wtype), 2, L->w_in.n_in, L->w_in.n_out, L->w_in.data, L->w_in.row_bytes,
                   0);
     mlstack__gw_made(&ts[*n_t - 1], &L->w_in);
     snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, out);
-    MLSTACK__GW_T(nm, mlstack__gw_type(L->wo.wtype), 2, L->wo.n_in, L->wo.n_out, L->wo.data, L->wo.row_bytes, 0);
-    mlstack__gw_made(&ts[*n_t - 1], &L->wo);
+    MLSTACK__GW_T(nm, mlstack__gw_type(wo->wtype), 2, wo->n_in, wo->n_out, wo->data, wo->row_bytes, 0);
+    mlstack__gw_made(&ts[*n_t - 1], wo);
     if (L->kind == MLSTACK__LAYER_CONV) {
         snprintf(nm, sizeof nm, "blk.%d.shortconv.conv.weight", l);
         MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, c->conv_k, c->n_embd, L->conv_w, (size_t)c->conv_k * 4, 0);
@@ -33285,6 +33300,7 @@ static void mlstack__gw_list_mixer(const mlstack__config *c, const mlstack__laye
     MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, 1, s->heads, L->ssm_a, 4, 0);
     snprintf(nm, sizeof nm, "blk.%d.ssm_d", l);
     MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, 1, s->heads, L->ssm_d, 4, 0);
+    if (!L->ssm_norm) return; /* Falcon-H1 without mamba_rms_norm */
     snprintf(nm, sizeof nm, "blk.%d.ssm_norm.weight", l);
     MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, s->inner / s->groups, s->groups, L->ssm_norm,
                   (size_t)(s->inner / s->groups) * 4, 0);
@@ -33293,7 +33309,7 @@ static void mlstack__gw_list_mixer(const mlstack__config *c, const mlstack__laye
 /* Marks the last listed tensor's value heads to be written tiled (llama.cpp's order) from row
    base on, dim rows (or, cols: elements of each row) per head. */
 static void mlstack__gw_tile(const mlstack__config *c, mlstack__gw_tensor *t, int base, int dim, int cols) {
-    if (c->dn_k_heads == c->dn_v_heads) return;
+    if (c->dn_k_heads == c->dn_v_heads || !(c->fam->flags & MLSTACK__F_GGUF_V_TILED)) return;
     t->tile_base = base, t->tile_dim = dim, t->tile_cols = cols;
     t->tile_hk = c->dn_k_heads, t->tile_g = c->dn_v_heads / c->dn_k_heads;
 }
@@ -33309,12 +33325,17 @@ static void mlstack__gw_list_delta(const mlstack__config *c, const mlstack__laye
     char nm[64];
     rows[0] = C, rows[1] = vd, rows[2] = Hv, rows[3] = Hv;
     first[0] = 0, first[1] = C, first[2] = C + vd, first[3] = C + vd + Hv;
-    for (k = 0; k < 4; k++) {
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, nm4[k]);
-        MLSTACK__GW_T(nm, mlstack__gw_type(L->w_in.wtype), 2, L->w_in.n_in, rows[k],
+    for (k = 0; k < 4; k++) { /* Qwen3-Next: beta and alpha in one ssm_ba, grouped by key head */
+        int ba = k == 2 && !(c->fam->flags & MLSTACK__F_GGUF_V_TILED);
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, ba ? "ssm_ba" : nm4[k]);
+        MLSTACK__GW_T(nm, mlstack__gw_type(L->w_in.wtype), 2, L->w_in.n_in, ba ? 2 * rows[k] : rows[k],
                       (const unsigned char *)L->w_in.data + (size_t)first[k] * rb, rb, 0);
         mlstack__gw_made(&ts[*n_t - 1], &L->w_in);
         mlstack__gw_tile(c, &ts[*n_t - 1], k ? 0 : 2 * kd, k < 2 ? dv : 1, 0);
+        if (ba) {
+            ts[*n_t - 1].ba_group = Hv / c->dn_k_heads;
+            break;
+        }
     }
     snprintf(nm, sizeof nm, "blk.%d.ssm_conv1d.weight", l);
     MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, K, C, L->conv_w, (size_t)K * 4, 0);
@@ -33335,6 +33356,39 @@ static void mlstack__gw_list_delta(const mlstack__config *c, const mlstack__laye
     if (!c->dn_v_tiled) mlstack__gw_tile(c, &ts[*n_t - 1], 0, dv, 1); /* read from GGUF: already tiled */
 }
 
+/* A MoE layer's router, experts (one [E, rows, in] tensor per projection), expert bias, shared
+   expert and its gate, under llama.cpp's names. */
+static void mlstack__gw_list_moe(const mlstack__config *c, const mlstack__layer *L, int l, mlstack__gw_tensor *ts,
+                                 int *n_t) {
+    static const char *const exps[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"},
+                             *shexp[4] = {"ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", "ffn_gate_inp_shexp"};
+    const mlstack__weight *sh[4] = {&L->sh_gate, &L->sh_up, &L->sh_down, &L->sh_router};
+    char nm[64];
+    int k;
+    snprintf(nm, sizeof nm, "blk.%d.ffn_gate_inp.weight", l);
+    MLSTACK__GW_T(nm, mlstack__gw_type(L->router.wtype), 2, L->router.n_in, L->router.n_out, L->router.data,
+                  L->router.row_bytes, 0);
+    for (k = 0; k < 3; k++) {
+        const mlstack__weight *w = &L->experts[k];
+        if (!w->data) continue;
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, exps[k]);
+        MLSTACK__GW_T(nm, mlstack__gw_type(w->wtype), 3, w->n_in, w->n_out, w->data, w->row_bytes, 0);
+        mlstack__gw_made(&ts[*n_t - 1], w);
+        ts[*n_t - 1].exps = L->experts, ts[*n_t - 1].n_exp = c->n_experts, ts[*n_t - 1].role = k;
+    }
+    if (L->expert_bias) {
+        snprintf(nm, sizeof nm, "blk.%d.exp_probs_b.bias", l);
+        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_experts, 1, L->expert_bias, (size_t)c->n_experts * 4, 0);
+    }
+    for (k = 0; k < 4; k++) {
+        if (!sh[k]->data) continue;
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, shexp[k]);
+        MLSTACK__GW_T(nm, mlstack__gw_type(sh[k]->wtype), 2, sh[k]->n_in, sh[k]->n_out, sh[k]->data, sh[k]->row_bytes,
+                      0);
+        mlstack__gw_made(&ts[*n_t - 1], sh[k]);
+    }
+}
+
 /* Each layer's norms, projections (q and k rows permuted for llama.cpp's rope), biases and q/k norms. */
 static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t) {
     const mlstack__config *c = &m->cfg;
@@ -33348,9 +33402,10 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         int k;
         for (k = 0; k < 4; k++) { /* the norms the layer has, by role */
             if (!norms[k]) continue;
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l,
-                     k == 1 && (c->fam->flags & MLSTACK__F_GGUF_POST_ATTN) ? "post_attention_norm"
-                                                                           : mlstack__gguf_norm_names[k]);
+            snprintf(nm, sizeof nm, k == 1 && L->kind == MLSTACK__LAYER_ATTN_SSM ? "blk.%d.%s" : "blk.%d.%s.weight", l,
+                     k == 1 && L->kind == MLSTACK__LAYER_MLP                 ? "attn_norm" /* a block's one norm */
+                     : k == 1 && (c->fam->flags & MLSTACK__F_GGUF_POST_ATTN) ? "post_attention_norm"
+                                                                             : mlstack__gguf_norm_names[k]);
             MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, norms[k], (size_t)c->n_embd * 4, 0);
         }
         for (k = 0; k < 7; k++) {
@@ -33359,7 +33414,8 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
                        : k == 1                    ? c->n_kv_heads
                                                    : 0,
                 role = k == 4 && !L->w_up.data ? 5 : k; /* an ungated MLP's W1 (in w_gate) is ffn_up */
-            if (!ws[k]->data || (k == 3 && L->kind != MLSTACK__LAYER_ATTN)) continue; /* wo: the mixer's */
+            if (!ws[k]->data || (k == 3 && L->kind != MLSTACK__LAYER_ATTN && L->kind != MLSTACK__LAYER_ATTN_SSM))
+                continue; /* wo: the mixer's */
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
             MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in,
                           k == 0 && L->wqg.data ? 2 * ws[k]->n_out : ws[k]->n_out, ws[k]->data, ws[k]->row_bytes, perm);
@@ -33371,10 +33427,12 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
                 MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
             }
         }
+        if (L->moe) mlstack__gw_list_moe(c, L, l, ts, n_t);
         if (L->kind == MLSTACK__LAYER_DELTANET) {
             mlstack__gw_list_delta(c, L, l, ts, n_t);
             continue;
         }
+        if (L->kind == MLSTACK__LAYER_MLP) continue; /* Nemotron-H's MLP blocks: the FFN alone */
         if (L->kind != MLSTACK__LAYER_ATTN) {
             mlstack__gw_list_mixer(c, L, l, ts, n_t);
             continue;
@@ -33387,6 +33445,82 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         }
     }
 #undef MLSTACK__GGUF_NAME
+}
+
+/* The multiplier llama.cpp's converter folds into Falcon-H1 tensor `name` (its second for k, in
+   that order: (W key) attn_in), 1 for others; *mup: in_proj's rows also times ssm_multipliers. */
+static float mlstack__gw_fold_scale(const mlstack__config *c, const char *name, float *second, int *mup) {
+    const char *rest = strncmp(name, "blk.", 4) == 0 && strchr(name + 4, '.') ? strchr(name + 4, '.') + 1 : name;
+    const mlstack__mults *u = &c->mult;
+    *second = 1.0f, *mup = 0;
+    if (strcmp(rest, "token_embd.weight") == 0) return c->embed_scale;
+    if (strcmp(rest, "output.weight") == 0) return u->logits;
+    if (strcmp(rest, "attn_q.weight") == 0 || strcmp(rest, "attn_v.weight") == 0) return u->attn_in;
+    if (strcmp(rest, "attn_k.weight") == 0) return *second = u->attn_in, u->key;
+    if (strcmp(rest, "attn_output.weight") == 0) return u->attn_out;
+    if (strcmp(rest, "ffn_gate.weight") == 0) return u->mlp_gate;
+    if (strcmp(rest, "ffn_down.weight") == 0) return u->mlp_down;
+    if (strcmp(rest, "ssm_out.weight") == 0) return u->ssm_out;
+    if (strcmp(rest, "ssm_in.weight") == 0) return *mup = c->ssm.has_mup, u->ssm_in;
+    return 1.0f;
+}
+
+/* Falcon-H1's multipliers folded into its float weights as llama.cpp's converter folds them (the
+   falcon-h1 graph has none): copies, rounded back to the stored type, in *owned (the caller
+   frees it). A tied head with its own multiplier is written as output.weight. Fails on a
+   quantized weight with a multiplier. */
+static mlstack_result mlstack__gw_fold(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t, unsigned char **owned,
+                                       mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__ssm_cfg *s = &c->ssm;
+    uint64_t total = 0, off = 0, r;
+    int pass, i, k, mup;
+    float second, *row;
+    if (!(c->fam->flags & MLSTACK__F_MUP)) return MLSTACK_OK;
+    if (m->lm_head.data == m->embed && c->mult.logits != c->embed_scale) { /* the tied head, scaled apart */
+        mlstack__gw_tensor *t = &ts[(*n_t)++];
+        *t = ts[0]; /* token_embd.weight */
+        snprintf(t->name, sizeof t->name, "output.weight");
+    }
+    for (pass = 0; pass < 2; pass++) {
+        for (i = 0; i < *n_t; i++) {
+            mlstack__gw_tensor *t = &ts[i];
+            float a = mlstack__gw_fold_scale(c, t->name, &second, &mup);
+            int dt = t->type == MLSTACK__GGML_F32    ? (int)MLSTACK_DTYPE_F32
+                     : t->type == MLSTACK__GGML_F16  ? (int)MLSTACK_DTYPE_F16
+                     : t->type == MLSTACK__GGML_BF16 ? (int)MLSTACK_DTYPE_BF16
+                                                     : -1;
+            if (a == 1.0f && second == 1.0f && !mup) continue;
+            if (dt < 0 || t->unpack || t->permute_heads || t->tile_dim || t->n_exp)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: %s: Falcon-H1's multipliers are folded into float weights only (llama.cpp's "
+                                     "falcon-h1 has none); write the GGUF from the float model, then quantize it",
+                                     m->path, t->name);
+            if (pass == 0) {
+                total += t->row_bytes * t->ne[1];
+                continue;
+            }
+            if (!(row = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)t->ne[0])))
+                return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+            for (r = 0; r < t->ne[1]; r++) { /* each a rounded step, in the converter's order */
+                uint64_t z = (uint64_t)s->inner, g = (uint64_t)s->groups * (uint64_t)s->state, j;
+                k = r < z ? 0 : r < 2 * z ? 1 : r < 2 * z + g ? 2 : r < 2 * z + 2 * g ? 3 : 4; /* z x B C dt */
+                mlstack__to_f32((mlstack_dtype)dt, t->data + r * t->row_bytes, row, (size_t)t->ne[0]);
+                for (j = 0; j < t->ne[0]; j++) {
+                    row[j] *= a;
+                    if (second != 1.0f) row[j] *= second;
+                    if (mup) row[j] *= s->mup[k];
+                }
+                mlstack__from_f32((mlstack_dtype)dt, row, *owned + off + r * t->row_bytes, (size_t)t->ne[0]);
+            }
+            MLSTACK_FREE(row);
+            t->data = *owned + off;
+            off += t->row_bytes * t->ne[1];
+        }
+        if (pass == 0 && !(*owned = (unsigned char *)MLSTACK_MALLOC((size_t)total + 64)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    }
+    return MLSTACK_OK;
 }
 
 /* Llama 3 rope scaling as llama.cpp keeps it: per-frequency divisors. Returns 0 when out of memory. */
@@ -33417,7 +33551,8 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
                              "%s: its RoPE scaling is not written to GGUF (none, linear and llama3 are)", m->path);
     for (l = 0; l < c->n_layers; l++) { /* gated q_proj: q and gate rows of one type */
         const mlstack__layer *L = &m->layers[l];
-        int tiled = L->kind == MLSTACK__LAYER_DELTANET && c->dn_k_heads != c->dn_v_heads && !c->dn_v_tiled;
+        int tiled = L->kind == MLSTACK__LAYER_DELTANET && c->dn_k_heads != c->dn_v_heads && !c->dn_v_tiled &&
+                    (c->fam->flags & MLSTACK__F_GGUF_V_TILED);
         if ((L->wqg.data && (L->wqg.wtype != L->wq.wtype || L->wqg.gtype != L->wq.gtype)) ||
             (tiled && (L->wo.packed || L->wo.gtype || L->wo.row_bytes % (size_t)c->dn_v_heads ||
                        c->dn_v_dim % mlstack__wtype_block(L->wo.wtype))))
@@ -33426,6 +33561,12 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
                                  "in llama.cpp's order in this layout",
                                  m->path, l);
     }
+    if (c->fam->ssm.layout == MLSTACK__SSM_PARALLEL &&
+        (c->ssm.gate_norm == MLSTACK__GATE_NORM_BEFORE || c->ssm.proj_bias || c->ssm.out_bias))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: llama.cpp's %s has no %s", m->path, arch,
+                             c->ssm.gate_norm == MLSTACK__GATE_NORM_BEFORE
+                                 ? "gated norm before the gate (mamba_norm_before_gate)"
+                                 : "Mamba2 projection biases (mamba_proj_bias, projectors_bias)");
     for (l = 0; l < c->n_layers; l++) /* SmolLM3: llama.cpp's NoPE layers are every 4th */
         if ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) && m->layers[l].nope != ((l + 1) % 4 == 0))
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
@@ -33465,11 +33606,15 @@ static int mlstack__gw_head_count_kv(mlstack_model *m, const char *arch, mlstack
     int ok, l;
     if (!c->n_recurrent) return mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv);
     if (c->fam->mix.kind == MLSTACK__LAYER_DELTANET) return mlstack__gw_delta_keys(m, arch, kv, n_kv);
-    ok = mlstack__gw_key(kv, arch, "attention.head_count_kv", MLSTACK__GGUF_ARRAY) &&
-         mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
-    for (l = 0; ok && l < c->n_layers; l++)
-        ok = mlstack__gw_u(kv, m->layers[l].kind == MLSTACK__LAYER_ATTN ? (uint32_t)c->n_kv_heads : 0, 4);
-    ++*n_kv;
+    if (c->fam->ssm.layout == MLSTACK__SSM_PARALLEL) { /* Falcon-H1: every layer attends */
+        ok = mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv);
+    } else {
+        ok = mlstack__gw_key(kv, arch, "attention.head_count_kv", MLSTACK__GGUF_ARRAY) &&
+             mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++)
+            ok = mlstack__gw_u(kv, m->layers[l].kind == MLSTACK__LAYER_ATTN ? (uint32_t)c->n_kv_heads : 0, 4);
+        ++*n_kv;
+    }
     if (ok && c->fam->mix.kind == MLSTACK__LAYER_CONV)
         ok = mlstack__gw_u32(kv, arch, "shortconv.l_cache", (uint32_t)c->conv_k, n_kv);
     if (ok && c->fam->mix.kind == MLSTACK__LAYER_MAMBA2)
@@ -33478,6 +33623,49 @@ static int mlstack__gw_head_count_kv(mlstack_model *m, const char *arch, mlstack
              mlstack__gw_u32(kv, arch, "ssm.group_count", (uint32_t)s->groups, n_kv) &&
              mlstack__gw_u32(kv, arch, "ssm.inner_size", (uint32_t)s->inner, n_kv) &&
              mlstack__gw_u32(kv, arch, "ssm.time_step_rank", (uint32_t)s->heads, n_kv);
+    return ok;
+}
+
+/* feed_forward_length: one number, or (Nemotron-H's blocks) one per layer, 0 but for MLP blocks;
+   the norms' epsilon (Nemotron-H: attention.layer_norm_epsilon, which llama.cpp requires); Granite
+   4.0-H's multipliers and its RoPE switch. Returns 0 when out of memory. */
+static int mlstack__gw_ff_eps(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
+    const mlstack__config *c = &m->cfg;
+    int ok, l, blocks = c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 && c->fam->ssm.layout == MLSTACK__SSM_BLOCKS;
+    if (!blocks) {
+        ok = mlstack__gw_u32(kv, arch, "feed_forward_length", (uint32_t)c->n_ff, n_kv) &&
+             mlstack__gw_f32(kv, arch, "attention.layer_norm_rms_epsilon", c->eps, n_kv);
+    } else {
+        ok = mlstack__gw_key(kv, arch, "feed_forward_length", MLSTACK__GGUF_ARRAY) &&
+             mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++)
+            ok = mlstack__gw_u(kv, m->layers[l].kind == MLSTACK__LAYER_MLP ? (uint32_t)c->n_ff : 0, 4);
+        ++*n_kv;
+        ok = ok && mlstack__gw_f32(kv, arch, "attention.layer_norm_epsilon", c->eps, n_kv);
+    }
+    if (ok && c->n_experts) {
+        int lead = 0;
+        while (lead < c->n_layers && !m->layers[lead].moe) lead++;
+        ok = mlstack__gw_u32(kv, arch, "expert_count", (uint32_t)c->n_experts, n_kv) &&
+             mlstack__gw_u32(kv, arch, "expert_used_count", (uint32_t)c->n_experts_used, n_kv) &&
+             mlstack__gw_u32(kv, arch, "expert_feed_forward_length", (uint32_t)c->moe_ff, n_kv) &&
+             (!c->shared_ff ||
+              mlstack__gw_u32(kv, arch, "expert_shared_feed_forward_length", (uint32_t)c->shared_ff, n_kv)) &&
+             (!lead || mlstack__gw_u32(kv, arch, "leading_dense_block_count", (uint32_t)lead, n_kv)) &&
+             (!c->moe_sigmoid || mlstack__gw_u32(kv, arch, "expert_gating_func", 2, n_kv)); /* 2: sigmoid */
+    }
+    if (ok && (c->fam->flags & MLSTACK__F_MULTIPLIERS))
+        ok = mlstack__gw_f32(kv, arch, "attention.scale", c->attn_scale, n_kv) &&
+             mlstack__gw_f32(kv, arch, "embedding_scale", c->embed_scale, n_kv) &&
+             mlstack__gw_f32(kv, arch, "residual_scale", c->residual_scale, n_kv) &&
+             mlstack__gw_f32(kv, arch, "logit_scale", c->logits_div, n_kv);
+    if (ok && c->fam->ssm.nope == 1) { /* Granite 4.0-H: llama.cpp's switch for RoPE */
+        ok = mlstack__gw_key(kv, arch, "rope.scaling.finetuned", MLSTACK__GGUF_BOOL) &&
+             mlstack__gw_u(kv, !c->nope, 1) &&
+             mlstack__gw_u32(kv, arch, "expert_shared_feed_forward_length", (uint32_t)c->n_ff, n_kv) &&
+             (c->n_experts || mlstack__gw_u32(kv, arch, "expert_count", 0, n_kv)); /* dense: 0 */
+        ++*n_kv;
+    }
     return ok;
 }
 
@@ -33528,15 +33716,14 @@ static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv
          mlstack__gw_u32(kv, arch, "block_count", (uint32_t)c->n_layers, n_kv) &&
          mlstack__gw_u32(kv, arch, "context_length", (uint32_t)c->max_pos, n_kv) &&
          mlstack__gw_u32(kv, arch, "embedding_length", (uint32_t)c->n_embd, n_kv) &&
-         mlstack__gw_u32(kv, arch, "feed_forward_length", (uint32_t)c->n_ff, n_kv) &&
+         mlstack__gw_ff_eps(m, arch, kv, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.head_count", (uint32_t)c->n_heads, n_kv) &&
          mlstack__gw_head_count_kv(m, arch, kv, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.key_length", (uint32_t)c->head_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.value_length", (uint32_t)c->head_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "rope.dimension_count", (uint32_t)c->rot_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "vocab_size", (uint32_t)c->n_vocab, n_kv) &&
-         mlstack__gw_f32(kv, arch, "rope.freq_base", c->rope_theta, n_kv) &&
-         mlstack__gw_f32(kv, arch, "attention.layer_norm_rms_epsilon", c->eps, n_kv);
+         mlstack__gw_f32(kv, arch, "rope.freq_base", c->rope_theta, n_kv);
     if (ok && c->rope_kind == MLSTACK__ROPE_LINEAR)
         ok = mlstack__gw_s(kv, arch, "rope.scaling.type", "linear", 6, n_kv) &&
              mlstack__gw_f32(kv, arch, "rope.scaling.factor", c->rope_factor, n_kv);
@@ -33567,11 +33754,12 @@ static int mlstack__gw_header(mlstack__gw_tensor *ts, int n_t, int n_kv, const m
          mlstack__gw_u(hdr, (uint64_t)n_kv, 8) && mlstack__buf_put(hdr, kv->p, kv->n);
     for (i = 0; ok && i < n_t; i++) {
         mlstack__gw_tensor *t = &ts[i];
-        uint64_t bytes = (uint64_t)t->file_row * t->ne[1];
+        uint64_t bytes = (uint64_t)t->file_row * t->ne[1] * (uint64_t)(t->n_exp ? t->n_exp : 1);
         t->offset = off;
         ok = mlstack__gw_str(hdr, t->name, strlen(t->name)) && mlstack__gw_u(hdr, (uint64_t)t->n_dims, 4) &&
              mlstack__gw_u(hdr, t->flat ? t->ne[0] * t->ne[1] : t->ne[0], 8) &&
-             (t->n_dims < 2 || mlstack__gw_u(hdr, t->ne[1], 8)) && mlstack__gw_u(hdr, t->type, 4) &&
+             (t->n_dims < 2 || mlstack__gw_u(hdr, t->ne[1], 8)) &&
+             (t->n_dims < 3 || mlstack__gw_u(hdr, (uint64_t)t->n_exp, 8)) && mlstack__gw_u(hdr, t->type, 4) &&
              mlstack__gw_u(hdr, off, 8);
         off += (bytes + 31) & ~(uint64_t)31;
     }
@@ -33586,6 +33774,10 @@ static uint64_t mlstack__gw_src_row(const mlstack__gw_tensor *t, uint64_t row, i
     uint64_t h = (uint64_t)hd;
     if (t->permute_heads) return (row / h) * h + ((row % h) & 1) * (h / 2) + (row % h) / 2;
     if (t->gate_heads) return (row / (2 * h)) * h + row % h; /* of data or data2: mlstack__gw_row */
+    if (t->ba_group) { /* beta rows [0, Hv), then alpha rows [Hv, 2 Hv) */
+        uint64_t r = (uint64_t)t->ba_group, g = row / (2 * r), j = row % (2 * r);
+        return j < r ? g * r + j : t->ne[1] / 2 + g * r + (j - r);
+    }
     if (t->tile_dim && !t->tile_cols && row >= (uint64_t)t->tile_base) {
         uint64_t q = row - (uint64_t)t->tile_base, s = q / (uint64_t)t->tile_dim, j = q % (uint64_t)t->tile_dim;
         return (uint64_t)t->tile_base +
@@ -33598,6 +33790,9 @@ static uint64_t mlstack__gw_src_row(const mlstack__gw_tensor *t, uint64_t row, i
 /* The bytes of file row `row`. */
 static const unsigned char *mlstack__gw_row(const mlstack__gw_tensor *t, uint64_t row, int hd) {
     uint64_t src = mlstack__gw_src_row(t, row, hd);
+    if (t->n_exp) /* expert row / ne[1]'s row row % ne[1] */
+        return (const unsigned char *)t->exps[3 * (row / t->ne[1]) + (uint64_t)t->role].data +
+               (row % t->ne[1]) * t->row_bytes;
     const unsigned char *d = t->gate_heads && (row % (2 * (uint64_t)hd)) >= (uint64_t)hd ? t->data2 : t->data;
     return d + src * t->row_bytes;
 }
@@ -33613,7 +33808,7 @@ static int mlstack__gw_write(const mlstack_model *m, FILE *f, const mlstack__buf
     ok = fwrite(hdr->p, 1, hdr->n, f) == hdr->n;
     for (i = 0; ok && i < n_t; i++) {
         const mlstack__gw_tensor *t = &ts[i];
-        uint64_t row, bytes = (uint64_t)t->file_row * t->ne[1];
+        uint64_t row, n_rows = t->ne[1] * (uint64_t)(t->n_exp ? t->n_exp : 1), bytes = (uint64_t)t->file_row * n_rows;
         if (t->unpack) {
             MLSTACK_FREE(conv);
             if (!(conv = (unsigned char *)MLSTACK_MALLOC(t->file_row))) ok = 0;
@@ -33622,7 +33817,7 @@ static int mlstack__gw_write(const mlstack_model *m, FILE *f, const mlstack__buf
             MLSTACK_FREE(conv);
             if (!(conv = (unsigned char *)MLSTACK_MALLOC(t->row_bytes))) ok = 0;
         }
-        for (row = 0; ok && row < t->ne[1]; row++) {
+        for (row = 0; ok && row < n_rows; row++) {
             const unsigned char *rp = mlstack__gw_row(t, row, hd);
             if (t->tile_cols) {
                 size_t gb = t->row_bytes / (size_t)(t->tile_hk * t->tile_g);
@@ -33658,7 +33853,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     mlstack__gw_tensor *ts = NULL;
     mlstack__buf kv = {0, 0, 0}, hdr = {0, 0, 0};
     int n_kv = 0, n_t = 0, ok = 1;
-    unsigned char *head_q8 = NULL;
+    unsigned char *head_q8 = NULL, *folded = NULL;
     char *tmp = NULL;
     FILE *f = NULL;
     mlstack_result r = MLSTACK_OK;
@@ -33680,23 +33875,23 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     if (c->attn_bias && mlstack__gguf_rope_rows(c))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture attention biases are not written to GGUF", m->path, arch);
-    if (c->n_experts || (c->fam->flags & MLSTACK__F_SINKS)) /* read, not written yet (gpt-oss) */
+    /* experts: written for the short-conv and delta-net hybrids (lfm2moe, qwen35moe, qwen3next) */
+    if ((c->n_experts && c->fam->mix.kind != MLSTACK__LAYER_CONV && c->fam->mix.kind != MLSTACK__LAYER_DELTANET) ||
+        (c->fam->flags & MLSTACK__F_SINKS) || c->moe_latent) /* read, not written yet (gpt-oss) */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s models (experts, attention sinks) are read from GGUF but not written yet", m->path,
                              arch);
-    if (c->n_recurrent && !(c->fam->mix.kind == MLSTACK__LAYER_CONV ||
-                            (c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 && c->fam->ssm.layout == MLSTACK__SSM_ALONE) ||
-                            (c->fam->mix.kind == MLSTACK__LAYER_DELTANET && (c->fam->flags & MLSTACK__F_GGUF_V_TILED))))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: %s models are read from GGUF but not written yet (of the hybrids, lfm2, mamba2 and "
-                             "qwen35 are)",
+    if (c->n_recurrent && !(c->fam->mix.kind == MLSTACK__LAYER_CONV || c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 ||
+                            c->fam->mix.kind == MLSTACK__LAYER_DELTANET))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s models are read from GGUF but not written yet",
                              m->path, arch);
     if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
-    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 24 + 8, sizeof *ts);
+    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 40 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     ok = mlstack__gw_list_embed(m, ts, &n_t, &head_q8);
     mlstack__gw_list_layers(m, ts, &n_t);
     ok = mlstack__gw_list_rope(m, ts, &n_t, &rope_factors) && ok;
+    if (ok && (r = mlstack__gw_fold(m, ts, &n_t, &folded, err)) != MLSTACK_OK) ok = 0;
     ok = ok && mlstack__gw_keys(m, arch, &kv, &n_kv, &r, err);
     ok = ok && mlstack__gw_header(ts, n_t, n_kv, &kv, &hdr);
     if (!ok && r == MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -33719,6 +33914,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     MLSTACK_FREE(ts);
     MLSTACK_FREE(rope_factors);
     MLSTACK_FREE(head_q8);
+    MLSTACK_FREE(folded);
     return r;
 }
 /* ---- end of GGUF files as models ---- */
