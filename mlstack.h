@@ -34497,6 +34497,15 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
        so carry the state at their ends: a match of m pages restores the snapshot of the m-th
        (a match shortens to the deepest page with one) and computes only the rest, with the same
        bits as a cold run (the state is the exact floats the cold run had there).
+       A prompt the scheduler admits also gets a ladder of snapshots back from its last full
+       page e (snap_end): at pages e, e-1, e-3, e-7, ... (mlstack__snap_rung). A later request
+       that shares the prompt up to g pages before its end then restores at most g + 1 pages back
+       from where it parts, so it recomputes about as much as the earlier prompt had after the
+       shared part (a system prompt with another question: one page), not up to snap_every
+       pages; log2 snapshots per prompt. Like vLLM's and SGLang's hybrid caches, which keep the
+       state at the end of each request's cached prefix. Every wanted snapshot takes a free slot
+       of the pool or, when none is free, evicts least-recently-used unpinned leaves of the tree
+       until one is (the snapshot pool is LRU with the pages).
      - the kept copy (ckpt, ckpt_len positions): what speculative decoding rolls back to.
    All of it is allocated at init and counted in the byte budget with the pages: live and kept
    states per slot first, then pages and a snapshot every snap_every pages. */
@@ -34506,6 +34515,8 @@ typedef struct mlstack__kv_seq {
     int sched; /* owned by the scheduler: the low-level eval API may not touch it */
     int32_t len; /* positions held */
     int32_t ckpt_len; /* hybrids: positions of the kept copy of the state, -1 none */
+    int32_t snap_end; /* hybrids: full pages of the prompt the scheduler admitted here (0: none), the
+                         end of its ladder of snapshots (mlstack__snap_rung) */
     int rope_long; /* longrope: the long factors for every row computed from now on, not only past
                       the original context (a request whose prompt exceeds it, >>forward mlstack__embed) */
     int32_t *pages; /* page table */
@@ -34795,14 +34806,25 @@ MLSTACK__FN int32_t mlstack__state_floor(const mlstack__kv *kv, int seq, int32_t
     return best;
 }
 
+/* Whether the page ending `pages` pages into a prompt of `end` full pages is a rung of its
+   ladder: end - pages is 0, 1, 3, 7, 15, ... */
+static int mlstack__snap_rung(int32_t end, int32_t pages) {
+    int32_t gap = end - pages;
+    return gap >= 0 && ((gap + 1) & gap) == 0;
+}
+
+static int mlstack__radix_evict_snap(mlstack__kv *kv);
+
 /* Before a forward pass over positions [from, to) of s: snapshots for the pages that end in that
-   range at a depth that asks for one (while the pool has one free). */
+   range at a depth that asks for one (every snap_every pages, and the rungs of s's prompt
+   ladder), evicting from the tree when the pool has none free. */
 MLSTACK__FN void mlstack__state_plan(mlstack__kv *kv, mlstack__kv_seq *s, int32_t from, int32_t to) {
     int P = kv->page_tokens, d;
     if (!kv->state_floats) return;
     for (d = from / P; (int64_t)(d + 1) * P <= to && d < s->n_pages; d++) {
         int32_t pg = s->pages[d];
-        if ((d + 1) % kv->snap_every || kv->snap_of[pg] >= 0 || !kv->n_snap_free) continue;
+        if (kv->snap_of[pg] >= 0 || ((d + 1) % kv->snap_every && !mlstack__snap_rung(s->snap_end, d + 1))) continue;
+        if (!kv->n_snap_free && !mlstack__radix_evict_snap(kv)) continue;
         kv->snap_of[pg] = kv->snap_free[--kv->n_snap_free];
     }
 }
@@ -35011,6 +35033,18 @@ MLSTACK__FN int mlstack__radix_evict(mlstack__kv *kv, int want) {
         mlstack__radix_remove_leaf(kv, v);
     }
     return kv->n_free;
+}
+
+/* Evicts unpinned leaves, least recently used first, until a state snapshot is free. Returns
+   whether one is. */
+static int mlstack__radix_evict_snap(mlstack__kv *kv) {
+    while (!kv->n_snap_free) {
+        mlstack__rnode *v = mlstack__radix_lru_leaf(&kv->radix.root, NULL);
+        if (!v) break;
+        kv->radix.n_evicted += (uint64_t)v->n_pages;
+        mlstack__radix_remove_leaf(kv, v);
+    }
+    return kv->n_snap_free > 0;
 }
 
 /* Pages that evicting every unpinned node would free. */
@@ -38528,6 +38562,7 @@ MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *se
             e->kv.seqs[i].ckpt_len = -1;
             (void)mlstack__state_restore(&e->kv, i, 0); /* zeros: cannot fail */
             e->kv.seqs[i].rope_long = 0;
+            e->kv.seqs[i].snap_end = 0;
             *seq = i;
             return MLSTACK_OK;
         }
@@ -39186,7 +39221,7 @@ static void mlstack__req_detach(mlstack_engine *e, mlstack__req *r) {
     r->pin = NULL;
     mlstack__kv_resize(&e->kv, s, 0);
     s->active = s->sched = s->rope_long = 0;
-    s->len = 0;
+    s->len = s->snap_end = 0;
     r->seq = -1;
     r->n_computed = 0;
     if (r->dseq >= 0) (void)mlstack_engine_seq_free(e->draft, r->dseq);
@@ -39336,6 +39371,7 @@ static int mlstack__admit(mlstack_engine *e, int w) {
     s->active = s->sched = 1;
     s->n_pages = m;
     s->ckpt_len = -1;
+    s->snap_end = r->n_toks / kv->page_tokens;
     s->rope_long = r->ns == MLSTACK__RADIX_NS_LONGROPE;
     for (m = 0; m < s->n_pages; m++) kv->ref[s->pages[m]]++;
     (void)mlstack__state_restore(kv, slot, s->n_pages); /* the last page has a snapshot */
