@@ -21649,12 +21649,23 @@ struct mlstack_vocab {
     uint32_t *off, *len; /* bytes of token i: bytes + off[i], len[i] (0: no text; masked) */
     unsigned char *bytes;
     int32_t *sorted; /* ids with text, sorted by bytes */
-    uint32_t *lcp; /* common prefix with the previous sorted token */
     int32_t n_sorted;
     mlstack__gtrie *trie;
     int32_t n_trie;
     int32_t eos[MLSTACK_MAX_EOS];
     int n_eos;
+    /* Plain tokens: complete UTF-8 code points, none a quote, backslash or control (the JSON
+       string content class, MLSTACK__G_PLAIN). A state whose stacks treat every plain code point
+       alike allows a plain token by its length alone, so a mask sets those bits from a list and
+       walks only the other tokens' trie (np_*): a bounded string's states cost no full walk. */
+    uint16_t *cps; /* code points of token i if plain, else 0 */
+    int32_t *plain, n_plain; /* plain ids by code point count */
+    int32_t *plain_le; /* plain_le[L]: plain tokens of at most L code points, L <= max_plain */
+    uint32_t max_plain;
+    uint32_t *plain_bits; /* every plain token */
+    int32_t *np_sorted, n_np; /* the other ids with text, sorted by bytes */
+    mlstack__gtrie *np_trie;
+    int32_t n_np_trie;
 };
 
 static int mlstack__vocab_cmp_ctx(const mlstack_vocab *v, int32_t a, int32_t b) {
@@ -21678,15 +21689,134 @@ static void mlstack__vocab_sort(const mlstack_vocab *v, int32_t *ids, int32_t *t
     }
 }
 
+static uint32_t mlstack__vocab_lcp(const mlstack_vocab *v, int32_t a, int32_t b) {
+    uint32_t n = v->len[a] < v->len[b] ? v->len[a] : v->len[b], j = 0;
+    while (j < n && v->bytes[v->off[a] + j] == v->bytes[v->off[b] + j]) j++;
+    return j;
+}
+
 MLSTACK_API void mlstack_vocab_free(mlstack_vocab *v) {
     if (!v) return;
     MLSTACK_FREE(v->off);
     MLSTACK_FREE(v->len);
     MLSTACK_FREE(v->bytes);
     MLSTACK_FREE(v->sorted);
-    MLSTACK_FREE(v->lcp);
     MLSTACK_FREE(v->trie);
+    MLSTACK_FREE(v->cps);
+    MLSTACK_FREE(v->plain);
+    MLSTACK_FREE(v->plain_le);
+    MLSTACK_FREE(v->plain_bits);
+    MLSTACK_FREE(v->np_sorted);
+    MLSTACK_FREE(v->np_trie);
     MLSTACK_FREE(v);
+}
+
+/* The byte trie of ids[0..n) (sorted by bytes); a node's tok indexes ids. Returns 0, -1 out of
+   memory, -2 tokens too long. */
+static int mlstack__vocab_trie(mlstack_vocab *v, const int32_t *ids, int32_t n, mlstack__gtrie **out, int32_t *n_out) {
+    size_t nodes = n ? v->len[ids[0]] : 0;
+    uint32_t maxlen = 0, top = 0, l = 0;
+    int32_t nn = 0, i, *open;
+    mlstack__gtrie *trie;
+    for (i = 0; i < n; i++) {
+        if (v->len[ids[i]] > maxlen) maxlen = v->len[ids[i]];
+        if (i) nodes += v->len[ids[i]] - mlstack__vocab_lcp(v, ids[i - 1], ids[i]);
+    }
+    if (maxlen > 0xFFFF || nodes >= 0x7FFFFFFF) return -2;
+    trie = (mlstack__gtrie *)mlstack__calloc(nodes + 1, sizeof(mlstack__gtrie));
+    open = (int32_t *)mlstack__calloc((size_t)maxlen + 1, sizeof(int32_t));
+    if (!trie || !open) {
+        MLSTACK_FREE(open);
+        MLSTACK_FREE(trie);
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        uint32_t len = v->len[ids[i]], d;
+        l = i ? mlstack__vocab_lcp(v, ids[i - 1], ids[i]) : 0;
+        while (top > l) trie[open[--top]].end = (uint32_t)nn; /* subtrees the token leaves */
+        if (len == l) { /* the previous token's bytes again */
+            trie[open[len - 1]].n_tok++;
+            continue;
+        }
+        for (d = l; d < len; d++) {
+            mlstack__gtrie *t = &trie[nn];
+            t->byte = v->bytes[v->off[ids[i]] + d];
+            t->depth = (uint16_t)d;
+            t->tok = -1;
+            open[d] = nn++;
+        }
+        top = len;
+        trie[nn - 1].tok = i;
+        trie[nn - 1].n_tok = 1;
+    }
+    while (top > 0) trie[open[--top]].end = (uint32_t)nn;
+    *out = trie;
+    *n_out = nn;
+    MLSTACK_FREE(open);
+    return 0;
+}
+
+/* Code points of the bytes if each is a complete, shortest-form UTF-8 code point of the plain
+   class (>= 0x20, not '"' or '\\'), else 0: the rules of the grammar's byte steps (>>grammar). */
+static uint32_t mlstack__vocab_plain_cps(const unsigned char *b, uint32_t n) {
+    uint32_t i = 0, k = 0;
+    while (i < n) {
+        uint32_t c = b[i], cp, need, j;
+        if (c < 0x80) cp = c, need = 0;
+        else if (c >= 0xC2 && c <= 0xDF)
+            cp = c & 0x1F, need = 1;
+        else if (c >= 0xE0 && c <= 0xEF)
+            cp = c & 0x0F, need = 2;
+        else if (c >= 0xF0 && c <= 0xF4)
+            cp = c & 0x07, need = 3;
+        else
+            return 0;
+        if (need > n - i - 1) return 0;
+        for (j = 1; j <= need; j++) {
+            if ((b[i + j] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (b[i + j] & 0x3F);
+        }
+        if ((need == 2 && cp < 0x800) || (need == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+            (cp >= 0xD800 && cp <= 0xDFFF) || cp < 0x20 || cp == '"' || cp == '\\')
+            return 0;
+        i += need + 1;
+        k++;
+    }
+    return k;
+}
+
+/* Finds the plain tokens (cps, plain by length, plain_le, plain_bits) and builds the trie of the
+   others. Returns 0, -1 out of memory, -2 tokens too long. */
+static int mlstack__vocab_plain(mlstack_vocab *v) {
+    size_t words = (size_t)(v->n_vocab + 31) / 32;
+    int32_t i, at;
+    v->cps = (uint16_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(uint16_t));
+    v->np_sorted = (int32_t *)mlstack__calloc((size_t)v->n_sorted + 1, sizeof(int32_t));
+    v->plain_bits = (uint32_t *)mlstack__calloc(words + 1, sizeof(uint32_t));
+    if (!v->cps || !v->np_sorted || !v->plain_bits) return -1;
+    for (i = 0; i < v->n_sorted; i++) {
+        int32_t id = v->sorted[i];
+        uint32_t k = mlstack__vocab_plain_cps(v->bytes + v->off[id], v->len[id]);
+        if (k == 0 || k > 0xFFFF) {
+            v->np_sorted[v->n_np++] = id;
+            continue;
+        }
+        v->cps[id] = (uint16_t)k;
+        v->plain_bits[id >> 5] |= 1u << (id & 31);
+        if (k > v->max_plain) v->max_plain = k;
+        v->n_plain++;
+    }
+    v->plain = (int32_t *)mlstack__calloc((size_t)v->n_plain + 1, sizeof(int32_t));
+    v->plain_le = (int32_t *)mlstack__calloc((size_t)v->max_plain + 2, sizeof(int32_t));
+    if (!v->plain || !v->plain_le) return -1;
+    for (i = 0; i < v->n_vocab; i++) v->plain_le[v->cps[i]]++; /* counting sort by length */
+    v->plain_le[0] = 0;
+    for (at = 1; at <= (int32_t)v->max_plain; at++) v->plain_le[at] += v->plain_le[at - 1];
+    for (i = v->n_vocab - 1; i >= 0; i--)
+        if (v->cps[i]) v->plain[--v->plain_le[v->cps[i]]] = i;
+    for (at = 0; at <= (int32_t)v->max_plain; at++)
+        v->plain_le[at] = at < (int32_t)v->max_plain ? v->plain_le[at + 1] : v->n_plain;
+    return mlstack__vocab_trie(v, v->np_sorted, v->n_np, &v->np_trie, &v->n_np_trie);
 }
 
 static mlstack_result mlstack__vocab_finish(mlstack_vocab *v, const int32_t *eos, int n_eos, mlstack_error *err) {
@@ -21695,9 +21825,8 @@ static mlstack_result mlstack__vocab_finish(mlstack_vocab *v, const int32_t *eos
     for (k = 0; k < n_eos && v->n_eos < MLSTACK_MAX_EOS; k++)
         if (eos[k] >= 0 && eos[k] < v->n_vocab) v->eos[v->n_eos++] = eos[k];
     v->sorted = (int32_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(int32_t));
-    v->lcp = (uint32_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(uint32_t));
     tmp = (int32_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(int32_t));
-    if (!v->sorted || !v->lcp || !tmp) {
+    if (!v->sorted || !tmp) {
         MLSTACK_FREE(tmp);
         mlstack_vocab_free(v);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "vocab: out of memory");
@@ -21712,50 +21841,13 @@ static mlstack_result mlstack__vocab_finish(mlstack_vocab *v, const int32_t *eos
     mlstack__vocab_sort(v, v->sorted, tmp, v->n_sorted);
     MLSTACK_FREE(tmp);
     {
-        size_t nodes = v->n_sorted ? v->len[v->sorted[0]] : 0;
-        uint32_t maxlen = 0, top = 0;
-        int32_t nn = 0, *open;
-        for (i = 1; i < v->n_sorted; i++) {
-            int32_t a = v->sorted[i - 1], b = v->sorted[i];
-            uint32_t n = v->len[a] < v->len[b] ? v->len[a] : v->len[b], j = 0;
-            while (j < n && v->bytes[v->off[a] + j] == v->bytes[v->off[b] + j]) j++;
-            v->lcp[i] = j;
-            nodes += v->len[b] - j;
-        }
-        for (i = 0; i < v->n_sorted; i++)
-            if (v->len[v->sorted[i]] > maxlen) maxlen = v->len[v->sorted[i]];
-        if (maxlen > 0xFFFF || nodes >= 0x7FFFFFFF) {
+        int rt = mlstack__vocab_trie(v, v->sorted, v->n_sorted, &v->trie, &v->n_trie);
+        if (rt == 0) rt = mlstack__vocab_plain(v);
+        if (rt != 0) {
             mlstack_vocab_free(v);
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "vocab: tokens too long");
+            return rt == -2 ? MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "vocab: tokens too long")
+                            : MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "vocab: out of memory");
         }
-        v->trie = (mlstack__gtrie *)mlstack__calloc(nodes + 1, sizeof(mlstack__gtrie));
-        open = (int32_t *)mlstack__calloc((size_t)maxlen + 1, sizeof(int32_t));
-        if (!v->trie || !open) {
-            MLSTACK_FREE(open);
-            mlstack_vocab_free(v);
-            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "vocab: out of memory");
-        }
-        for (i = 0; i < v->n_sorted; i++) {
-            uint32_t len = v->len[v->sorted[i]], l = i ? v->lcp[i] : 0, d;
-            while (top > l) v->trie[open[--top]].end = (uint32_t)nn; /* subtrees the token leaves */
-            if (len == l) { /* the previous token's bytes again */
-                v->trie[open[len - 1]].n_tok++;
-                continue;
-            }
-            for (d = l; d < len; d++) {
-                mlstack__gtrie *t = &v->trie[nn];
-                t->byte = v->bytes[v->off[v->sorted[i]] + d];
-                t->depth = (uint16_t)d;
-                t->tok = -1;
-                open[d] = nn++;
-            }
-            top = len;
-            v->trie[nn - 1].tok = i;
-            v->trie[nn - 1].n_tok = 1;
-        }
-        while (top > 0) v->trie[open[--top]].end = (uint32_t)nn;
-        v->n_trie = nn;
-        MLSTACK_FREE(open);
     }
     return MLSTACK_OK;
 }
@@ -22423,7 +22515,8 @@ struct mlstack_grammar {
     mlstack__buf work, tmp; /* expansion work list, set under construction */
     mlstack__gwork *cw; /* while compiling: the compile's budget, charged by expansions too */
     char err[200]; /* the most recent budget failure ("" none) */
-    uint64_t n_walks, n_mask_hits;
+    uint64_t n_walks, n_mask_hits, n_plain_masks;
+    uint8_t *cls_plain; /* per class: how it meets the plain class (mlstack__g_cls_plain) */
 };
 
 static uint32_t mlstack__gmix(uint32_t h, uint32_t v) {
@@ -22776,13 +22869,114 @@ static int mlstack__g_reset_dfa(mlstack_grammar *g) {
     return g->start == -1 ? -1 : 0;
 }
 
+/* The plain class: the code points a JSON string holds unescaped (surrogates never occur). */
+static const uint32_t mlstack__g_plain[4][2] = {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0xD7FF}, {0xE000, 0x10FFFF}};
+
+/* How class c meets the plain class: 1 none of it, 2 all of it, 3 some (also when unsure: the
+   ranges are merged, so a covered range lies in one pair). */
+static int mlstack__g_cls_plain(const mlstack_grammar *g, int32_t c) {
+    const mlstack__gcls *k = &g->cls[c];
+    const uint32_t *r = g->rng + 2 * k->off;
+    mlstack__gel e;
+    int q, any = 0, all = 1;
+    e.type = MLSTACK__G_CLS;
+    e.v = c;
+    for (q = 0; q < 4; q++) {
+        uint32_t lo = mlstack__g_plain[q][0], hi = mlstack__g_plain[q][1], a = 0;
+        any |= mlstack__gel_meets(g, &e, lo, hi);
+        while (a < k->n && r[2 * a + 1] < lo) a++;
+        all &= a < k->n && r[2 * a] <= lo && r[2 * a + 1] >= hi;
+    }
+    return all ? 2 : any ? 3 : 1;
+}
+
+static int mlstack__g_el_plain(const mlstack_grammar *g, const mlstack__gel *e) {
+    uint32_t c = (uint32_t)e->v;
+    if (e->type == MLSTACK__G_CLS) return g->cls_plain[e->v];
+    return c >= 0x20 && c != '"' && c != '\\' && c <= 0x10FFFF && !(c >= 0xD800 && c <= 0xDFFF) ? 3 : 1;
+}
+
+/* The plain run from state s. When each state on the way has every stack top admit all plain
+   code points or none, every plain code point leads to the same next state (the same stacks
+   expand), so a plain token is allowed by its length alone: *k is the most plain code points
+   the text may take from s. Returns 1 (exact: plain tokens of at most *k code points are
+   allowed, no others), 0 (some top admits only part of the class: walk the whole trie), -1 out
+   of memory. */
+static int mlstack__g_plain_run(mlstack_grammar *g, int32_t s, uint32_t *k) {
+    uint32_t i, q;
+    *k = 0;
+    if (g->states[s].part) return 0;
+    for (i = 0; i < g->vocab->max_plain; i++) {
+        const mlstack__gstate *st = &g->states[s];
+        int all = 0;
+        int32_t nx;
+        for (q = 0; q < st->set_n; q++) {
+            int32_t id = g->sets[st->set_off + q];
+            int c = id ? mlstack__g_el_plain(g, &g->el[g->nodes[id].pos]) : 1;
+            if (c == 3) return 0;
+            all |= c == 2;
+        }
+        if (!all) return 1;
+        nx = mlstack__g_next(g, s, 'a'); /* stands for every plain code point */
+        if (nx == -3) return -1;
+        if (nx < 0) return 1;
+        *k = i + 1;
+        if (nx == s) break; /* a loop: every length */
+        s = nx;
+    }
+    *k = g->vocab->max_plain;
+    return 1;
+}
+
+/* Sets the bits of the plain tokens of at most k code points; returns how many. */
+static int32_t mlstack__g_plain_bits(const mlstack_vocab *v, uint32_t k, uint32_t *bits, size_t words) {
+    int32_t n = k >= v->max_plain ? v->n_plain : v->plain_le[k], i;
+    if (2 * n <= v->n_plain) {
+        for (i = 0; i < n; i++) bits[v->plain[i] >> 5] |= 1u << (v->plain[i] & 31);
+    } else {
+        memcpy(bits, v->plain_bits, words * sizeof *bits);
+        for (i = n; i < v->n_plain; i++) bits[v->plain[i] >> 5] &= ~(1u << (v->plain[i] & 31));
+    }
+    return n;
+}
+
+/* One walk over a byte trie of tokens (ids: the trie's sorted ids) from state s, setting the
+   bits of the tokens the grammar allows: a byte the grammar refuses skips the node's whole
+   subtree. Returns how many, -1 out of memory. */
+static int32_t mlstack__g_walk(mlstack_grammar *g, int32_t s, const mlstack__gtrie *trie, int32_t n_trie,
+                               const int32_t *ids, uint32_t *bits) {
+    int32_t k, n = 0;
+    uint32_t j;
+    g->walk[0] = s;
+    for (k = 0; k < n_trie;) {
+        const mlstack__gtrie *t = &trie[k];
+        int32_t cur = g->walk[t->depth], nx;
+        const int32_t *tr = g->states[cur].trans;
+        nx = tr ? tr[t->byte] : -2;
+        if (nx == -2) nx = mlstack__g_next(g, cur, t->byte);
+        if (nx == -3) return -1;
+        if (nx < 0) {
+            k = (int32_t)t->end;
+            continue;
+        }
+        g->walk[t->depth + 1] = nx;
+        for (j = 0; j < t->n_tok; j++) {
+            int32_t id = ids[t->tok + (int32_t)j];
+            bits[id >> 5] |= 1u << (id & 31);
+            n++;
+        }
+        k++;
+    }
+    return n;
+}
+
 /* Computes (or finds cached) the mask of state s. Returns the mask index, -1 out of memory. */
 static int32_t mlstack__g_mask(mlstack_grammar *g, int32_t s) {
     const mlstack_vocab *v = g->vocab;
     size_t words = (size_t)(v->n_vocab + 31) / 32;
-    uint32_t *bits, j;
-    int32_t k, n = 0;
-    int i;
+    uint32_t *bits, k;
+    int32_t n = 0, w;
+    int i, plain;
     if (g->states[s].mask >= 0) {
         g->n_mask_hits++;
         return g->states[s].mask;
@@ -22798,27 +22992,16 @@ static int32_t mlstack__g_mask(mlstack_grammar *g, int32_t s) {
     g->n_walks++;
     bits = g->masks + words * (size_t)g->n_masks;
     memset(bits, 0, words * sizeof(uint32_t));
-    /* one walk over the byte trie: a byte the grammar refuses skips the node's whole subtree */
-    g->walk[0] = s;
-    for (k = 0; k < v->n_trie;) {
-        const mlstack__gtrie *t = &v->trie[k];
-        int32_t cur = g->walk[t->depth], nx;
-        const int32_t *tr = g->states[cur].trans;
-        nx = tr ? tr[t->byte] : -2;
-        if (nx == -2) nx = mlstack__g_next(g, cur, t->byte);
-        if (nx == -3) return -1;
-        if (nx < 0) {
-            k = (int32_t)t->end;
-            continue;
-        }
-        g->walk[t->depth + 1] = nx;
-        for (j = 0; j < t->n_tok; j++) {
-            int32_t id = v->sorted[t->tok + (int32_t)j];
-            bits[id >> 5] |= 1u << (id & 31);
-            n++;
-        }
-        k++;
-    }
+    plain = mlstack__g_plain_run(g, s, &k);
+    if (plain < 0) return -1;
+    if (plain) { /* plain tokens by length, the rest by a walk of their own trie */
+        g->n_plain_masks++;
+        n = mlstack__g_plain_bits(v, k, bits, words);
+        w = mlstack__g_walk(g, s, v->np_trie, v->n_np_trie, v->np_sorted, bits);
+    } else
+        w = mlstack__g_walk(g, s, v->trie, v->n_trie, v->sorted, bits);
+    if (w < 0) return -1;
+    n += w;
     if (mlstack__g_accepting(g, s))
         for (i = 0; i < v->n_eos; i++)
             if (!((bits[v->eos[i] >> 5] >> (v->eos[i] & 31)) & 1)) {
@@ -23213,6 +23396,7 @@ static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, 
     mlstack__gb b;
     int root, r;
     int32_t total = 0, k, a;
+    size_t n_cls;
     memset(&b, 0, sizeof b);
     b.s = (const unsigned char *)text;
     b.n = n;
@@ -23296,11 +23480,15 @@ static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, 
     g->root = root;
     g->cls = (mlstack__gcls *)(void *)b.cls.p;
     g->rng = (uint32_t *)(void *)b.rng.p;
+    n_cls = b.cls.n / sizeof(mlstack__gcls);
     b.cls.p = b.rng.p = NULL;
     mlstack__gb_free(&b);
     if (!g->cls) g->cls = (mlstack__gcls *)mlstack__calloc(1, sizeof *g->cls);
     if (!g->rng) g->rng = (uint32_t *)mlstack__calloc(2, sizeof *g->rng);
-    if (!g->cls || !g->rng) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+    g->cls_plain = (uint8_t *)mlstack__calloc(n_cls + 1, 1);
+    if (!g->cls || !g->rng || !g->cls_plain)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+    for (k = 0; (size_t)k < n_cls; k++) g->cls_plain[k] = (uint8_t)mlstack__g_cls_plain(g, (int32_t)k);
     return MLSTACK_OK;
 }
 
@@ -23326,6 +23514,7 @@ MLSTACK_API void mlstack_grammar_free(mlstack_grammar *g) {
     MLSTACK_FREE(g->sets);
     MLSTACK_FREE(g->masks);
     MLSTACK_FREE(g->walk);
+    MLSTACK_FREE(g->cls_plain);
     MLSTACK_FREE(g->work.p);
     MLSTACK_FREE(g->tmp.p);
     mlstack__mutex_destroy(&g->mu);

@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""Prints the built-in metaschema table of mlstack.h's schema compiler (mlstack__js_builtins): the
+draft-07 metaschema as the `jsonschema_specifications` package ships it (the text published at
+http://json-schema.org/draft-07/schema), minified, as C string literals. A schema's $ref to that URI
+resolves to it without a network. Rerun and paste over the table when the package's copy changes:
+  python3 tools/make_metaschemas.py"""
+import json
+import os
+
+import jsonschema_specifications
+
+DOCS = [("http://json-schema.org/draft-07/schema", "draft7/metaschema.json")]
+
+
+def c_literal(text, width=110):
+    out, line = [], ""
+    for ch in text:
+        esc = "\\\"" if ch == '"' else "\\\\" if ch == "\\" else ch
+        if len(line) + len(esc) > width:
+            out.append('"%s"' % line)
+            line = ""
+        line += esc
+    out.append('"%s"' % line)
+    return "\n        ".join(out)
+
+
+def main():
+    base = os.path.join(os.path.dirname(jsonschema_specifications.__file__), "schemas")
+    print("static const char *const mlstack__js_builtins[][2] = {")
+    for uri, rel in DOCS:
+        with open(os.path.join(base, rel)) as f:
+            doc = json.load(f)
+        print('    {"%s",\n        %s},' % (uri, c_literal(json.dumps(doc, separators=(",", ":")))))
+    print("};")
+
+
+if __name__ == "__main__":
+    main()
