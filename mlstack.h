@@ -21644,6 +21644,15 @@ typedef struct {
     uint8_t byte;
 } mlstack__gtrie;
 
+/* Tokens by a length: len[id] (0: not in the set), ids sorted by it, le[L] how many have a length
+   of at most L (L <= max), bits every one. */
+typedef struct {
+    uint16_t *len;
+    int32_t *ids, n, *le;
+    uint32_t max;
+    uint32_t *bits;
+} mlstack__vplain;
+
 struct mlstack_vocab {
     int32_t n_vocab;
     uint32_t *off, *len; /* bytes of token i: bytes + off[i], len[i] (0: no text; masked) */
@@ -21655,14 +21664,11 @@ struct mlstack_vocab {
     int32_t eos[MLSTACK_MAX_EOS];
     int n_eos;
     /* Plain tokens: complete UTF-8 code points, none a quote, backslash or control (the JSON
-       string content class, MLSTACK__G_PLAIN). A state whose stacks treat every plain code point
-       alike allows a plain token by its length alone, so a mask sets those bits from a list and
-       walks only the other tokens' trie (np_*): a bounded string's states cost no full walk. */
-    uint16_t *cps; /* code points of token i if plain, else 0 */
-    int32_t *plain, n_plain; /* plain ids by code point count */
-    int32_t *plain_le; /* plain_le[L]: plain tokens of at most L code points, L <= max_plain */
-    uint32_t max_plain;
-    uint32_t *plain_bits; /* every plain token */
+       string content class, mlstack__g_plain); plain[1]: such code points then the start of
+       one more that may still become plain. A state whose stacks treat every plain code point
+       alike allows these tokens by their length alone, so a mask sets their bits from a list
+       and walks only the other tokens' trie (np_*): a bounded string's states cost no full walk. */
+    mlstack__vplain plain[2];
     int32_t *np_sorted, n_np; /* the other ids with text, sorted by bytes */
     mlstack__gtrie *np_trie;
     int32_t n_np_trie;
@@ -21696,16 +21702,19 @@ static uint32_t mlstack__vocab_lcp(const mlstack_vocab *v, int32_t a, int32_t b)
 }
 
 MLSTACK_API void mlstack_vocab_free(mlstack_vocab *v) {
+    int k;
     if (!v) return;
     MLSTACK_FREE(v->off);
     MLSTACK_FREE(v->len);
     MLSTACK_FREE(v->bytes);
     MLSTACK_FREE(v->sorted);
     MLSTACK_FREE(v->trie);
-    MLSTACK_FREE(v->cps);
-    MLSTACK_FREE(v->plain);
-    MLSTACK_FREE(v->plain_le);
-    MLSTACK_FREE(v->plain_bits);
+    for (k = 0; k < 2; k++) {
+        MLSTACK_FREE(v->plain[k].len);
+        MLSTACK_FREE(v->plain[k].ids);
+        MLSTACK_FREE(v->plain[k].le);
+        MLSTACK_FREE(v->plain[k].bits);
+    }
     MLSTACK_FREE(v->np_sorted);
     MLSTACK_FREE(v->np_trie);
     MLSTACK_FREE(v);
@@ -21757,11 +21766,15 @@ static int mlstack__vocab_trie(mlstack_vocab *v, const int32_t *ids, int32_t n, 
 }
 
 /* Code points of the bytes if each is a complete, shortest-form UTF-8 code point of the plain
-   class (>= 0x20, not '"' or '\\'), else 0: the rules of the grammar's byte steps (>>grammar). */
-static uint32_t mlstack__vocab_plain_cps(const unsigned char *b, uint32_t n) {
+   class (>= 0x20, not '"' or '\\'), else 0; with *partial set, the complete ones + 1 when the
+   bytes end in the start of a code point that may still be plain (not a surrogate): the rules of
+   the grammar's byte steps (mlstack__g_step). */
+static uint32_t mlstack__vocab_plain_cps(const unsigned char *b, uint32_t n, int *partial) {
+    static const uint32_t mins[5] = {0, 0, 0x80, 0x800, 0x10000}, maxs[5] = {0, 0x7F, 0x7FF, 0xFFFF, 0x10FFFF};
     uint32_t i = 0, k = 0;
+    *partial = 0;
     while (i < n) {
-        uint32_t c = b[i], cp, need, j;
+        uint32_t c = b[i], cp, need, j, have;
         if (c < 0x80) cp = c, need = 0;
         else if (c >= 0xC2 && c <= 0xDF)
             cp = c & 0x1F, need = 1;
@@ -21771,51 +21784,69 @@ static uint32_t mlstack__vocab_plain_cps(const unsigned char *b, uint32_t n) {
             cp = c & 0x07, need = 3;
         else
             return 0;
-        if (need > n - i - 1) return 0;
-        for (j = 1; j <= need; j++) {
+        have = n - i - 1 < need ? n - i - 1 : need;
+        for (j = 1; j <= have; j++) {
             if ((b[i + j] & 0xC0) != 0x80) return 0;
             cp = (cp << 6) | (b[i + j] & 0x3F);
         }
-        if ((need == 2 && cp < 0x800) || (need == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-            (cp >= 0xD800 && cp <= 0xDFFF) || cp < 0x20 || cp == '"' || cp == '\\')
-            return 0;
+        if (have < need) { /* the text ends inside a code point: what it may still become */
+            uint32_t left = need - have, lo = cp << (6 * left), hi = lo | ((1u << (6 * left)) - 1);
+            if (lo < mins[need + 1]) lo = mins[need + 1];
+            if (hi > maxs[need + 1]) hi = maxs[need + 1];
+            if (lo > hi || (lo >= 0xD800 && hi <= 0xDFFF)) return 0;
+            *partial = 1;
+            return k + 1;
+        }
+        if (cp < mins[need + 1] || (cp >= 0xD800 && cp <= 0xDFFF) || cp < 0x20 || cp == '"' || cp == '\\') return 0;
         i += need + 1;
         k++;
     }
     return k;
 }
 
-/* Finds the plain tokens (cps, plain by length, plain_le, plain_bits) and builds the trie of the
-   others. Returns 0, -1 out of memory, -2 tokens too long. */
+/* Fills p's ids (by length, a counting sort) and le from p->len. Returns 0 or -1 out of memory. */
+static int mlstack__vplain_sort(mlstack__vplain *p, int32_t n_vocab) {
+    int32_t i, at;
+    p->ids = (int32_t *)mlstack__calloc((size_t)p->n + 1, sizeof(int32_t));
+    p->le = (int32_t *)mlstack__calloc((size_t)p->max + 2, sizeof(int32_t));
+    if (!p->ids || !p->le) return -1;
+    for (i = 0; i < n_vocab; i++)
+        if (p->len[i]) p->le[p->len[i]]++;
+    for (at = 1; at <= (int32_t)p->max; at++) p->le[at] += p->le[at - 1]; /* le[L]: lengths <= L */
+    for (i = n_vocab - 1; i >= 0; i--)
+        if (p->len[i]) p->ids[--p->le[p->len[i]]] = i; /* now le[L]: lengths < L */
+    for (at = 0; at <= (int32_t)p->max; at++) p->le[at] = at < (int32_t)p->max ? p->le[at + 1] : p->n;
+    return 0;
+}
+
+/* Finds the plain tokens (v->plain) and builds the trie of the others. Returns 0, -1 out of
+   memory, -2 tokens too long. */
 static int mlstack__vocab_plain(mlstack_vocab *v) {
     size_t words = (size_t)(v->n_vocab + 31) / 32;
-    int32_t i, at;
-    v->cps = (uint16_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(uint16_t));
+    int32_t i;
+    int q;
+    for (q = 0; q < 2; q++) {
+        v->plain[q].len = (uint16_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(uint16_t));
+        v->plain[q].bits = (uint32_t *)mlstack__calloc(words + 1, sizeof(uint32_t));
+        if (!v->plain[q].len || !v->plain[q].bits) return -1;
+    }
     v->np_sorted = (int32_t *)mlstack__calloc((size_t)v->n_sorted + 1, sizeof(int32_t));
-    v->plain_bits = (uint32_t *)mlstack__calloc(words + 1, sizeof(uint32_t));
-    if (!v->cps || !v->np_sorted || !v->plain_bits) return -1;
+    if (!v->np_sorted) return -1;
     for (i = 0; i < v->n_sorted; i++) {
         int32_t id = v->sorted[i];
-        uint32_t k = mlstack__vocab_plain_cps(v->bytes + v->off[id], v->len[id]);
+        int partial;
+        uint32_t k = mlstack__vocab_plain_cps(v->bytes + v->off[id], v->len[id], &partial);
+        mlstack__vplain *p = &v->plain[partial];
         if (k == 0 || k > 0xFFFF) {
             v->np_sorted[v->n_np++] = id;
             continue;
         }
-        v->cps[id] = (uint16_t)k;
-        v->plain_bits[id >> 5] |= 1u << (id & 31);
-        if (k > v->max_plain) v->max_plain = k;
-        v->n_plain++;
+        p->len[id] = (uint16_t)k;
+        p->bits[id >> 5] |= 1u << (id & 31);
+        if (k > p->max) p->max = k;
+        p->n++;
     }
-    v->plain = (int32_t *)mlstack__calloc((size_t)v->n_plain + 1, sizeof(int32_t));
-    v->plain_le = (int32_t *)mlstack__calloc((size_t)v->max_plain + 2, sizeof(int32_t));
-    if (!v->plain || !v->plain_le) return -1;
-    for (i = 0; i < v->n_vocab; i++) v->plain_le[v->cps[i]]++; /* counting sort by length */
-    v->plain_le[0] = 0;
-    for (at = 1; at <= (int32_t)v->max_plain; at++) v->plain_le[at] += v->plain_le[at - 1];
-    for (i = v->n_vocab - 1; i >= 0; i--)
-        if (v->cps[i]) v->plain[--v->plain_le[v->cps[i]]] = i;
-    for (at = 0; at <= (int32_t)v->max_plain; at++)
-        v->plain_le[at] = at < (int32_t)v->max_plain ? v->plain_le[at + 1] : v->n_plain;
+    if (mlstack__vplain_sort(&v->plain[0], v->n_vocab) || mlstack__vplain_sort(&v->plain[1], v->n_vocab)) return -1;
     return mlstack__vocab_trie(v, v->np_sorted, v->n_np, &v->np_trie, &v->n_np_trie);
 }
 
@@ -22898,15 +22929,17 @@ static int mlstack__g_el_plain(const mlstack_grammar *g, const mlstack__gel *e) 
 
 /* The plain run from state s. When each state on the way has every stack top admit all plain
    code points or none, every plain code point leads to the same next state (the same stacks
-   expand), so a plain token is allowed by its length alone: *k is the most plain code points
-   the text may take from s. Returns 1 (exact: plain tokens of at most *k code points are
-   allowed, no others), 0 (some top admits only part of the class: walk the whole trie), -1 out
-   of memory. */
-static int mlstack__g_plain_run(mlstack_grammar *g, int32_t s, uint32_t *k) {
-    uint32_t i, q;
-    *k = 0;
+   expand), so a plain token is allowed by its length alone. *k: the most plain code points the
+   text may take from s; *kp: how many states from s on have a top that admits them all (a token
+   ending inside a code point that may still be plain is allowed when its complete code points
+   lead to such a state: its bytes so far live in any top that admits the whole class). Returns
+   1 (exact), 0 (some top admits only part of the class: walk the whole trie), -1 out of memory. */
+static int mlstack__g_plain_run(mlstack_grammar *g, int32_t s, uint32_t *k, uint32_t *kp) {
+    uint32_t i, q,
+        max = g->vocab->plain[0].max > g->vocab->plain[1].max ? g->vocab->plain[0].max : g->vocab->plain[1].max;
+    *k = *kp = 0;
     if (g->states[s].part) return 0;
-    for (i = 0; i < g->vocab->max_plain; i++) {
+    for (i = 0; i < max; i++) {
         const mlstack__gstate *st = &g->states[s];
         int all = 0;
         int32_t nx;
@@ -22917,6 +22950,7 @@ static int mlstack__g_plain_run(mlstack_grammar *g, int32_t s, uint32_t *k) {
             all |= c == 2;
         }
         if (!all) return 1;
+        *kp = i + 1;
         nx = mlstack__g_next(g, s, 'a'); /* stands for every plain code point */
         if (nx == -3) return -1;
         if (nx < 0) return 1;
@@ -22924,18 +22958,18 @@ static int mlstack__g_plain_run(mlstack_grammar *g, int32_t s, uint32_t *k) {
         if (nx == s) break; /* a loop: every length */
         s = nx;
     }
-    *k = g->vocab->max_plain;
+    *k = *kp = max;
     return 1;
 }
 
-/* Sets the bits of the plain tokens of at most k code points; returns how many. */
-static int32_t mlstack__g_plain_bits(const mlstack_vocab *v, uint32_t k, uint32_t *bits, size_t words) {
-    int32_t n = k >= v->max_plain ? v->n_plain : v->plain_le[k], i;
-    if (2 * n <= v->n_plain) {
-        for (i = 0; i < n; i++) bits[v->plain[i] >> 5] |= 1u << (v->plain[i] & 31);
-    } else {
-        memcpy(bits, v->plain_bits, words * sizeof *bits);
-        for (i = n; i < v->n_plain; i++) bits[v->plain[i] >> 5] &= ~(1u << (v->plain[i] & 31));
+/* Sets the bits of p's tokens of length at most k; returns how many. */
+static int32_t mlstack__g_plain_bits(const mlstack__vplain *p, uint32_t k, uint32_t *bits, size_t words) {
+    int32_t n = k >= p->max ? p->n : p->le[k], i;
+    if (2 * n <= p->n) {
+        for (i = 0; i < n; i++) bits[p->ids[i] >> 5] |= 1u << (p->ids[i] & 31);
+    } else { /* bits are still 0 where p has no token: p's first, then this mask's others */
+        for (i = 0; i < (int32_t)words; i++) bits[i] |= p->bits[i];
+        for (i = n; i < p->n; i++) bits[p->ids[i] >> 5] &= ~(1u << (p->ids[i] & 31));
     }
     return n;
 }
@@ -22974,7 +23008,7 @@ static int32_t mlstack__g_walk(mlstack_grammar *g, int32_t s, const mlstack__gtr
 static int32_t mlstack__g_mask(mlstack_grammar *g, int32_t s) {
     const mlstack_vocab *v = g->vocab;
     size_t words = (size_t)(v->n_vocab + 31) / 32;
-    uint32_t *bits, k;
+    uint32_t *bits, k, kp;
     int32_t n = 0, w;
     int i, plain;
     if (g->states[s].mask >= 0) {
@@ -22992,11 +23026,11 @@ static int32_t mlstack__g_mask(mlstack_grammar *g, int32_t s) {
     g->n_walks++;
     bits = g->masks + words * (size_t)g->n_masks;
     memset(bits, 0, words * sizeof(uint32_t));
-    plain = mlstack__g_plain_run(g, s, &k);
+    plain = mlstack__g_plain_run(g, s, &k, &kp);
     if (plain < 0) return -1;
     if (plain) { /* plain tokens by length, the rest by a walk of their own trie */
         g->n_plain_masks++;
-        n = mlstack__g_plain_bits(v, k, bits, words);
+        n = mlstack__g_plain_bits(&v->plain[0], k, bits, words) + mlstack__g_plain_bits(&v->plain[1], kp, bits, words);
         w = mlstack__g_walk(g, s, v->np_trie, v->n_np_trie, v->np_sorted, bits);
     } else
         w = mlstack__g_walk(g, s, v->trie, v->n_trie, v->sorted, bits);
@@ -24057,6 +24091,8 @@ typedef struct {
     int n_negs, cap_negs, neg_depth;
     struct mlstack__jsuri *uris; /* resources, anchors, $ref bases (documents with embedded $id) */
     int n_uris, cap_uris;
+    mlstack__json_doc builtin[2]; /* built-in documents a $ref loaded (mlstack__js_builtins) */
+    int n_builtin, builtin_done; /* builtin_done: bit i, mlstack__js_builtins[i] loaded or tried */
     char path[400];
     size_t path_len;
     mlstack_error *err;
@@ -24684,6 +24720,77 @@ static int mlstack__js_uri_walk(mlstack__js *j, const mlstack__json *s, const ch
     if (ref && ref->type == MLSTACK__JSON_STRING && mlstack__js_uri_put(j, base, NULL, ref, 1)) return -1;
     return mlstack__js_uri_subs(j, s, base, depth);
 }
+/* Documents a $ref may name by URI without a network: the metaschemas (written by
+   tools/make_metaschemas.py from the published text). A document is parsed and its resources
+   recorded the first time a $ref names its URI. */
+static const char *const mlstack__js_builtins[][2] = {
+    {"http://json-schema.org/draft-07/schema",
+     "{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"$id\":\"http://json-schema.org/draft-07/schema#\","
+     "\"title\":\"Core schema meta-schema\",\"definitions\":{\"schemaArray\":{\"type\":\"array\",\"minItems\":1,\"it"
+     "ems\":{\"$ref\":\"#\"}},\"nonNegativeInteger\":{\"type\":\"integer\",\"minimum\":0},\"nonNegativeIntegerDefaul"
+     "t0\":{\"allOf\":[{\"$ref\":\"#/definitions/nonNegativeInteger\"},{\"default\":0}]},\"simpleTypes\":{\"enum\":["
+     "\"array\",\"boolean\",\"integer\",\"null\",\"number\",\"object\",\"string\"]},\"stringArray\":{\"type\":\"arra"
+     "y\",\"items\":{\"type\":\"string\"},\"uniqueItems\":true,\"default\":[]}},\"type\":[\"object\",\"boolean\"],\""
+     "properties\":{\"$id\":{\"type\":\"string\",\"format\":\"uri-reference\"},\"$schema\":{\"type\":\"string\",\"fo"
+     "rmat\":\"uri\"},\"$ref\":{\"type\":\"string\",\"format\":\"uri-reference\"},\"$comment\":{\"type\":\"string\"}"
+     ",\"title\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},\"default\":true,\"readOnly\":{\"type\""
+     ":\"boolean\",\"default\":false},\"examples\":{\"type\":\"array\",\"items\":true},\"multipleOf\":{\"type\":\"nu"
+     "mber\",\"exclusiveMinimum\":0},\"maximum\":{\"type\":\"number\"},\"exclusiveMaximum\":{\"type\":\"number\"},\""
+     "minimum\":{\"type\":\"number\"},\"exclusiveMinimum\":{\"type\":\"number\"},\"maxLength\":{\"$ref\":\"#/definit"
+     "ions/nonNegativeInteger\"},\"minLength\":{\"$ref\":\"#/definitions/nonNegativeIntegerDefault0\"},\"pattern\":{"
+     "\"type\":\"string\",\"format\":\"regex\"},\"additionalItems\":{\"$ref\":\"#\"},\"items\":{\"anyOf\":[{\"$ref\""
+     ":\"#\"},{\"$ref\":\"#/definitions/schemaArray\"}],\"default\":true},\"maxItems\":{\"$ref\":\"#/definitions/non"
+     "NegativeInteger\"},\"minItems\":{\"$ref\":\"#/definitions/nonNegativeIntegerDefault0\"},\"uniqueItems\":{\"typ"
+     "e\":\"boolean\",\"default\":false},\"contains\":{\"$ref\":\"#\"},\"maxProperties\":{\"$ref\":\"#/definitions/n"
+     "onNegativeInteger\"},\"minProperties\":{\"$ref\":\"#/definitions/nonNegativeIntegerDefault0\"},\"required\":{"
+     "\"$ref\":\"#/definitions/stringArray\"},\"additionalProperties\":{\"$ref\":\"#\"},\"definitions\":{\"type\":\""
+     "object\",\"additionalProperties\":{\"$ref\":\"#\"},\"default\":{}},\"properties\":{\"type\":\"object\",\"addit"
+     "ionalProperties\":{\"$ref\":\"#\"},\"default\":{}},\"patternProperties\":{\"type\":\"object\",\"additionalProp"
+     "erties\":{\"$ref\":\"#\"},\"propertyNames\":{\"format\":\"regex\"},\"default\":{}},\"dependencies\":{\"type\":"
+     "\"object\",\"additionalProperties\":{\"anyOf\":[{\"$ref\":\"#\"},{\"$ref\":\"#/definitions/stringArray\"}]}},"
+     "\"propertyNames\":{\"$ref\":\"#\"},\"const\":true,\"enum\":{\"type\":\"array\",\"items\":true},\"type\":{\"any"
+     "Of\":[{\"$ref\":\"#/definitions/simpleTypes\"},{\"type\":\"array\",\"items\":{\"$ref\":\"#/definitions/simpleT"
+     "ypes\"},\"minItems\":1,\"uniqueItems\":true}]},\"format\":{\"type\":\"string\"},\"contentMediaType\":{\"type\""
+     ":\"string\"},\"contentEncoding\":{\"type\":\"string\"},\"if\":{\"$ref\":\"#\"},\"then\":{\"$ref\":\"#\"},\"els"
+     "e\":{\"$ref\":\"#\"},\"allOf\":{\"$ref\":\"#/definitions/schemaArray\"},\"anyOf\":{\"$ref\":\"#/definitions/sc"
+     "hemaArray\"},\"oneOf\":{\"$ref\":\"#/definitions/schemaArray\"},\"not\":{\"$ref\":\"#\"}},\"default\":true}"},
+};
+
+/* Does a $ref under s name a built-in document? (The document then resolves $refs by URI.) */
+static int mlstack__js_refs_builtin(const mlstack__json *s, int depth) {
+    const mlstack__json *c;
+    size_t q;
+    if ((s->type != MLSTACK__JSON_OBJECT && s->type != MLSTACK__JSON_ARRAY) || depth > 64) return 0;
+    for (c = s->child; c; c = c->next) {
+        if (c->key && !strcmp(c->key, "$ref") && c->type == MLSTACK__JSON_STRING)
+            for (q = 0; q < sizeof mlstack__js_builtins / sizeof mlstack__js_builtins[0]; q++)
+                if (!strncmp(c->str, mlstack__js_builtins[q][0], strlen(mlstack__js_builtins[q][0]))) return 1;
+        if (mlstack__js_refs_builtin(c, depth + 1)) return 1;
+    }
+    return 0;
+}
+/* Loads the built-in document of URI u (no fragment), once. Returns 1 loaded now, 0 none or
+   loaded before, -1 error. */
+static int mlstack__js_load_builtin(mlstack__js *j, const char *u) {
+    size_t q;
+    for (q = 0; q < sizeof mlstack__js_builtins / sizeof mlstack__js_builtins[0]; q++) {
+        const char *t = mlstack__js_builtins[q][1];
+        mlstack__json_doc *d;
+        if (strcmp(u, mlstack__js_builtins[q][0]) || (j->builtin_done >> q) & 1) continue;
+        j->builtin_done |= 1 << q;
+        if (j->n_builtin == (int)(sizeof j->builtin / sizeof j->builtin[0])) return 0;
+        d = &j->builtin[j->n_builtin];
+        if (mlstack__js_work(j, strlen(t)) || mlstack__json_parse(d, t, strlen(t), "metaschema", j->err) != MLSTACK_OK)
+            return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        j->n_builtin++;
+        if (mlstack__js_uri_put(j, mlstack__js_builtins[q][0], NULL, d->root, 0) ||
+            mlstack__js_uri_walk(j, d->root, mlstack__js_builtins[q][0], 0))
+            return -1;
+        return 1;
+    }
+    return 0;
+}
+
 /* The target of $ref v (a string) by URI; NULL: not found here (or error). */
 static const mlstack__json *mlstack__js_uri_ref(mlstack__js *j, const mlstack__json *v) {
     const char *base = "https://mlstack.invalid/schema.json", *frag;
@@ -24697,6 +24804,11 @@ static const mlstack__json *mlstack__js_uri_ref(mlstack__js *j, const mlstack__j
     if (frag) *(char *)frag++ = 0;
     for (q = 0; q < j->n_uris && !res; q++)
         if (!j->uris[q].is_ref && !j->uris[q].anchor && !strcmp(j->uris[q].uri, u)) res = j->uris[q].node;
+    if (!res) {
+        int b = mlstack__js_load_builtin(j, u);
+        if (b < 0) return NULL;
+        if (b > 0) return mlstack__js_uri_ref(j, v);
+    }
     if (!res || !frag || !*frag) return res;
     if (frag[0] == '/') {
         buf = (char *)mlstack__arena_alloc(&j->arena, strlen(frag) + 2);
@@ -27891,7 +28003,7 @@ static int mlstack__js_gen_root(mlstack__js *j, const mlstack__json *root) {
                                 ms->type == MLSTACK__JSON_STRING ? ms->str : "?");
     j->root = root;
     j->draft = mlstack__js_draft(root);
-    j->sub_ids = mlstack__js_has_sub_id(root, 0);
+    j->sub_ids = mlstack__js_has_sub_id(root, 0) || mlstack__js_refs_builtin(root, 0);
     j->only = 0;
     j->n_uris = 0;
     if (j->sub_ids && root->type == MLSTACK__JSON_OBJECT &&
@@ -27997,6 +28109,7 @@ static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int ki
     MLSTACK_FREE(j.memo);
     MLSTACK_FREE(j.mem);
     mlstack__arena_free(&j.arena);
+    while (j.n_builtin > 0) mlstack__json_free(&j.builtin[--j.n_builtin]);
     mlstack__json_free(&doc);
     return j.rc;
 }
