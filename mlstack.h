@@ -24091,8 +24091,10 @@ typedef struct {
     int n_negs, cap_negs, neg_depth;
     struct mlstack__jsuri *uris; /* resources, anchors, $ref bases (documents with embedded $id) */
     int n_uris, cap_uris;
-    mlstack__json_doc builtin[2]; /* built-in documents a $ref loaded (mlstack__js_builtins) */
+    mlstack__json_doc builtin[9]; /* built-in documents a $ref loaded (mlstack__js_builtins) */
     int n_builtin, builtin_done; /* builtin_done: bit i, mlstack__js_builtins[i] loaded or tried */
+    int walking_builtin; /* the URI walk is in a built-in document */
+    int dyn_entry; /* the one built-in the schema's $refs enter, at its root: its index; -1 none, -2 other */
     char path[400];
     size_t path_len;
     mlstack_error *err;
@@ -24554,8 +24556,8 @@ static int mlstack__js_has_sub_id(const mlstack__json *s, int depth) {
 struct mlstack__jsuri {
     const char *uri; /* absolute, without fragment */
     const char *anchor; /* an anchor's name; NULL for a resource or a $ref's base */
-    const mlstack__json *node; /* the schema, or the $ref string (is_ref) */
-    int is_ref;
+    const mlstack__json *node; /* the schema, or the $ref / $dynamicRef string (is_ref) */
+    int is_ref, in_builtin;
 };
 typedef struct {
     const char *s[5]; /* scheme, authority, path, query, fragment (NULL: absent) */
@@ -24660,6 +24662,7 @@ static int mlstack__js_uri_put(mlstack__js *j, const char *uri, const char *anch
         j->uris = t, j->cap_uris = cap;
     }
     j->uris[j->n_uris].uri = uri, j->uris[j->n_uris].anchor = anchor;
+    j->uris[j->n_uris].in_builtin = j->walking_builtin;
     j->uris[j->n_uris].node = node, j->uris[j->n_uris++].is_ref = is_ref;
     return mlstack__js_work(j, 4);
 }
@@ -24698,7 +24701,8 @@ static int mlstack__js_uri_subs(mlstack__js *j, const mlstack__json *s, const ch
 }
 static int mlstack__js_uri_walk(mlstack__js *j, const mlstack__json *s, const char *base, int depth) {
     const mlstack__json *id = mlstack__json_get(s, "$id"), *a = mlstack__json_get(s, "$anchor");
-    const mlstack__json *ref = mlstack__json_get(s, "$ref");
+    const mlstack__json *ref = mlstack__json_get(s, "$ref"), *da = mlstack__json_get(s, "$dynamicAnchor");
+    const mlstack__json *dref = mlstack__json_get(s, "$dynamicRef");
     if (depth > 64) return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "schema nested deeper than 64 (resolving $id)");
     if (mlstack__js_work(j, 1 + s->len)) return -1;
     if (!id && j->draft <= 4) id = mlstack__json_get(s, "id");
@@ -24717,7 +24721,10 @@ static int mlstack__js_uri_walk(mlstack__js *j, const mlstack__json *s, const ch
         }
     }
     if (a && a->type == MLSTACK__JSON_STRING && mlstack__js_uri_put(j, base, a->str, s, 0)) return -1;
+    if (da && da->type == MLSTACK__JSON_STRING && j->draft >= 9 && mlstack__js_uri_put(j, base, da->str, s, 0))
+        return -1; /* a dynamic anchor is also a plain one */
     if (ref && ref->type == MLSTACK__JSON_STRING && mlstack__js_uri_put(j, base, NULL, ref, 1)) return -1;
+    if (dref && dref->type == MLSTACK__JSON_STRING && mlstack__js_uri_put(j, base, NULL, dref, 1)) return -1;
     return mlstack__js_uri_subs(j, s, base, depth);
 }
 /* Documents a $ref may name by URI without a network: the metaschemas (written by
@@ -24754,20 +24761,115 @@ static const char *const mlstack__js_builtins[][2] = {
      ":\"string\"},\"contentEncoding\":{\"type\":\"string\"},\"if\":{\"$ref\":\"#\"},\"then\":{\"$ref\":\"#\"},\"els"
      "e\":{\"$ref\":\"#\"},\"allOf\":{\"$ref\":\"#/definitions/schemaArray\"},\"anyOf\":{\"$ref\":\"#/definitions/sc"
      "hemaArray\"},\"oneOf\":{\"$ref\":\"#/definitions/schemaArray\"},\"not\":{\"$ref\":\"#\"}},\"default\":true}"},
+    {"https://json-schema.org/draft/2020-12/schema",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "schema\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/core\":true,\"https://json-schema.org/"
+     "draft/2020-12/vocab/applicator\":true,\"https://json-schema.org/draft/2020-12/vocab/unevaluated\":true,\"https"
+     "://json-schema.org/draft/2020-12/vocab/validation\":true,\"https://json-schema.org/draft/2020-12/vocab/meta-da"
+     "ta\":true,\"https://json-schema.org/draft/2020-12/vocab/format-annotation\":true,\"https://json-schema.org/dra"
+     "ft/2020-12/vocab/content\":true},\"$dynamicAnchor\":\"meta\",\"title\":\"Core and Validation specifications me"
+     "ta-schema\",\"allOf\":[{\"$ref\":\"meta/core\"},{\"$ref\":\"meta/applicator\"},{\"$ref\":\"meta/unevaluated\"}"
+     ",{\"$ref\":\"meta/validation\"},{\"$ref\":\"meta/meta-data\"},{\"$ref\":\"meta/format-annotation\"},{\"$ref\":"
+     "\"meta/content\"}],\"type\":[\"object\",\"boolean\"],\"$comment\":\"This meta-schema also defines keywords tha"
+     "t have appeared in previous drafts in order to prevent incompatible extensions as they remain in common use.\""
+     ",\"properties\":{\"definitions\":{\"$comment\":\"\\\"definitions\\\" has been replaced by \\\"$defs\\\".\",\"t"
+     "ype\":\"object\",\"additionalProperties\":{\"$dynamicRef\":\"#meta\"},\"deprecated\":true,\"default\":{}},\"de"
+     "pendencies\":{\"$comment\":\"\\\"dependencies\\\" has been split and replaced by \\\"dependentSchemas\\\" and "
+     "\\\"dependentRequired\\\" in order to serve their differing semantics.\",\"type\":\"object\",\"additionalPrope"
+     "rties\":{\"anyOf\":[{\"$dynamicRef\":\"#meta\"},{\"$ref\":\"meta/validation#/$defs/stringArray\"}]},\"deprecat"
+     "ed\":true,\"default\":{}},\"$recursiveAnchor\":{\"$comment\":\"\\\"$recursiveAnchor\\\" has been replaced by "
+     "\\\"$dynamicAnchor\\\".\",\"$ref\":\"meta/core#/$defs/anchorString\",\"deprecated\":true},\"$recursiveRef\":{"
+     "\"$comment\":\"\\\"$recursiveRef\\\" has been replaced by \\\"$dynamicRef\\\".\",\"$ref\":\"meta/core#/$defs/u"
+     "riReferenceString\",\"deprecated\":true}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/core",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/core\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/core\":true},\"$dynamicAnchor\":\"m"
+     "eta\",\"title\":\"Core vocabulary meta-schema\",\"type\":[\"object\",\"boolean\"],\"properties\":{\"$id\":{\"$"
+     "ref\":\"#/$defs/uriReferenceString\",\"$comment\":\"Non-empty fragments not allowed.\",\"pattern\":\"^[^#]*#?$"
+     "\"},\"$schema\":{\"$ref\":\"#/$defs/uriString\"},\"$ref\":{\"$ref\":\"#/$defs/uriReferenceString\"},\"$anchor"
+     "\":{\"$ref\":\"#/$defs/anchorString\"},\"$dynamicRef\":{\"$ref\":\"#/$defs/uriReferenceString\"},\"$dynamicAnc"
+     "hor\":{\"$ref\":\"#/$defs/anchorString\"},\"$vocabulary\":{\"type\":\"object\",\"propertyNames\":{\"$ref\":\"#"
+     "/$defs/uriString\"},\"additionalProperties\":{\"type\":\"boolean\"}},\"$comment\":{\"type\":\"string\"},\"$def"
+     "s\":{\"type\":\"object\",\"additionalProperties\":{\"$dynamicRef\":\"#meta\"}}},\"$defs\":{\"anchorString\":{"
+     "\"type\":\"string\",\"pattern\":\"^[A-Za-z_][-A-Za-z0-9._]*$\"},\"uriString\":{\"type\":\"string\",\"format\":"
+     "\"uri\"},\"uriReferenceString\":{\"type\":\"string\",\"format\":\"uri-reference\"}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/applicator",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/applicator\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/applicator\":true},\"$dynamic"
+     "Anchor\":\"meta\",\"title\":\"Applicator vocabulary meta-schema\",\"type\":[\"object\",\"boolean\"],\"properti"
+     "es\":{\"prefixItems\":{\"$ref\":\"#/$defs/schemaArray\"},\"items\":{\"$dynamicRef\":\"#meta\"},\"contains\":{"
+     "\"$dynamicRef\":\"#meta\"},\"additionalProperties\":{\"$dynamicRef\":\"#meta\"},\"properties\":{\"type\":\"obj"
+     "ect\",\"additionalProperties\":{\"$dynamicRef\":\"#meta\"},\"default\":{}},\"patternProperties\":{\"type\":\"o"
+     "bject\",\"additionalProperties\":{\"$dynamicRef\":\"#meta\"},\"propertyNames\":{\"format\":\"regex\"},\"defaul"
+     "t\":{}},\"dependentSchemas\":{\"type\":\"object\",\"additionalProperties\":{\"$dynamicRef\":\"#meta\"},\"defau"
+     "lt\":{}},\"propertyNames\":{\"$dynamicRef\":\"#meta\"},\"if\":{\"$dynamicRef\":\"#meta\"},\"then\":{\"$dynamic"
+     "Ref\":\"#meta\"},\"else\":{\"$dynamicRef\":\"#meta\"},\"allOf\":{\"$ref\":\"#/$defs/schemaArray\"},\"anyOf\":{"
+     "\"$ref\":\"#/$defs/schemaArray\"},\"oneOf\":{\"$ref\":\"#/$defs/schemaArray\"},\"not\":{\"$dynamicRef\":\"#met"
+     "a\"}},\"$defs\":{\"schemaArray\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"$dynamicRef\":\"#meta\"}}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/unevaluated",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/unevaluated\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/unevaluated\":true},\"$dynam"
+     "icAnchor\":\"meta\",\"title\":\"Unevaluated applicator vocabulary meta-schema\",\"type\":[\"object\",\"boolean"
+     "\"],\"properties\":{\"unevaluatedItems\":{\"$dynamicRef\":\"#meta\"},\"unevaluatedProperties\":{\"$dynamicRef"
+     "\":\"#meta\"}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/validation",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/validation\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/validation\":true},\"$dynamic"
+     "Anchor\":\"meta\",\"title\":\"Validation vocabulary meta-schema\",\"type\":[\"object\",\"boolean\"],\"properti"
+     "es\":{\"type\":{\"anyOf\":[{\"$ref\":\"#/$defs/simpleTypes\"},{\"type\":\"array\",\"items\":{\"$ref\":\"#/$def"
+     "s/simpleTypes\"},\"minItems\":1,\"uniqueItems\":true}]},\"const\":true,\"enum\":{\"type\":\"array\",\"items\":"
+     "true},\"multipleOf\":{\"type\":\"number\",\"exclusiveMinimum\":0},\"maximum\":{\"type\":\"number\"},\"exclusiv"
+     "eMaximum\":{\"type\":\"number\"},\"minimum\":{\"type\":\"number\"},\"exclusiveMinimum\":{\"type\":\"number\"},"
+     "\"maxLength\":{\"$ref\":\"#/$defs/nonNegativeInteger\"},\"minLength\":{\"$ref\":\"#/$defs/nonNegativeIntegerDe"
+     "fault0\"},\"pattern\":{\"type\":\"string\",\"format\":\"regex\"},\"maxItems\":{\"$ref\":\"#/$defs/nonNegativeI"
+     "nteger\"},\"minItems\":{\"$ref\":\"#/$defs/nonNegativeIntegerDefault0\"},\"uniqueItems\":{\"type\":\"boolean\""
+     ",\"default\":false},\"maxContains\":{\"$ref\":\"#/$defs/nonNegativeInteger\"},\"minContains\":{\"$ref\":\"#/$d"
+     "efs/nonNegativeInteger\",\"default\":1},\"maxProperties\":{\"$ref\":\"#/$defs/nonNegativeInteger\"},\"minPrope"
+     "rties\":{\"$ref\":\"#/$defs/nonNegativeIntegerDefault0\"},\"required\":{\"$ref\":\"#/$defs/stringArray\"},\"de"
+     "pendentRequired\":{\"type\":\"object\",\"additionalProperties\":{\"$ref\":\"#/$defs/stringArray\"}}},\"$defs\""
+     ":{\"nonNegativeInteger\":{\"type\":\"integer\",\"minimum\":0},\"nonNegativeIntegerDefault0\":{\"$ref\":\"#/$de"
+     "fs/nonNegativeInteger\",\"default\":0},\"simpleTypes\":{\"enum\":[\"array\",\"boolean\",\"integer\",\"null\","
+     "\"number\",\"object\",\"string\"]},\"stringArray\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"uniqu"
+     "eItems\":true,\"default\":[]}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/meta-data",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/meta-data\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/meta-data\":true},\"$dynamicAn"
+     "chor\":\"meta\",\"title\":\"Meta-data vocabulary meta-schema\",\"type\":[\"object\",\"boolean\"],\"properties"
+     "\":{\"title\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},\"default\":true,\"deprecated\":{\"t"
+     "ype\":\"boolean\",\"default\":false},\"readOnly\":{\"type\":\"boolean\",\"default\":false},\"writeOnly\":{\"ty"
+     "pe\":\"boolean\",\"default\":false},\"examples\":{\"type\":\"array\",\"items\":true}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/format-annotation",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/format-annotation\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/format-annotation\":tr"
+     "ue},\"$dynamicAnchor\":\"meta\",\"title\":\"Format vocabulary meta-schema for annotation results\",\"type\":["
+     "\"object\",\"boolean\"],\"properties\":{\"format\":{\"type\":\"string\"}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/content",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/content\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/content\":true},\"$dynamicAnchor"
+     "\":\"meta\",\"title\":\"Content vocabulary meta-schema\",\"type\":[\"object\",\"boolean\"],\"properties\":{\"c"
+     "ontentEncoding\":{\"type\":\"string\"},\"contentMediaType\":{\"type\":\"string\"},\"contentSchema\":{\"$dynami"
+     "cRef\":\"#meta\"}}}"},
 };
 
-/* Does a $ref under s name a built-in document? (The document then resolves $refs by URI.) */
-static int mlstack__js_refs_builtin(const mlstack__json *s, int depth) {
+/* The built-ins the $refs under s name, into *entry (-1 none yet; an index: all so far name that
+   document's root; -2 another, a fragment, or a $dynamicAnchor of the schema's own). Returns 1
+   when some $ref names one (the document then resolves $refs by URI). */
+static int mlstack__js_refs_builtin(const mlstack__json *s, int depth, int *entry) {
     const mlstack__json *c;
-    size_t q;
+    int q, any = 0;
     if ((s->type != MLSTACK__JSON_OBJECT && s->type != MLSTACK__JSON_ARRAY) || depth > 64) return 0;
     for (c = s->child; c; c = c->next) {
+        if (c->key && !strcmp(c->key, "$dynamicAnchor")) *entry = -2;
         if (c->key && !strcmp(c->key, "$ref") && c->type == MLSTACK__JSON_STRING)
-            for (q = 0; q < sizeof mlstack__js_builtins / sizeof mlstack__js_builtins[0]; q++)
-                if (!strncmp(c->str, mlstack__js_builtins[q][0], strlen(mlstack__js_builtins[q][0]))) return 1;
-        if (mlstack__js_refs_builtin(c, depth + 1)) return 1;
+            for (q = 0; q < (int)(sizeof mlstack__js_builtins / sizeof mlstack__js_builtins[0]); q++) {
+                size_t l = strlen(mlstack__js_builtins[q][0]);
+                if (strncmp(c->str, mlstack__js_builtins[q][0], l) || (c->str[l] && c->str[l] != '#')) continue;
+                any = 1;
+                *entry = (*entry == -1 || *entry == q) && (!c->str[l] || !c->str[l + 1]) ? q : -2;
+            }
+        any |= mlstack__js_refs_builtin(c, depth + 1, entry);
     }
-    return 0;
+    return any;
 }
 /* Loads the built-in document of URI u (no fragment), once. Returns 1 loaded now, 0 none or
    loaded before, -1 error. */
@@ -24783,9 +24885,11 @@ static int mlstack__js_load_builtin(mlstack__js *j, const char *u) {
         if (mlstack__js_work(j, strlen(t)) || mlstack__json_parse(d, t, strlen(t), "metaschema", j->err) != MLSTACK_OK)
             return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
         j->n_builtin++;
+        j->walking_builtin = 1;
         if (mlstack__js_uri_put(j, mlstack__js_builtins[q][0], NULL, d->root, 0) ||
             mlstack__js_uri_walk(j, d->root, mlstack__js_builtins[q][0], 0))
             return -1;
+        j->walking_builtin = 0;
         return 1;
     }
     return 0;
@@ -24849,6 +24953,43 @@ static const mlstack__json *mlstack__js_ref(mlstack__js *j, const mlstack__json 
         t = mlstack__js_anchor(j->root, r + 1, 0);
     if (!t && j->rc == MLSTACK_OK)
         mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "$ref '%s' is not a local reference that resolves", v->str);
+    return t;
+}
+
+/* The target of $dynamicRef v (a string). One whose fragment is not the $dynamicAnchor of its
+   static target is a plain $ref. Otherwise the target is the outermost resource on the way in
+   with that dynamic anchor, which depends on the way, while a rule is made once per schema: it is
+   known when v is in a built-in document and the schema enters the built-ins at one document's
+   root that has the anchor and has no $dynamicAnchor of its own (every way in passes that root
+   first: the 2020-12 metaschema's "#meta"). Refused otherwise. NULL on error. */
+static const mlstack__json *mlstack__js_dynref(mlstack__js *j, const mlstack__json *v) {
+    const mlstack__json *t = NULL, *a;
+    const char *frag = v->type == MLSTACK__JSON_STRING ? strchr(v->str, '#') : NULL;
+    int q, inb = 0;
+    if (v->type != MLSTACK__JSON_STRING) {
+        mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'$dynamicRef' must be a string");
+        return NULL;
+    }
+    if (j->sub_ids) t = mlstack__js_uri_ref(j, v);
+    if (!t) {
+        if (j->rc == MLSTACK_OK)
+            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "$dynamicRef '%s' does not resolve here", v->str);
+        return NULL;
+    }
+    if (!frag || !frag[1] || frag[1] == '/' || !(a = mlstack__json_get(t, "$dynamicAnchor")) ||
+        a->type != MLSTACK__JSON_STRING || strcmp(a->str, frag + 1))
+        return t;
+    for (q = 0; q < j->n_uris; q++) inb |= j->uris[q].is_ref && j->uris[q].node == v && j->uris[q].in_builtin;
+    t = NULL;
+    for (q = 0; inb && j->dyn_entry >= 0 && q < j->n_uris && !t; q++)
+        if (!j->uris[q].is_ref && !j->uris[q].anchor && !strcmp(j->uris[q].uri, mlstack__js_builtins[j->dyn_entry][0]))
+            t = j->uris[q].node;
+    if (!t || !(a = mlstack__json_get(t, "$dynamicAnchor")) || a->type != MLSTACK__JSON_STRING ||
+        strcmp(a->str, frag + 1)) {
+        mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
+                         "$dynamicRef '%s' whose target depends on the way in (outermost $dynamicAnchor)", v->str);
+        return NULL;
+    }
     return t;
 }
 
@@ -25653,7 +25794,7 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     if (s->type != MLSTACK__JSON_OBJECT)
         return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "a schema must be an object or a boolean");
     for (z = 0; z < sizeof mlstack__js_refused / sizeof mlstack__js_refused[0]; z++)
-        if (mlstack__json_get(s, mlstack__js_refused[z]))
+        if (mlstack__json_get(s, mlstack__js_refused[z]) && strcmp(mlstack__js_refused[z], "$dynamicRef"))
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", mlstack__js_refused[z]);
     t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)(n + 160));
     if (!t2) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
@@ -25684,6 +25825,11 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     cur->pos[cur->n_pos++] = s;
     if (k) {
         const mlstack__json *t = mlstack__js_ref(j, k);
+        if (!t) return -1;
+        t2[m].s = t, t2[m++].negated = 0;
+    }
+    if ((k = mlstack__json_get(s, "$dynamicRef")) != NULL) {
+        const mlstack__json *t = mlstack__js_dynref(j, k);
         if (!t) return -1;
         t2[m].s = t, t2[m++].negated = 0;
     }
@@ -26791,7 +26937,7 @@ static int mlstack__kre_piece(mlstack__kre *k, mlstack__kfr *f) {
         mn = mx = 1;
     if (k->i < k->n && (mn != 1 || mx != 1) && k->p[k->i] == '?') k->i++; /* lazy: the same strings */
     if (mx >= 0 && mx < mn) return mlstack__kre_fail(k, "{m,n} with n < m");
-    if ((mx < 0 ? mn + 1 : mx) * (long)(a1 - a0) > 4000) return mlstack__kre_fail(k, "a repetition too large");
+    if ((mx < 0 ? mn + 1 : mx) * (long)(a1 - a0) > 16000) return mlstack__kre_fail(k, "a repetition too large");
     end = k->i;
     if (mx == 0) { /* x{0}: the empty string */
         f->s = f->e = mlstack__kre_node(k, -1, -1, -1);
@@ -28003,7 +28149,8 @@ static int mlstack__js_gen_root(mlstack__js *j, const mlstack__json *root) {
                                 ms->type == MLSTACK__JSON_STRING ? ms->str : "?");
     j->root = root;
     j->draft = mlstack__js_draft(root);
-    j->sub_ids = mlstack__js_has_sub_id(root, 0) || mlstack__js_refs_builtin(root, 0);
+    j->dyn_entry = -1;
+    j->sub_ids = mlstack__js_refs_builtin(root, 0, &j->dyn_entry) | mlstack__js_has_sub_id(root, 0);
     j->only = 0;
     j->n_uris = 0;
     if (j->sub_ids && root->type == MLSTACK__JSON_OBJECT &&

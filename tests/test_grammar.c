@@ -554,7 +554,7 @@ static const struct {
                    {"contains", 100},
                    {"default", 100},
                    {"definitions", 100},
-                   {"defs", 0},
+                   {"defs", 100},
                    {"dependencies", 100},
                    {"dependentRequired", 100},
                    {"dependentSchemas", 100},

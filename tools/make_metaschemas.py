@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
 """Prints the built-in metaschema table of mlstack.h's schema compiler (mlstack__js_builtins): the
-draft-07 metaschema as the `jsonschema_specifications` package ships it (the text published at
-http://json-schema.org/draft-07/schema), minified, as C string literals. A schema's $ref to that URI
-resolves to it without a network. Rerun and paste over the table when the package's copy changes:
+draft-07 metaschema and the 2020-12 one with its seven vocabularies, as the `jsonschema_specifications`
+package ships them (the texts published at their URIs), minified, as C string literals. A schema's
+$ref to one of those URIs resolves to it without a network. Rerun and paste over the table when the
+package's copies change:
   python3 tools/make_metaschemas.py"""
 import json
 import os
 
 import jsonschema_specifications
 
-DOCS = [("http://json-schema.org/draft-07/schema", "draft7/metaschema.json")]
+B12 = "https://json-schema.org/draft/2020-12/"
+DOCS = [("http://json-schema.org/draft-07/schema", "draft7/metaschema.json"),
+        (B12 + "schema", "draft202012/metaschema.json")] + [
+            (B12 + "meta/" + v, "draft202012/vocabularies/" + v)
+            for v in ("core", "applicator", "unevaluated", "validation", "meta-data", "format-annotation", "content")]
 
 
 def c_literal(text, width=110):
