@@ -21681,17 +21681,34 @@ typedef struct {
     uint8_t byte;
 } mlstack__gtrie;
 
+/* Tokens by a length: len[id] (0: not in the set), ids sorted by it, le[L] how many have a length
+   of at most L (L <= max), bits every one. */
+typedef struct {
+    uint16_t *len;
+    int32_t *ids, n, *le;
+    uint32_t max;
+    uint32_t *bits;
+} mlstack__vplain;
+
 struct mlstack_vocab {
     int32_t n_vocab;
     uint32_t *off, *len; /* bytes of token i: bytes + off[i], len[i] (0: no text; masked) */
     unsigned char *bytes;
     int32_t *sorted; /* ids with text, sorted by bytes */
-    uint32_t *lcp; /* common prefix with the previous sorted token */
     int32_t n_sorted;
     mlstack__gtrie *trie;
     int32_t n_trie;
     int32_t eos[MLSTACK_MAX_EOS];
     int n_eos;
+    /* Plain tokens: complete UTF-8 code points, none a quote, backslash or control (the JSON
+       string content class, mlstack__g_plain); plain[1]: such code points then the start of
+       one more that may still become plain. A state whose stacks treat every plain code point
+       alike allows these tokens by their length alone, so a mask sets their bits from a list
+       and walks only the other tokens' trie (np_*): a bounded string's states cost no full walk. */
+    mlstack__vplain plain[2];
+    int32_t *np_sorted, n_np; /* the other ids with text, sorted by bytes */
+    mlstack__gtrie *np_trie;
+    int32_t n_np_trie;
 };
 
 static int mlstack__vocab_cmp_ctx(const mlstack_vocab *v, int32_t a, int32_t b) {
@@ -21715,15 +21732,159 @@ static void mlstack__vocab_sort(const mlstack_vocab *v, int32_t *ids, int32_t *t
     }
 }
 
+static uint32_t mlstack__vocab_lcp(const mlstack_vocab *v, int32_t a, int32_t b) {
+    uint32_t n = v->len[a] < v->len[b] ? v->len[a] : v->len[b], j = 0;
+    while (j < n && v->bytes[v->off[a] + j] == v->bytes[v->off[b] + j]) j++;
+    return j;
+}
+
 MLSTACK_API void mlstack_vocab_free(mlstack_vocab *v) {
+    int k;
     if (!v) return;
     MLSTACK_FREE(v->off);
     MLSTACK_FREE(v->len);
     MLSTACK_FREE(v->bytes);
     MLSTACK_FREE(v->sorted);
-    MLSTACK_FREE(v->lcp);
     MLSTACK_FREE(v->trie);
+    for (k = 0; k < 2; k++) {
+        MLSTACK_FREE(v->plain[k].len);
+        MLSTACK_FREE(v->plain[k].ids);
+        MLSTACK_FREE(v->plain[k].le);
+        MLSTACK_FREE(v->plain[k].bits);
+    }
+    MLSTACK_FREE(v->np_sorted);
+    MLSTACK_FREE(v->np_trie);
     MLSTACK_FREE(v);
+}
+
+/* The byte trie of ids[0..n) (sorted by bytes); a node's tok indexes ids. Returns 0, -1 out of
+   memory, -2 tokens too long. */
+static int mlstack__vocab_trie(mlstack_vocab *v, const int32_t *ids, int32_t n, mlstack__gtrie **out, int32_t *n_out) {
+    size_t nodes = n ? v->len[ids[0]] : 0;
+    uint32_t maxlen = 0, top = 0, l = 0;
+    int32_t nn = 0, i, *open;
+    mlstack__gtrie *trie;
+    for (i = 0; i < n; i++) {
+        if (v->len[ids[i]] > maxlen) maxlen = v->len[ids[i]];
+        if (i) nodes += v->len[ids[i]] - mlstack__vocab_lcp(v, ids[i - 1], ids[i]);
+    }
+    if (maxlen > 0xFFFF || nodes >= 0x7FFFFFFF) return -2;
+    trie = (mlstack__gtrie *)mlstack__calloc(nodes + 1, sizeof(mlstack__gtrie));
+    open = (int32_t *)mlstack__calloc((size_t)maxlen + 1, sizeof(int32_t));
+    if (!trie || !open) {
+        MLSTACK_FREE(open);
+        MLSTACK_FREE(trie);
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        uint32_t len = v->len[ids[i]], d;
+        l = i ? mlstack__vocab_lcp(v, ids[i - 1], ids[i]) : 0;
+        while (top > l) trie[open[--top]].end = (uint32_t)nn; /* subtrees the token leaves */
+        if (len == l) { /* the previous token's bytes again */
+            trie[open[len - 1]].n_tok++;
+            continue;
+        }
+        for (d = l; d < len; d++) {
+            mlstack__gtrie *t = &trie[nn];
+            t->byte = v->bytes[v->off[ids[i]] + d];
+            t->depth = (uint16_t)d;
+            t->tok = -1;
+            open[d] = nn++;
+        }
+        top = len;
+        trie[nn - 1].tok = i;
+        trie[nn - 1].n_tok = 1;
+    }
+    while (top > 0) trie[open[--top]].end = (uint32_t)nn;
+    *out = trie;
+    *n_out = nn;
+    MLSTACK_FREE(open);
+    return 0;
+}
+
+/* Code points of the bytes if each is a complete, shortest-form UTF-8 code point of the plain
+   class (>= 0x20, not '"' or '\\'), else 0; with *partial set, the complete ones + 1 when the
+   bytes end in the start of a code point that may still be plain (not a surrogate): the rules of
+   the grammar's byte steps (mlstack__g_step). */
+static uint32_t mlstack__vocab_plain_cps(const unsigned char *b, uint32_t n, int *partial) {
+    static const uint32_t mins[5] = {0, 0, 0x80, 0x800, 0x10000}, maxs[5] = {0, 0x7F, 0x7FF, 0xFFFF, 0x10FFFF};
+    uint32_t i = 0, k = 0;
+    *partial = 0;
+    while (i < n) {
+        uint32_t c = b[i], cp, need, j, have;
+        if (c < 0x80) cp = c, need = 0;
+        else if (c >= 0xC2 && c <= 0xDF)
+            cp = c & 0x1F, need = 1;
+        else if (c >= 0xE0 && c <= 0xEF)
+            cp = c & 0x0F, need = 2;
+        else if (c >= 0xF0 && c <= 0xF4)
+            cp = c & 0x07, need = 3;
+        else
+            return 0;
+        have = n - i - 1 < need ? n - i - 1 : need;
+        for (j = 1; j <= have; j++) {
+            if ((b[i + j] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (b[i + j] & 0x3F);
+        }
+        if (have < need) { /* the text ends inside a code point: what it may still become */
+            uint32_t left = need - have, lo = cp << (6 * left), hi = lo | ((1u << (6 * left)) - 1);
+            if (lo < mins[need + 1]) lo = mins[need + 1];
+            if (hi > maxs[need + 1]) hi = maxs[need + 1];
+            if (lo > hi || (lo >= 0xD800 && hi <= 0xDFFF)) return 0;
+            *partial = 1;
+            return k + 1;
+        }
+        if (cp < mins[need + 1] || (cp >= 0xD800 && cp <= 0xDFFF) || cp < 0x20 || cp == '"' || cp == '\\') return 0;
+        i += need + 1;
+        k++;
+    }
+    return k;
+}
+
+/* Fills p's ids (by length, a counting sort) and le from p->len. Returns 0 or -1 out of memory. */
+static int mlstack__vplain_sort(mlstack__vplain *p, int32_t n_vocab) {
+    int32_t i, at;
+    p->ids = (int32_t *)mlstack__calloc((size_t)p->n + 1, sizeof(int32_t));
+    p->le = (int32_t *)mlstack__calloc((size_t)p->max + 2, sizeof(int32_t));
+    if (!p->ids || !p->le) return -1;
+    for (i = 0; i < n_vocab; i++)
+        if (p->len[i]) p->le[p->len[i]]++;
+    for (at = 1; at <= (int32_t)p->max; at++) p->le[at] += p->le[at - 1]; /* le[L]: lengths <= L */
+    for (i = n_vocab - 1; i >= 0; i--)
+        if (p->len[i]) p->ids[--p->le[p->len[i]]] = i; /* now le[L]: lengths < L */
+    for (at = 0; at <= (int32_t)p->max; at++) p->le[at] = at < (int32_t)p->max ? p->le[at + 1] : p->n;
+    return 0;
+}
+
+/* Finds the plain tokens (v->plain) and builds the trie of the others. Returns 0, -1 out of
+   memory, -2 tokens too long. */
+static int mlstack__vocab_plain(mlstack_vocab *v) {
+    size_t words = (size_t)(v->n_vocab + 31) / 32;
+    int32_t i;
+    int q;
+    for (q = 0; q < 2; q++) {
+        v->plain[q].len = (uint16_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(uint16_t));
+        v->plain[q].bits = (uint32_t *)mlstack__calloc(words + 1, sizeof(uint32_t));
+        if (!v->plain[q].len || !v->plain[q].bits) return -1;
+    }
+    v->np_sorted = (int32_t *)mlstack__calloc((size_t)v->n_sorted + 1, sizeof(int32_t));
+    if (!v->np_sorted) return -1;
+    for (i = 0; i < v->n_sorted; i++) {
+        int32_t id = v->sorted[i];
+        int partial;
+        uint32_t k = mlstack__vocab_plain_cps(v->bytes + v->off[id], v->len[id], &partial);
+        mlstack__vplain *p = &v->plain[partial];
+        if (k == 0 || k > 0xFFFF) {
+            v->np_sorted[v->n_np++] = id;
+            continue;
+        }
+        p->len[id] = (uint16_t)k;
+        p->bits[id >> 5] |= 1u << (id & 31);
+        if (k > p->max) p->max = k;
+        p->n++;
+    }
+    if (mlstack__vplain_sort(&v->plain[0], v->n_vocab) || mlstack__vplain_sort(&v->plain[1], v->n_vocab)) return -1;
+    return mlstack__vocab_trie(v, v->np_sorted, v->n_np, &v->np_trie, &v->n_np_trie);
 }
 
 static mlstack_result mlstack__vocab_finish(mlstack_vocab *v, const int32_t *eos, int n_eos, mlstack_error *err) {
@@ -21732,9 +21893,8 @@ static mlstack_result mlstack__vocab_finish(mlstack_vocab *v, const int32_t *eos
     for (k = 0; k < n_eos && v->n_eos < MLSTACK_MAX_EOS; k++)
         if (eos[k] >= 0 && eos[k] < v->n_vocab) v->eos[v->n_eos++] = eos[k];
     v->sorted = (int32_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(int32_t));
-    v->lcp = (uint32_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(uint32_t));
     tmp = (int32_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(int32_t));
-    if (!v->sorted || !v->lcp || !tmp) {
+    if (!v->sorted || !tmp) {
         MLSTACK_FREE(tmp);
         mlstack_vocab_free(v);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "vocab: out of memory");
@@ -21749,50 +21909,13 @@ static mlstack_result mlstack__vocab_finish(mlstack_vocab *v, const int32_t *eos
     mlstack__vocab_sort(v, v->sorted, tmp, v->n_sorted);
     MLSTACK_FREE(tmp);
     {
-        size_t nodes = v->n_sorted ? v->len[v->sorted[0]] : 0;
-        uint32_t maxlen = 0, top = 0;
-        int32_t nn = 0, *open;
-        for (i = 1; i < v->n_sorted; i++) {
-            int32_t a = v->sorted[i - 1], b = v->sorted[i];
-            uint32_t n = v->len[a] < v->len[b] ? v->len[a] : v->len[b], j = 0;
-            while (j < n && v->bytes[v->off[a] + j] == v->bytes[v->off[b] + j]) j++;
-            v->lcp[i] = j;
-            nodes += v->len[b] - j;
-        }
-        for (i = 0; i < v->n_sorted; i++)
-            if (v->len[v->sorted[i]] > maxlen) maxlen = v->len[v->sorted[i]];
-        if (maxlen > 0xFFFF || nodes >= 0x7FFFFFFF) {
+        int rt = mlstack__vocab_trie(v, v->sorted, v->n_sorted, &v->trie, &v->n_trie);
+        if (rt == 0) rt = mlstack__vocab_plain(v);
+        if (rt != 0) {
             mlstack_vocab_free(v);
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "vocab: tokens too long");
+            return rt == -2 ? MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "vocab: tokens too long")
+                            : MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "vocab: out of memory");
         }
-        v->trie = (mlstack__gtrie *)mlstack__calloc(nodes + 1, sizeof(mlstack__gtrie));
-        open = (int32_t *)mlstack__calloc((size_t)maxlen + 1, sizeof(int32_t));
-        if (!v->trie || !open) {
-            MLSTACK_FREE(open);
-            mlstack_vocab_free(v);
-            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "vocab: out of memory");
-        }
-        for (i = 0; i < v->n_sorted; i++) {
-            uint32_t len = v->len[v->sorted[i]], l = i ? v->lcp[i] : 0, d;
-            while (top > l) v->trie[open[--top]].end = (uint32_t)nn; /* subtrees the token leaves */
-            if (len == l) { /* the previous token's bytes again */
-                v->trie[open[len - 1]].n_tok++;
-                continue;
-            }
-            for (d = l; d < len; d++) {
-                mlstack__gtrie *t = &v->trie[nn];
-                t->byte = v->bytes[v->off[v->sorted[i]] + d];
-                t->depth = (uint16_t)d;
-                t->tok = -1;
-                open[d] = nn++;
-            }
-            top = len;
-            v->trie[nn - 1].tok = i;
-            v->trie[nn - 1].n_tok = 1;
-        }
-        while (top > 0) v->trie[open[--top]].end = (uint32_t)nn;
-        v->n_trie = nn;
-        MLSTACK_FREE(open);
     }
     return MLSTACK_OK;
 }
@@ -22467,7 +22590,8 @@ struct mlstack_grammar {
     mlstack__buf work, tmp; /* expansion work list, set under construction */
     mlstack__gwork *cw; /* while compiling: the compile's budget, charged by expansions too */
     char err[200]; /* the most recent budget failure ("" none) */
-    uint64_t n_walks, n_mask_hits;
+    uint64_t n_walks, n_mask_hits, n_plain_masks;
+    uint8_t *cls_plain; /* per class: how it meets the plain class (mlstack__g_cls_plain) */
 };
 
 static uint32_t mlstack__gmix(uint32_t h, uint32_t v) {
@@ -22820,13 +22944,117 @@ static int mlstack__g_reset_dfa(mlstack_grammar *g) {
     return g->start == -1 ? -1 : 0;
 }
 
+/* The plain class: the code points a JSON string holds unescaped (surrogates never occur). */
+static const uint32_t mlstack__g_plain[4][2] = {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0xD7FF}, {0xE000, 0x10FFFF}};
+
+/* How class c meets the plain class: 1 none of it, 2 all of it, 3 some (also when unsure: the
+   ranges are merged, so a covered range lies in one pair). */
+static int mlstack__g_cls_plain(const mlstack_grammar *g, int32_t c) {
+    const mlstack__gcls *k = &g->cls[c];
+    const uint32_t *r = g->rng + 2 * k->off;
+    mlstack__gel e;
+    int q, any = 0, all = 1;
+    e.type = MLSTACK__G_CLS;
+    e.v = c;
+    for (q = 0; q < 4; q++) {
+        uint32_t lo = mlstack__g_plain[q][0], hi = mlstack__g_plain[q][1], a = 0;
+        any |= mlstack__gel_meets(g, &e, lo, hi);
+        while (a < k->n && r[2 * a + 1] < lo) a++;
+        all &= a < k->n && r[2 * a] <= lo && r[2 * a + 1] >= hi;
+    }
+    return all ? 2 : any ? 3 : 1;
+}
+
+static int mlstack__g_el_plain(const mlstack_grammar *g, const mlstack__gel *e) {
+    uint32_t c = (uint32_t)e->v;
+    if (e->type == MLSTACK__G_CLS) return g->cls_plain[e->v];
+    return c >= 0x20 && c != '"' && c != '\\' && c <= 0x10FFFF && !(c >= 0xD800 && c <= 0xDFFF) ? 3 : 1;
+}
+
+/* The plain run from state s. When each state on the way has every stack top admit all plain
+   code points or none, every plain code point leads to the same next state (the same stacks
+   expand), so a plain token is allowed by its length alone. *k: the most plain code points the
+   text may take from s; *kp: how many states from s on have a top that admits them all (a token
+   ending inside a code point that may still be plain is allowed when its complete code points
+   lead to such a state: its bytes so far live in any top that admits the whole class). Returns
+   1 (exact), 0 (some top admits only part of the class: walk the whole trie), -1 out of memory. */
+static int mlstack__g_plain_run(mlstack_grammar *g, int32_t s, uint32_t *k, uint32_t *kp) {
+    uint32_t i, q,
+        max = g->vocab->plain[0].max > g->vocab->plain[1].max ? g->vocab->plain[0].max : g->vocab->plain[1].max;
+    *k = *kp = 0;
+    if (g->states[s].part) return 0;
+    for (i = 0; i < max; i++) {
+        const mlstack__gstate *st = &g->states[s];
+        int all = 0;
+        int32_t nx;
+        for (q = 0; q < st->set_n; q++) {
+            int32_t id = g->sets[st->set_off + q];
+            int c = id ? mlstack__g_el_plain(g, &g->el[g->nodes[id].pos]) : 1;
+            if (c == 3) return 0;
+            all |= c == 2;
+        }
+        if (!all) return 1;
+        *kp = i + 1;
+        nx = mlstack__g_next(g, s, 'a'); /* stands for every plain code point */
+        if (nx == -3) return -1;
+        if (nx < 0) return 1;
+        *k = i + 1;
+        if (nx == s) break; /* a loop: every length */
+        s = nx;
+    }
+    *k = *kp = max;
+    return 1;
+}
+
+/* Sets the bits of p's tokens of length at most k; returns how many. */
+static int32_t mlstack__g_plain_bits(const mlstack__vplain *p, uint32_t k, uint32_t *bits, size_t words) {
+    int32_t n = k >= p->max ? p->n : p->le[k], i;
+    if (2 * n <= p->n) {
+        for (i = 0; i < n; i++) bits[p->ids[i] >> 5] |= 1u << (p->ids[i] & 31);
+    } else { /* bits are still 0 where p has no token: p's first, then this mask's others */
+        for (i = 0; i < (int32_t)words; i++) bits[i] |= p->bits[i];
+        for (i = n; i < p->n; i++) bits[p->ids[i] >> 5] &= ~(1u << (p->ids[i] & 31));
+    }
+    return n;
+}
+
+/* One walk over a byte trie of tokens (ids: the trie's sorted ids) from state s, setting the
+   bits of the tokens the grammar allows: a byte the grammar refuses skips the node's whole
+   subtree. Returns how many, -1 out of memory. */
+static int32_t mlstack__g_walk(mlstack_grammar *g, int32_t s, const mlstack__gtrie *trie, int32_t n_trie,
+                               const int32_t *ids, uint32_t *bits) {
+    int32_t k, n = 0;
+    uint32_t j;
+    g->walk[0] = s;
+    for (k = 0; k < n_trie;) {
+        const mlstack__gtrie *t = &trie[k];
+        int32_t cur = g->walk[t->depth], nx;
+        const int32_t *tr = g->states[cur].trans;
+        nx = tr ? tr[t->byte] : -2;
+        if (nx == -2) nx = mlstack__g_next(g, cur, t->byte);
+        if (nx == -3) return -1;
+        if (nx < 0) {
+            k = (int32_t)t->end;
+            continue;
+        }
+        g->walk[t->depth + 1] = nx;
+        for (j = 0; j < t->n_tok; j++) {
+            int32_t id = ids[t->tok + (int32_t)j];
+            bits[id >> 5] |= 1u << (id & 31);
+            n++;
+        }
+        k++;
+    }
+    return n;
+}
+
 /* Computes (or finds cached) the mask of state s. Returns the mask index, -1 out of memory. */
 static int32_t mlstack__g_mask(mlstack_grammar *g, int32_t s) {
     const mlstack_vocab *v = g->vocab;
     size_t words = (size_t)(v->n_vocab + 31) / 32;
-    uint32_t *bits, j;
-    int32_t k, n = 0;
-    int i;
+    uint32_t *bits, k, kp;
+    int32_t n = 0, w;
+    int i, plain;
     if (g->states[s].mask >= 0) {
         g->n_mask_hits++;
         return g->states[s].mask;
@@ -22842,27 +23070,16 @@ static int32_t mlstack__g_mask(mlstack_grammar *g, int32_t s) {
     g->n_walks++;
     bits = g->masks + words * (size_t)g->n_masks;
     memset(bits, 0, words * sizeof(uint32_t));
-    /* one walk over the byte trie: a byte the grammar refuses skips the node's whole subtree */
-    g->walk[0] = s;
-    for (k = 0; k < v->n_trie;) {
-        const mlstack__gtrie *t = &v->trie[k];
-        int32_t cur = g->walk[t->depth], nx;
-        const int32_t *tr = g->states[cur].trans;
-        nx = tr ? tr[t->byte] : -2;
-        if (nx == -2) nx = mlstack__g_next(g, cur, t->byte);
-        if (nx == -3) return -1;
-        if (nx < 0) {
-            k = (int32_t)t->end;
-            continue;
-        }
-        g->walk[t->depth + 1] = nx;
-        for (j = 0; j < t->n_tok; j++) {
-            int32_t id = v->sorted[t->tok + (int32_t)j];
-            bits[id >> 5] |= 1u << (id & 31);
-            n++;
-        }
-        k++;
-    }
+    plain = mlstack__g_plain_run(g, s, &k, &kp);
+    if (plain < 0) return -1;
+    if (plain) { /* plain tokens by length, the rest by a walk of their own trie */
+        g->n_plain_masks++;
+        n = mlstack__g_plain_bits(&v->plain[0], k, bits, words) + mlstack__g_plain_bits(&v->plain[1], kp, bits, words);
+        w = mlstack__g_walk(g, s, v->np_trie, v->n_np_trie, v->np_sorted, bits);
+    } else
+        w = mlstack__g_walk(g, s, v->trie, v->n_trie, v->sorted, bits);
+    if (w < 0) return -1;
+    n += w;
     if (mlstack__g_accepting(g, s))
         for (i = 0; i < v->n_eos; i++)
             if (!((bits[v->eos[i] >> 5] >> (v->eos[i] & 31)) & 1)) {
@@ -23261,6 +23478,7 @@ static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, 
     mlstack__gb b;
     int root, r;
     int32_t total = 0, k, a;
+    size_t n_cls;
     memset(&b, 0, sizeof b);
     b.s = (const unsigned char *)text;
     b.n = n;
@@ -23344,11 +23562,15 @@ static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, 
     g->root = root;
     g->cls = (mlstack__gcls *)(void *)b.cls.p;
     g->rng = (uint32_t *)(void *)b.rng.p;
+    n_cls = b.cls.n / sizeof(mlstack__gcls);
     b.cls.p = b.rng.p = NULL;
     mlstack__gb_free(&b);
     if (!g->cls) g->cls = (mlstack__gcls *)mlstack__calloc(1, sizeof *g->cls);
     if (!g->rng) g->rng = (uint32_t *)mlstack__calloc(2, sizeof *g->rng);
-    if (!g->cls || !g->rng) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+    g->cls_plain = (uint8_t *)mlstack__calloc(n_cls + 1, 1);
+    if (!g->cls || !g->rng || !g->cls_plain)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+    for (k = 0; (size_t)k < n_cls; k++) g->cls_plain[k] = (uint8_t)mlstack__g_cls_plain(g, (int32_t)k);
     return MLSTACK_OK;
 }
 
@@ -23374,6 +23596,7 @@ MLSTACK_API void mlstack_grammar_free(mlstack_grammar *g) {
     MLSTACK_FREE(g->sets);
     MLSTACK_FREE(g->masks);
     MLSTACK_FREE(g->walk);
+    MLSTACK_FREE(g->cls_plain);
     MLSTACK_FREE(g->work.p);
     MLSTACK_FREE(g->tmp.p);
     mlstack__mutex_destroy(&g->mu);
@@ -23916,6 +24139,10 @@ typedef struct {
     int n_negs, cap_negs, neg_depth;
     struct mlstack__jsuri *uris; /* resources, anchors, $ref bases (documents with embedded $id) */
     int n_uris, cap_uris;
+    mlstack__json_doc builtin[9]; /* built-in documents a $ref loaded (mlstack__js_builtins) */
+    int n_builtin, builtin_done; /* builtin_done: bit i, mlstack__js_builtins[i] loaded or tried */
+    int walking_builtin; /* the URI walk is in a built-in document */
+    int dyn_entry; /* the one built-in the schema's $refs enter, at its root: its index; -1 none, -2 other */
     char path[400];
     size_t path_len;
     mlstack_error *err;
@@ -24377,8 +24604,8 @@ static int mlstack__js_has_sub_id(const mlstack__json *s, int depth) {
 struct mlstack__jsuri {
     const char *uri; /* absolute, without fragment */
     const char *anchor; /* an anchor's name; NULL for a resource or a $ref's base */
-    const mlstack__json *node; /* the schema, or the $ref string (is_ref) */
-    int is_ref;
+    const mlstack__json *node; /* the schema, or the $ref / $dynamicRef string (is_ref) */
+    int is_ref, in_builtin;
 };
 typedef struct {
     const char *s[5]; /* scheme, authority, path, query, fragment (NULL: absent) */
@@ -24483,6 +24710,7 @@ static int mlstack__js_uri_put(mlstack__js *j, const char *uri, const char *anch
         j->uris = t, j->cap_uris = cap;
     }
     j->uris[j->n_uris].uri = uri, j->uris[j->n_uris].anchor = anchor;
+    j->uris[j->n_uris].in_builtin = j->walking_builtin;
     j->uris[j->n_uris].node = node, j->uris[j->n_uris++].is_ref = is_ref;
     return mlstack__js_work(j, 4);
 }
@@ -24521,7 +24749,8 @@ static int mlstack__js_uri_subs(mlstack__js *j, const mlstack__json *s, const ch
 }
 static int mlstack__js_uri_walk(mlstack__js *j, const mlstack__json *s, const char *base, int depth) {
     const mlstack__json *id = mlstack__json_get(s, "$id"), *a = mlstack__json_get(s, "$anchor");
-    const mlstack__json *ref = mlstack__json_get(s, "$ref");
+    const mlstack__json *ref = mlstack__json_get(s, "$ref"), *da = mlstack__json_get(s, "$dynamicAnchor");
+    const mlstack__json *dref = mlstack__json_get(s, "$dynamicRef");
     if (depth > 64) return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "schema nested deeper than 64 (resolving $id)");
     if (mlstack__js_work(j, 1 + s->len)) return -1;
     if (!id && j->draft <= 4) id = mlstack__json_get(s, "id");
@@ -24540,9 +24769,180 @@ static int mlstack__js_uri_walk(mlstack__js *j, const mlstack__json *s, const ch
         }
     }
     if (a && a->type == MLSTACK__JSON_STRING && mlstack__js_uri_put(j, base, a->str, s, 0)) return -1;
+    if (da && da->type == MLSTACK__JSON_STRING && j->draft >= 9 && mlstack__js_uri_put(j, base, da->str, s, 0))
+        return -1; /* a dynamic anchor is also a plain one */
     if (ref && ref->type == MLSTACK__JSON_STRING && mlstack__js_uri_put(j, base, NULL, ref, 1)) return -1;
+    if (dref && dref->type == MLSTACK__JSON_STRING && mlstack__js_uri_put(j, base, NULL, dref, 1)) return -1;
     return mlstack__js_uri_subs(j, s, base, depth);
 }
+/* Documents a $ref may name by URI without a network: the metaschemas (written by
+   tools/make_metaschemas.py from the published text). A document is parsed and its resources
+   recorded the first time a $ref names its URI. */
+static const char *const mlstack__js_builtins[][2] = {
+    {"http://json-schema.org/draft-07/schema",
+     "{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"$id\":\"http://json-schema.org/draft-07/schema#\","
+     "\"title\":\"Core schema meta-schema\",\"definitions\":{\"schemaArray\":{\"type\":\"array\",\"minItems\":1,\"it"
+     "ems\":{\"$ref\":\"#\"}},\"nonNegativeInteger\":{\"type\":\"integer\",\"minimum\":0},\"nonNegativeIntegerDefaul"
+     "t0\":{\"allOf\":[{\"$ref\":\"#/definitions/nonNegativeInteger\"},{\"default\":0}]},\"simpleTypes\":{\"enum\":["
+     "\"array\",\"boolean\",\"integer\",\"null\",\"number\",\"object\",\"string\"]},\"stringArray\":{\"type\":\"arra"
+     "y\",\"items\":{\"type\":\"string\"},\"uniqueItems\":true,\"default\":[]}},\"type\":[\"object\",\"boolean\"],\""
+     "properties\":{\"$id\":{\"type\":\"string\",\"format\":\"uri-reference\"},\"$schema\":{\"type\":\"string\",\"fo"
+     "rmat\":\"uri\"},\"$ref\":{\"type\":\"string\",\"format\":\"uri-reference\"},\"$comment\":{\"type\":\"string\"}"
+     ",\"title\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},\"default\":true,\"readOnly\":{\"type\""
+     ":\"boolean\",\"default\":false},\"examples\":{\"type\":\"array\",\"items\":true},\"multipleOf\":{\"type\":\"nu"
+     "mber\",\"exclusiveMinimum\":0},\"maximum\":{\"type\":\"number\"},\"exclusiveMaximum\":{\"type\":\"number\"},\""
+     "minimum\":{\"type\":\"number\"},\"exclusiveMinimum\":{\"type\":\"number\"},\"maxLength\":{\"$ref\":\"#/definit"
+     "ions/nonNegativeInteger\"},\"minLength\":{\"$ref\":\"#/definitions/nonNegativeIntegerDefault0\"},\"pattern\":{"
+     "\"type\":\"string\",\"format\":\"regex\"},\"additionalItems\":{\"$ref\":\"#\"},\"items\":{\"anyOf\":[{\"$ref\""
+     ":\"#\"},{\"$ref\":\"#/definitions/schemaArray\"}],\"default\":true},\"maxItems\":{\"$ref\":\"#/definitions/non"
+     "NegativeInteger\"},\"minItems\":{\"$ref\":\"#/definitions/nonNegativeIntegerDefault0\"},\"uniqueItems\":{\"typ"
+     "e\":\"boolean\",\"default\":false},\"contains\":{\"$ref\":\"#\"},\"maxProperties\":{\"$ref\":\"#/definitions/n"
+     "onNegativeInteger\"},\"minProperties\":{\"$ref\":\"#/definitions/nonNegativeIntegerDefault0\"},\"required\":{"
+     "\"$ref\":\"#/definitions/stringArray\"},\"additionalProperties\":{\"$ref\":\"#\"},\"definitions\":{\"type\":\""
+     "object\",\"additionalProperties\":{\"$ref\":\"#\"},\"default\":{}},\"properties\":{\"type\":\"object\",\"addit"
+     "ionalProperties\":{\"$ref\":\"#\"},\"default\":{}},\"patternProperties\":{\"type\":\"object\",\"additionalProp"
+     "erties\":{\"$ref\":\"#\"},\"propertyNames\":{\"format\":\"regex\"},\"default\":{}},\"dependencies\":{\"type\":"
+     "\"object\",\"additionalProperties\":{\"anyOf\":[{\"$ref\":\"#\"},{\"$ref\":\"#/definitions/stringArray\"}]}},"
+     "\"propertyNames\":{\"$ref\":\"#\"},\"const\":true,\"enum\":{\"type\":\"array\",\"items\":true},\"type\":{\"any"
+     "Of\":[{\"$ref\":\"#/definitions/simpleTypes\"},{\"type\":\"array\",\"items\":{\"$ref\":\"#/definitions/simpleT"
+     "ypes\"},\"minItems\":1,\"uniqueItems\":true}]},\"format\":{\"type\":\"string\"},\"contentMediaType\":{\"type\""
+     ":\"string\"},\"contentEncoding\":{\"type\":\"string\"},\"if\":{\"$ref\":\"#\"},\"then\":{\"$ref\":\"#\"},\"els"
+     "e\":{\"$ref\":\"#\"},\"allOf\":{\"$ref\":\"#/definitions/schemaArray\"},\"anyOf\":{\"$ref\":\"#/definitions/sc"
+     "hemaArray\"},\"oneOf\":{\"$ref\":\"#/definitions/schemaArray\"},\"not\":{\"$ref\":\"#\"}},\"default\":true}"},
+    {"https://json-schema.org/draft/2020-12/schema",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "schema\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/core\":true,\"https://json-schema.org/"
+     "draft/2020-12/vocab/applicator\":true,\"https://json-schema.org/draft/2020-12/vocab/unevaluated\":true,\"https"
+     "://json-schema.org/draft/2020-12/vocab/validation\":true,\"https://json-schema.org/draft/2020-12/vocab/meta-da"
+     "ta\":true,\"https://json-schema.org/draft/2020-12/vocab/format-annotation\":true,\"https://json-schema.org/dra"
+     "ft/2020-12/vocab/content\":true},\"$dynamicAnchor\":\"meta\",\"title\":\"Core and Validation specifications me"
+     "ta-schema\",\"allOf\":[{\"$ref\":\"meta/core\"},{\"$ref\":\"meta/applicator\"},{\"$ref\":\"meta/unevaluated\"}"
+     ",{\"$ref\":\"meta/validation\"},{\"$ref\":\"meta/meta-data\"},{\"$ref\":\"meta/format-annotation\"},{\"$ref\":"
+     "\"meta/content\"}],\"type\":[\"object\",\"boolean\"],\"$comment\":\"This meta-schema also defines keywords tha"
+     "t have appeared in previous drafts in order to prevent incompatible extensions as they remain in common use.\""
+     ",\"properties\":{\"definitions\":{\"$comment\":\"\\\"definitions\\\" has been replaced by \\\"$defs\\\".\",\"t"
+     "ype\":\"object\",\"additionalProperties\":{\"$dynamicRef\":\"#meta\"},\"deprecated\":true,\"default\":{}},\"de"
+     "pendencies\":{\"$comment\":\"\\\"dependencies\\\" has been split and replaced by \\\"dependentSchemas\\\" and "
+     "\\\"dependentRequired\\\" in order to serve their differing semantics.\",\"type\":\"object\",\"additionalPrope"
+     "rties\":{\"anyOf\":[{\"$dynamicRef\":\"#meta\"},{\"$ref\":\"meta/validation#/$defs/stringArray\"}]},\"deprecat"
+     "ed\":true,\"default\":{}},\"$recursiveAnchor\":{\"$comment\":\"\\\"$recursiveAnchor\\\" has been replaced by "
+     "\\\"$dynamicAnchor\\\".\",\"$ref\":\"meta/core#/$defs/anchorString\",\"deprecated\":true},\"$recursiveRef\":{"
+     "\"$comment\":\"\\\"$recursiveRef\\\" has been replaced by \\\"$dynamicRef\\\".\",\"$ref\":\"meta/core#/$defs/u"
+     "riReferenceString\",\"deprecated\":true}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/core",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/core\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/core\":true},\"$dynamicAnchor\":\"m"
+     "eta\",\"title\":\"Core vocabulary meta-schema\",\"type\":[\"object\",\"boolean\"],\"properties\":{\"$id\":{\"$"
+     "ref\":\"#/$defs/uriReferenceString\",\"$comment\":\"Non-empty fragments not allowed.\",\"pattern\":\"^[^#]*#?$"
+     "\"},\"$schema\":{\"$ref\":\"#/$defs/uriString\"},\"$ref\":{\"$ref\":\"#/$defs/uriReferenceString\"},\"$anchor"
+     "\":{\"$ref\":\"#/$defs/anchorString\"},\"$dynamicRef\":{\"$ref\":\"#/$defs/uriReferenceString\"},\"$dynamicAnc"
+     "hor\":{\"$ref\":\"#/$defs/anchorString\"},\"$vocabulary\":{\"type\":\"object\",\"propertyNames\":{\"$ref\":\"#"
+     "/$defs/uriString\"},\"additionalProperties\":{\"type\":\"boolean\"}},\"$comment\":{\"type\":\"string\"},\"$def"
+     "s\":{\"type\":\"object\",\"additionalProperties\":{\"$dynamicRef\":\"#meta\"}}},\"$defs\":{\"anchorString\":{"
+     "\"type\":\"string\",\"pattern\":\"^[A-Za-z_][-A-Za-z0-9._]*$\"},\"uriString\":{\"type\":\"string\",\"format\":"
+     "\"uri\"},\"uriReferenceString\":{\"type\":\"string\",\"format\":\"uri-reference\"}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/applicator",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/applicator\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/applicator\":true},\"$dynamic"
+     "Anchor\":\"meta\",\"title\":\"Applicator vocabulary meta-schema\",\"type\":[\"object\",\"boolean\"],\"properti"
+     "es\":{\"prefixItems\":{\"$ref\":\"#/$defs/schemaArray\"},\"items\":{\"$dynamicRef\":\"#meta\"},\"contains\":{"
+     "\"$dynamicRef\":\"#meta\"},\"additionalProperties\":{\"$dynamicRef\":\"#meta\"},\"properties\":{\"type\":\"obj"
+     "ect\",\"additionalProperties\":{\"$dynamicRef\":\"#meta\"},\"default\":{}},\"patternProperties\":{\"type\":\"o"
+     "bject\",\"additionalProperties\":{\"$dynamicRef\":\"#meta\"},\"propertyNames\":{\"format\":\"regex\"},\"defaul"
+     "t\":{}},\"dependentSchemas\":{\"type\":\"object\",\"additionalProperties\":{\"$dynamicRef\":\"#meta\"},\"defau"
+     "lt\":{}},\"propertyNames\":{\"$dynamicRef\":\"#meta\"},\"if\":{\"$dynamicRef\":\"#meta\"},\"then\":{\"$dynamic"
+     "Ref\":\"#meta\"},\"else\":{\"$dynamicRef\":\"#meta\"},\"allOf\":{\"$ref\":\"#/$defs/schemaArray\"},\"anyOf\":{"
+     "\"$ref\":\"#/$defs/schemaArray\"},\"oneOf\":{\"$ref\":\"#/$defs/schemaArray\"},\"not\":{\"$dynamicRef\":\"#met"
+     "a\"}},\"$defs\":{\"schemaArray\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"$dynamicRef\":\"#meta\"}}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/unevaluated",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/unevaluated\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/unevaluated\":true},\"$dynam"
+     "icAnchor\":\"meta\",\"title\":\"Unevaluated applicator vocabulary meta-schema\",\"type\":[\"object\",\"boolean"
+     "\"],\"properties\":{\"unevaluatedItems\":{\"$dynamicRef\":\"#meta\"},\"unevaluatedProperties\":{\"$dynamicRef"
+     "\":\"#meta\"}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/validation",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/validation\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/validation\":true},\"$dynamic"
+     "Anchor\":\"meta\",\"title\":\"Validation vocabulary meta-schema\",\"type\":[\"object\",\"boolean\"],\"properti"
+     "es\":{\"type\":{\"anyOf\":[{\"$ref\":\"#/$defs/simpleTypes\"},{\"type\":\"array\",\"items\":{\"$ref\":\"#/$def"
+     "s/simpleTypes\"},\"minItems\":1,\"uniqueItems\":true}]},\"const\":true,\"enum\":{\"type\":\"array\",\"items\":"
+     "true},\"multipleOf\":{\"type\":\"number\",\"exclusiveMinimum\":0},\"maximum\":{\"type\":\"number\"},\"exclusiv"
+     "eMaximum\":{\"type\":\"number\"},\"minimum\":{\"type\":\"number\"},\"exclusiveMinimum\":{\"type\":\"number\"},"
+     "\"maxLength\":{\"$ref\":\"#/$defs/nonNegativeInteger\"},\"minLength\":{\"$ref\":\"#/$defs/nonNegativeIntegerDe"
+     "fault0\"},\"pattern\":{\"type\":\"string\",\"format\":\"regex\"},\"maxItems\":{\"$ref\":\"#/$defs/nonNegativeI"
+     "nteger\"},\"minItems\":{\"$ref\":\"#/$defs/nonNegativeIntegerDefault0\"},\"uniqueItems\":{\"type\":\"boolean\""
+     ",\"default\":false},\"maxContains\":{\"$ref\":\"#/$defs/nonNegativeInteger\"},\"minContains\":{\"$ref\":\"#/$d"
+     "efs/nonNegativeInteger\",\"default\":1},\"maxProperties\":{\"$ref\":\"#/$defs/nonNegativeInteger\"},\"minPrope"
+     "rties\":{\"$ref\":\"#/$defs/nonNegativeIntegerDefault0\"},\"required\":{\"$ref\":\"#/$defs/stringArray\"},\"de"
+     "pendentRequired\":{\"type\":\"object\",\"additionalProperties\":{\"$ref\":\"#/$defs/stringArray\"}}},\"$defs\""
+     ":{\"nonNegativeInteger\":{\"type\":\"integer\",\"minimum\":0},\"nonNegativeIntegerDefault0\":{\"$ref\":\"#/$de"
+     "fs/nonNegativeInteger\",\"default\":0},\"simpleTypes\":{\"enum\":[\"array\",\"boolean\",\"integer\",\"null\","
+     "\"number\",\"object\",\"string\"]},\"stringArray\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"uniqu"
+     "eItems\":true,\"default\":[]}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/meta-data",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/meta-data\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/meta-data\":true},\"$dynamicAn"
+     "chor\":\"meta\",\"title\":\"Meta-data vocabulary meta-schema\",\"type\":[\"object\",\"boolean\"],\"properties"
+     "\":{\"title\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},\"default\":true,\"deprecated\":{\"t"
+     "ype\":\"boolean\",\"default\":false},\"readOnly\":{\"type\":\"boolean\",\"default\":false},\"writeOnly\":{\"ty"
+     "pe\":\"boolean\",\"default\":false},\"examples\":{\"type\":\"array\",\"items\":true}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/format-annotation",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/format-annotation\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/format-annotation\":tr"
+     "ue},\"$dynamicAnchor\":\"meta\",\"title\":\"Format vocabulary meta-schema for annotation results\",\"type\":["
+     "\"object\",\"boolean\"],\"properties\":{\"format\":{\"type\":\"string\"}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/content",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/content\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/content\":true},\"$dynamicAnchor"
+     "\":\"meta\",\"title\":\"Content vocabulary meta-schema\",\"type\":[\"object\",\"boolean\"],\"properties\":{\"c"
+     "ontentEncoding\":{\"type\":\"string\"},\"contentMediaType\":{\"type\":\"string\"},\"contentSchema\":{\"$dynami"
+     "cRef\":\"#meta\"}}}"},
+};
+
+/* The built-ins the $refs under s name, into *entry (-1 none yet; an index: all so far name that
+   document's root; -2 another, a fragment, or a $dynamicAnchor of the schema's own). Returns 1
+   when some $ref names one (the document then resolves $refs by URI). */
+static int mlstack__js_refs_builtin(const mlstack__json *s, int depth, int *entry) {
+    const mlstack__json *c;
+    int q, any = 0;
+    if ((s->type != MLSTACK__JSON_OBJECT && s->type != MLSTACK__JSON_ARRAY) || depth > 64) return 0;
+    for (c = s->child; c; c = c->next) {
+        if (c->key && !strcmp(c->key, "$dynamicAnchor")) *entry = -2;
+        if (c->key && !strcmp(c->key, "$ref") && c->type == MLSTACK__JSON_STRING)
+            for (q = 0; q < (int)(sizeof mlstack__js_builtins / sizeof mlstack__js_builtins[0]); q++) {
+                size_t l = strlen(mlstack__js_builtins[q][0]);
+                if (strncmp(c->str, mlstack__js_builtins[q][0], l) || (c->str[l] && c->str[l] != '#')) continue;
+                any = 1;
+                *entry = (*entry == -1 || *entry == q) && (!c->str[l] || !c->str[l + 1]) ? q : -2;
+            }
+        any |= mlstack__js_refs_builtin(c, depth + 1, entry);
+    }
+    return any;
+}
+/* Loads the built-in document of URI u (no fragment), once. Returns 1 loaded now, 0 none or
+   loaded before, -1 error. */
+static int mlstack__js_load_builtin(mlstack__js *j, const char *u) {
+    size_t q;
+    for (q = 0; q < sizeof mlstack__js_builtins / sizeof mlstack__js_builtins[0]; q++) {
+        const char *t = mlstack__js_builtins[q][1];
+        mlstack__json_doc *d;
+        if (strcmp(u, mlstack__js_builtins[q][0]) || (j->builtin_done >> q) & 1) continue;
+        j->builtin_done |= 1 << q;
+        if (j->n_builtin == (int)(sizeof j->builtin / sizeof j->builtin[0])) return 0;
+        d = &j->builtin[j->n_builtin];
+        if (mlstack__js_work(j, strlen(t)) || mlstack__json_parse(d, t, strlen(t), "metaschema", j->err) != MLSTACK_OK)
+            return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        j->n_builtin++;
+        j->walking_builtin = 1;
+        if (mlstack__js_uri_put(j, mlstack__js_builtins[q][0], NULL, d->root, 0) ||
+            mlstack__js_uri_walk(j, d->root, mlstack__js_builtins[q][0], 0))
+            return -1;
+        j->walking_builtin = 0;
+        return 1;
+    }
+    return 0;
+}
+
 /* The target of $ref v (a string) by URI; NULL: not found here (or error). */
 static const mlstack__json *mlstack__js_uri_ref(mlstack__js *j, const mlstack__json *v) {
     const char *base = "https://mlstack.invalid/schema.json", *frag;
@@ -24556,6 +24956,11 @@ static const mlstack__json *mlstack__js_uri_ref(mlstack__js *j, const mlstack__j
     if (frag) *(char *)frag++ = 0;
     for (q = 0; q < j->n_uris && !res; q++)
         if (!j->uris[q].is_ref && !j->uris[q].anchor && !strcmp(j->uris[q].uri, u)) res = j->uris[q].node;
+    if (!res) {
+        int b = mlstack__js_load_builtin(j, u);
+        if (b < 0) return NULL;
+        if (b > 0) return mlstack__js_uri_ref(j, v);
+    }
     if (!res || !frag || !*frag) return res;
     if (frag[0] == '/') {
         buf = (char *)mlstack__arena_alloc(&j->arena, strlen(frag) + 2);
@@ -24596,6 +25001,43 @@ static const mlstack__json *mlstack__js_ref(mlstack__js *j, const mlstack__json 
         t = mlstack__js_anchor(j->root, r + 1, 0);
     if (!t && j->rc == MLSTACK_OK)
         mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "$ref '%s' is not a local reference that resolves", v->str);
+    return t;
+}
+
+/* The target of $dynamicRef v (a string). One whose fragment is not the $dynamicAnchor of its
+   static target is a plain $ref. Otherwise the target is the outermost resource on the way in
+   with that dynamic anchor, which depends on the way, while a rule is made once per schema: it is
+   known when v is in a built-in document and the schema enters the built-ins at one document's
+   root that has the anchor and has no $dynamicAnchor of its own (every way in passes that root
+   first: the 2020-12 metaschema's "#meta"). Refused otherwise. NULL on error. */
+static const mlstack__json *mlstack__js_dynref(mlstack__js *j, const mlstack__json *v) {
+    const mlstack__json *t = NULL, *a;
+    const char *frag = v->type == MLSTACK__JSON_STRING ? strchr(v->str, '#') : NULL;
+    int q, inb = 0;
+    if (v->type != MLSTACK__JSON_STRING) {
+        mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'$dynamicRef' must be a string");
+        return NULL;
+    }
+    if (j->sub_ids) t = mlstack__js_uri_ref(j, v);
+    if (!t) {
+        if (j->rc == MLSTACK_OK)
+            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "$dynamicRef '%s' does not resolve here", v->str);
+        return NULL;
+    }
+    if (!frag || !frag[1] || frag[1] == '/' || !(a = mlstack__json_get(t, "$dynamicAnchor")) ||
+        a->type != MLSTACK__JSON_STRING || strcmp(a->str, frag + 1))
+        return t;
+    for (q = 0; q < j->n_uris; q++) inb |= j->uris[q].is_ref && j->uris[q].node == v && j->uris[q].in_builtin;
+    t = NULL;
+    for (q = 0; inb && j->dyn_entry >= 0 && q < j->n_uris && !t; q++)
+        if (!j->uris[q].is_ref && !j->uris[q].anchor && !strcmp(j->uris[q].uri, mlstack__js_builtins[j->dyn_entry][0]))
+            t = j->uris[q].node;
+    if (!t || !(a = mlstack__json_get(t, "$dynamicAnchor")) || a->type != MLSTACK__JSON_STRING ||
+        strcmp(a->str, frag + 1)) {
+        mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
+                         "$dynamicRef '%s' whose target depends on the way in (outermost $dynamicAnchor)", v->str);
+        return NULL;
+    }
     return t;
 }
 
@@ -25400,7 +25842,7 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     if (s->type != MLSTACK__JSON_OBJECT)
         return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "a schema must be an object or a boolean");
     for (z = 0; z < sizeof mlstack__js_refused / sizeof mlstack__js_refused[0]; z++)
-        if (mlstack__json_get(s, mlstack__js_refused[z]))
+        if (mlstack__json_get(s, mlstack__js_refused[z]) && strcmp(mlstack__js_refused[z], "$dynamicRef"))
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", mlstack__js_refused[z]);
     t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)(n + 160));
     if (!t2) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
@@ -25431,6 +25873,11 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     cur->pos[cur->n_pos++] = s;
     if (k) {
         const mlstack__json *t = mlstack__js_ref(j, k);
+        if (!t) return -1;
+        t2[m].s = t, t2[m++].negated = 0;
+    }
+    if ((k = mlstack__json_get(s, "$dynamicRef")) != NULL) {
+        const mlstack__json *t = mlstack__js_dynref(j, k);
         if (!t) return -1;
         t2[m].s = t, t2[m++].negated = 0;
     }
@@ -26538,7 +26985,7 @@ static int mlstack__kre_piece(mlstack__kre *k, mlstack__kfr *f) {
         mn = mx = 1;
     if (k->i < k->n && (mn != 1 || mx != 1) && k->p[k->i] == '?') k->i++; /* lazy: the same strings */
     if (mx >= 0 && mx < mn) return mlstack__kre_fail(k, "{m,n} with n < m");
-    if ((mx < 0 ? mn + 1 : mx) * (long)(a1 - a0) > 4000) return mlstack__kre_fail(k, "a repetition too large");
+    if ((mx < 0 ? mn + 1 : mx) * (long)(a1 - a0) > 16000) return mlstack__kre_fail(k, "a repetition too large");
     end = k->i;
     if (mx == 0) { /* x{0}: the empty string */
         f->s = f->e = mlstack__kre_node(k, -1, -1, -1);
@@ -27750,7 +28197,8 @@ static int mlstack__js_gen_root(mlstack__js *j, const mlstack__json *root) {
                                 ms->type == MLSTACK__JSON_STRING ? ms->str : "?");
     j->root = root;
     j->draft = mlstack__js_draft(root);
-    j->sub_ids = mlstack__js_has_sub_id(root, 0);
+    j->dyn_entry = -1;
+    j->sub_ids = mlstack__js_refs_builtin(root, 0, &j->dyn_entry) | mlstack__js_has_sub_id(root, 0);
     j->only = 0;
     j->n_uris = 0;
     if (j->sub_ids && root->type == MLSTACK__JSON_OBJECT &&
@@ -27856,6 +28304,7 @@ static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int ki
     MLSTACK_FREE(j.memo);
     MLSTACK_FREE(j.mem);
     mlstack__arena_free(&j.arena);
+    while (j.n_builtin > 0) mlstack__json_free(&j.builtin[--j.n_builtin]);
     mlstack__json_free(&doc);
     return j.rc;
 }
