@@ -393,6 +393,30 @@ FAMILIES = [
                                                         "rope_theta": 1000000.0, "factor": 2.0},
                                      "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
          layer_scalar=True, head_std=0.75, clip=dict(final=5.0), prompt_len=128),
+    # Gemma 4 as published: full layers with heads twice as wide (global_head_dim 32 against
+    # head_dim 16, as 512 against 256), proportional RoPE over the full head (4 of 16 pairs
+    # rotate), the last 2 layers reading layer 2's (sliding) and layer 1's (full) KV, per-layer
+    # inputs, final soft-capping
+    dict(name="gemma4_hd", cls="Gemma4ForCausalLM",
+         extra=dict(num_hidden_layers=5, sliding_window=20, global_head_dim=32, num_kv_shared_layers=2,
+                    layer_types=["sliding_attention", "full_attention", "sliding_attention", "sliding_attention",
+                                 "full_attention"],
+                    hidden_size_per_layer_input=8, vocab_size_per_layer_input=FAM_VOCAB,
+                    final_logit_softcapping=30.0,
+                    rope_parameters={"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                        "rope_theta": 1000000.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+         layer_scalar=True, mul={"q_norm": 0.5}, embed_std=0.35, prompt_len=128),
+    # Gemma 4 31B's attention: full layers of global_head_dim 32 with attention_k_eq_v and one KV
+    # head (num_global_key_value_heads 1, sliding layers 2), no per-layer inputs
+    dict(name="gemma4_hd_keqv", cls="Gemma4ForCausalLM",
+         extra=dict(num_hidden_layers=4, sliding_window=24, global_head_dim=32, attention_k_eq_v=True,
+                    num_global_key_value_heads=1, hidden_size_per_layer_input=0, tie_word_embeddings=False,
+                    layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+                    rope_parameters={"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                        "rope_theta": 1000000.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+         layer_scalar=True, head_std=0.75, prompt_len=120),
     # Gemma 4 as its multimodal checkpoint: text_config, the text model under model.language_model,
     # a (tiny) vision tower mlstack skips; per-layer inputs of 4, the last layer reading layer 1's KV
     dict(name="gemma4_vl", cls="Gemma4ForConditionalGeneration",
