@@ -28099,6 +28099,10 @@ enum {
    last layers read an earlier layer's KV, >>model mlstack__layer_kind), per-layer input
    embeddings (hidden_size_per_layer_input), attention_k_eq_v (v = k's projection) */
 #define MLSTACK__F_GEMMA4 0x10000000000000ull
+/* Gemma 3n (text): Gemma 4's attention, norms, shared-KV layers and per-layer inputs, without
+   layer_scalar or per-layer head sizes, a 4:1 sliding pattern; and AltUp's residual streams,
+   Laurel's low-rank residual and activation sparsity (mlstack__cfg_gemma3n, >>forward AltUp) */
+#define MLSTACK__F_GEMMA3N 0x800000000000000ull
 /* router scores are sigmoids; experts chosen by score + e_score_correction_bias within the
    topk_group best of n_group groups (a group scores the sum of its two best), the chosen scores
    renormalized (norm_topk_prob, + 1e-20), times routed_scaling_factor; ungated experts beside an
@@ -28235,6 +28239,12 @@ static const mlstack__family mlstack__families[] = {
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Gemma4ForConditionalGeneration", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_TEXT_CONFIG,
+         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
+         MLSTACK__DENSE, MLSTACK__QWEN35_VL_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"Gemma3nForCausalLM", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_GEMMA3N,
+         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"Gemma3nForConditionalGeneration", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_GEMMA3N | MLSTACK__F_TEXT_CONFIG,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
          MLSTACK__DENSE, MLSTACK__QWEN35_VL_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Phi3ForCausalLM", NULL, 0,
@@ -28467,6 +28477,12 @@ typedef struct mlstack__config {
        sliding layers'), rot_dim both unless the layer types differ in head size. */
     unsigned short layer_head_dim[MLSTACK__MAX_TYPED_LAYERS], layer_kv_heads[MLSTACK__MAX_TYPED_LAYERS];
     int var_heads, rope_dim[2];
+    /* Gemma 3n (F_GEMMA3N): altup_n residual streams (0: the one x), the layers computing on
+       stream altup_active; altup_scale: that stream's correction times correct_output_scale
+       before the per-layer input; laurel_rank: each layer's low-rank residual; act_sparsity: the
+       fraction of each layer's gate cut (activation_sparsity_pattern, 0: none) */
+    int altup_n, altup_active, altup_scale, laurel_rank;
+    float act_sparsity[MLSTACK__MAX_TYPED_LAYERS];
     int32_t bos_id;
     int n_eos;
     int32_t eos_ids[MLSTACK_MAX_EOS];
@@ -28546,6 +28562,13 @@ typedef struct mlstack__layer {
     float layer_scale;
     mlstack__weight w_ple_gate, w_ple_proj;
     const float *ple_norm;
+    /* Gemma 3n: Laurel's linear_left (rank, D), linear_right (D, rank) and norm; AltUp's router
+       (n, D) and its norm, prediction (n n, n) and correction (n, n) coefficients and
+       correct_output_scale (D), as f32; sparse: the gate is cut below mean + sparse_k std */
+    mlstack__weight laurel_l, laurel_r;
+    const float *laurel_norm, *alt_router, *alt_router_norm, *alt_pred, *alt_corr, *alt_scale;
+    float sparse_k;
+    int sparse;
 } mlstack__layer;
 
 struct mlstack_model {
@@ -28584,6 +28607,7 @@ struct mlstack_model {
     mlstack_dtype ple_dtype;
     float ple_scale;
     mlstack__weight ple_proj;
+    mlstack__weight *alt_proj; /* Gemma 3n: altup_projections, then altup_unembed_projections ((D, D), n - 1 each) */
     const float *ple_norm, *ones; /* ones: (head_dim) weight of the v norm */
 };
 
@@ -28751,6 +28775,28 @@ static mlstack_result mlstack__cfg_blocks(mlstack__config *c, const mlstack__jso
     return MLSTACK_OK;
 }
 
+/* The FFN width: intermediate_size (or the family's key), a number or (Gemma 3n) a list of one
+   per layer, all equal (different widths per layer are refused by name). */
+static mlstack_result mlstack__cfg_ff(mlstack__config *c, const mlstack__json *root, const char *file,
+                                      mlstack_error *err) {
+    const char *key = c->fam->opt.ff_key ? c->fam->opt.ff_key : "intermediate_size";
+    const mlstack__json *v = mlstack__json_get(root, key), *e;
+    int64_t w, first = -1;
+    if (!v || v->type != MLSTACK__JSON_ARRAY) return mlstack__cfg_int(root, key, 0, &c->n_ff, file, err);
+    for (e = v->child; e; e = e->next) {
+        if (!mlstack__json_int(e, &w) || w < 1 || w > INT_MAX)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s must hold positive integers", file, key);
+        if (first >= 0 && w != first)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: %s with different widths per layer (%lld, %lld) is not supported", file, key,
+                                 (long long)first, (long long)w);
+        first = w;
+    }
+    if (first < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s is an empty list", file, key);
+    c->n_ff = (int)first;
+    return MLSTACK_OK;
+}
+
 /* Sizes: widths, layers, heads and head_dim (with the divisibility the kernels rely on), the
    activation, the norm epsilon. */
 static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -28768,8 +28814,7 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
         return mlstack__cfg_float(root, c->fam->ssm.eps, 1e-5f, &c->eps, file, err);
     }
     if ((r = mlstack__cfg_int(root, "hidden_size", 0, &c->n_embd, file, err)) ||
-        (r = mlstack__cfg_int(root, c->fam->opt.ff_key ? c->fam->opt.ff_key : "intermediate_size", 0, &c->n_ff, file,
-                              err)) ||
+        (r = mlstack__cfg_ff(c, root, file, err)) ||
         (r = c->fam->ssm.layout == MLSTACK__SSM_BLOCKS
                  ? mlstack__cfg_blocks(c, root, file, err)
                  : mlstack__cfg_int(root, "num_hidden_layers", 0, &c->n_layers, file, err)) ||
@@ -29456,6 +29501,51 @@ static mlstack_result mlstack__cfg_gemma4_layers(mlstack__config *c, const mlsta
     }
     return MLSTACK_OK;
 }
+/* The inverse error function (double; |x| < 1): Winitzki's approximation, then Newton steps on
+   erf. */
+static double mlstack__erfinv(double x) {
+    double a = 0.147, ln = log(1.0 - x * x), t = 2.0 / (3.14159265358979323846 * a) + ln / 2.0;
+    double y = (x < 0 ? -1.0 : 1.0) * sqrt(sqrt(t * t - ln / a) - t);
+    int i;
+    for (i = 0; i < 4; i++) y -= (erf(y) - x) / (1.1283791670955126 * exp(-y * y));
+    return y;
+}
+
+/* Gemma 3n's options (F_GEMMA3N): altup_num_inputs (default 4) streams, altup_active_idx (0),
+   altup_correct_scale (true), laurel_rank (64), activation_sparsity_pattern (a list of one
+   fraction in [0, 1) per layer; absent or null: 0.95 for the first 10 layers of a model with
+   more than 10, as transformers). altup_coef_clip only clamps weights in training. */
+static mlstack_result mlstack__cfg_gemma3n(mlstack__config *c, const mlstack__json *root, const char *file,
+                                           mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, "activation_sparsity_pattern"), *e;
+    mlstack_result r;
+    float lr, ai;
+    int l = 0;
+    if ((r = mlstack__cfg_int(root, "altup_num_inputs", 4, &c->altup_n, file, err)) ||
+        (r = mlstack__cfg_num(root, "altup_active_idx", 0, 0, 15, &ai, file, err)) ||
+        (r = mlstack__cfg_num(root, "laurel_rank", 64, 1, 1 << 16, &lr, file, err)))
+        return r;
+    c->laurel_rank = (int)lr, c->altup_active = (int)ai;
+    if (c->altup_n < 1 || c->altup_n > 16 || c->altup_active < 0 || c->altup_active >= c->altup_n)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: altup_num_inputs %d (1 to 16) and altup_active_idx %d (below it) out of range", file,
+                             c->altup_n, c->altup_active);
+    c->altup_scale = mlstack__json_bool(mlstack__json_get(root, "altup_correct_scale"), 1);
+    if (mlstack__json_is_null(v)) {
+        for (l = 0; l < c->n_layers; l++) c->act_sparsity[l] = c->n_layers > 10 && l < 10 ? 0.95f : 0.0f;
+        return MLSTACK_OK;
+    }
+    for (e = v->type == MLSTACK__JSON_ARRAY ? v->child : NULL; e && l < c->n_layers; e = e->next, l++)
+        if (e->type != MLSTACK__JSON_NUMBER || !(e->num >= 0 && e->num < 1)) break;
+        else
+            c->act_sparsity[l] = (float)e->num;
+    if (v->type != MLSTACK__JSON_ARRAY || e || l != c->n_layers)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: activation_sparsity_pattern must be a list of %d numbers in [0, 1)", file,
+                             c->n_layers);
+    return MLSTACK_OK;
+}
+
 /* One layer's head size hd and KV heads kvh (-1: keep) into the per-layer shape tables. */
 static mlstack_result mlstack__cfg_layer_heads(mlstack__config *c, int l, int64_t hd, int64_t kvh, const char *file,
                                                mlstack_error *err) {
@@ -29543,9 +29633,14 @@ static mlstack_result mlstack__cfg_gemma4(mlstack__config *c, const mlstack__jso
     if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d layers (at most %d supported for %s)", file, c->n_layers,
                              MLSTACK__MAX_TYPED_LAYERS, c->architecture);
-    if (!c->has_layer_types)
-        for (l = 0; l < c->n_layers; l++) c->layer_sliding[l] = (unsigned char)((l + 1) % 6 != 0);
+    if (!c->has_layer_types) /* Gemma 3n: 4 sliding layers to 1 full, and no last layer forced full */
+        for (l = 0; l < c->n_layers; l++)
+            c->layer_sliding[l] = (unsigned char)((l + 1) % (c->fam->flags & MLSTACK__F_GEMMA3N ? 5 : 6) != 0);
     c->has_layer_types = 1;
+    if (c->fam->flags & MLSTACK__F_GEMMA3N) {
+        if ((r = mlstack__cfg_gemma3n(c, root, file, err)) != MLSTACK_OK) return r;
+        return mlstack__cfg_gemma4_layers(c, root, file, err);
+    }
     c->layer_sliding[c->n_layers - 1] = 0;
     if ((r = mlstack__cfg_gemma4_heads(c, root, file, err)) != MLSTACK_OK) return r;
     if (mlstack__json_bool(mlstack__json_get(root, "enable_moe_block"), 0) ||
@@ -30269,6 +30364,9 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
     L->kv_shared = c->n_kv_shared && l >= c->n_layers - c->n_kv_shared;
     L->v_from_k = c->k_eq_v && !slides;
     L->layer_scale = 1.0f;
+    L->sparse = l < MLSTACK__MAX_TYPED_LAYERS && c->act_sparsity[l] > 0;
+    if (L->sparse) /* transformers' Normal(0, 1).icdf(p) in float32: erfinv(2 p - 1) sqrt(2) */
+        L->sparse_k = (float)mlstack__erfinv((double)(2.0f * c->act_sparsity[l] - 1.0f)) * 1.41421354f;
     for (i = 0; i < l; i++) { /* the attention layers and the recurrent states before this one */
         int k = c->n_recurrent ? c->layer_kind[i] : (int)MLSTACK__LAYER_ATTN;
         L->kv_layer += (k == MLSTACK__LAYER_ATTN || k == MLSTACK__LAYER_ATTN_SSM) &&
@@ -31177,6 +31275,31 @@ static mlstack_result mlstack__map_layer_mixer(mlstack_model *m, mlstack__layer 
     return MLSTACK_OK;
 }
 
+/* Gemma 3n's layer l: Laurel (linear_left, linear_right, post_laurel_norm) and AltUp (the
+   router, its norm, the coefficients, correct_output_scale). */
+static mlstack_result mlstack__map_layer_gemma3n(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                                 mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int n = c->altup_n, D = c->n_embd;
+    mlstack_result r;
+    char name[256];
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME("laurel.linear_left"), c->laurel_rank, D, 0, &L->laurel_l, err)) ||
+        (r = mlstack__model_linear(m, MLSTACK__LNAME("laurel.linear_right"), D, c->laurel_rank, 0, &L->laurel_r,
+                                   err)) ||
+        (r = mlstack__model_norm(m, MLSTACK__LNAME("laurel.post_laurel_norm.weight"), D, &L->laurel_norm, err)) ||
+        (r = mlstack__model_param(m, MLSTACK__LNAME("altup.modality_router.weight"), (int64_t)n * D, &L->alt_router,
+                                  err)) ||
+        (r = mlstack__model_norm(m, MLSTACK__LNAME("altup.router_norm.weight"), D, &L->alt_router_norm, err)) ||
+        (r = mlstack__model_param(m, MLSTACK__LNAME("altup.prediction_coefs.weight"), (int64_t)n * n * n, &L->alt_pred,
+                                  err)) ||
+        (r = mlstack__model_param(m, MLSTACK__LNAME("altup.correction_coefs.weight"), (int64_t)n * n, &L->alt_corr,
+                                  err)))
+        return r;
+    if (c->altup_scale)
+        return mlstack__model_vec(m, MLSTACK__LNAME("altup.correct_output_scale"), D, &L->alt_scale, err);
+    return MLSTACK_OK;
+}
+
 /* Gemma 4's layer l: its layer_scalar and, with per-layer inputs, their gate (P, D), projection
    (D, P) and norm (D). */
 static mlstack_result mlstack__map_layer_gemma4(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
@@ -31185,8 +31308,9 @@ static mlstack_result mlstack__map_layer_gemma4(mlstack_model *m, mlstack__layer
     const float *sc;
     mlstack_result r;
     char name[256];
-    if ((r = mlstack__model_vec(m, MLSTACK__LNAME("layer_scalar"), 1, &sc, err)) != MLSTACK_OK) return r;
-    L->layer_scale = sc[0];
+    if (c->altup_n && (r = mlstack__map_layer_gemma3n(m, L, pre, l, err)) != MLSTACK_OK) return r;
+    if (!c->altup_n && (r = mlstack__model_vec(m, MLSTACK__LNAME("layer_scalar"), 1, &sc, err)) != MLSTACK_OK) return r;
+    if (!c->altup_n) L->layer_scale = sc[0];
     if (!c->ple_dim) return MLSTACK_OK;
     if ((r = mlstack__model_linear(m, MLSTACK__LNAME("per_layer_input_gate"), c->ple_dim, c->n_embd, 0, &L->w_ple_gate,
                                    err)) ||
@@ -31211,6 +31335,17 @@ static mlstack_result mlstack__map_gemma4(mlstack_model *m, const char *pre, mls
     if (!ones) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     for (i = 0; i < mlstack__max_dh(c); i++) ones[i] = 1.0f;
     m->ones = ones;
+    if (c->altup_n > 1) { /* Gemma 3n: the streams' projections in and out */
+        int k = c->altup_n - 1;
+        m->alt_proj = (mlstack__weight *)mlstack__model_own(m, sizeof(mlstack__weight) * 2 * (size_t)k);
+        if (!m->alt_proj) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        memset(m->alt_proj, 0, sizeof(mlstack__weight) * 2 * (size_t)k);
+        for (i = 0; i < 2 * k; i++) {
+            snprintf(name, sizeof name, "%s.%s.%d", pre, i < k ? "altup_projections" : "altup_unembed_projections",
+                     i % k);
+            if ((r = mlstack__model_linear(m, name, c->n_embd, c->n_embd, 0, &m->alt_proj[i], err))) return r;
+        }
+    }
     if (!c->ple_dim) return MLSTACK_OK;
     snprintf(name, sizeof name, "%s.embed_tokens_per_layer.weight", pre);
     if ((r = mlstack__model_tensor(m, name, 2, c->ple_vocab, (int64_t)c->n_layers * c->ple_dim, &t, err))) return r;
@@ -34223,6 +34358,9 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
         }
         MLSTACK_FREE(text);
     }
+    if (r == MLSTACK_OK && m->cfg.altup_n) /* AltUp and Laurel weights are not made yet */
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: random %s weights are not supported yet", path,
+                          m->cfg.architecture);
     if (r == MLSTACK_OK && mlstack__pool_init(&pool, mlstack__cpu_count()) != 0) {
         mlstack__pool_free(&pool);
         r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start threads to fill the weights");
@@ -35162,6 +35300,7 @@ typedef struct mlstack__scratch {
     /* per-layer inputs (Gemma 4, one rank): every layer's input (B, L P), the gate (B, P), the
        projection back (B, D) */
     float *ple, *ple_g, *ple_y;
+    float *alt, *alt_pred, *alt_t, *alt_r, *laurel, *laurel_t; /* Gemma 3n (>>forward AltUp) */
 } mlstack__scratch;
 
 /* One rank's share of the model: ranges [first, end) of each split dimension. */
@@ -36523,25 +36662,195 @@ static void mlstack__ple_inputs(mlstack__rank *rk, const mlstack_batch_row *rows
     }
 }
 
+/* A layer's per-layer input update (Gemma 4 / 3n, one rank): out (B, D) = RMSNorm((act(src Wg)
+   * ple_l) Wp) of rows src. */
+static void mlstack__ple_update(mlstack__rank *rk, const mlstack__layer *L, const float *src, float *out, int B,
+                                int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    size_t i, P = (size_t)c->ple_dim;
+    int b;
+    mlstack__project(rk, src, B, 1, &L->w_ple_gate, s->ple_g, NULL, NULL, NULL, NULL);
+    mlstack__swiglu_rows(rk, s->ple_g, NULL, B, (int)P, l);
+    for (b = 0; b < B; b++)
+        for (i = 0; i < P; i++)
+            s->ple_g[(size_t)b * P + i] *= s->ple[((size_t)b * (size_t)c->n_layers + (size_t)l) * P + i];
+    mlstack__project(rk, s->ple_g, B, 1, &L->w_ple_proj, s->ple_y, NULL, NULL, NULL, NULL);
+    mlstack__rmsnorm_rows(rk, out, s->ple_y, L->ple_norm, NULL, B, l);
+}
+
 /* The end of a Gemma 4 layer (one rank): with per-layer inputs x += RMSNorm((act(x Wg) * ple_l)
    Wp); then x *= layer_scalar. */
 static void mlstack__gemma4_tail(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
     const mlstack__config *c = &rk->model->cfg;
     mlstack__scratch *s = &rk->s;
-    size_t i, n = (size_t)B * (size_t)c->n_embd, P = (size_t)c->ple_dim;
-    int b;
+    size_t i, n = (size_t)B * (size_t)c->n_embd;
     if (L->w_ple_gate.data) {
-        mlstack__project(rk, s->x, B, 1, &L->w_ple_gate, s->ple_g, NULL, NULL, NULL, NULL);
-        mlstack__swiglu_rows(rk, s->ple_g, NULL, B, (int)P, l);
-        for (b = 0; b < B; b++)
-            for (i = 0; i < P; i++)
-                s->ple_g[(size_t)b * P + i] *= s->ple[((size_t)b * (size_t)c->n_layers + (size_t)l) * P + i];
-        mlstack__project(rk, s->ple_g, B, 1, &L->w_ple_proj, s->ple_y, NULL, NULL, NULL, NULL);
-        mlstack__rmsnorm_rows(rk, s->xn, s->ple_y, L->ple_norm, NULL, B, l);
+        mlstack__ple_update(rk, L, s->x, s->xn, B, l);
         mlstack__residual_add(rk, s->x, s->xn, B, l);
     }
     if (L->layer_scale != 1.0f)
         for (i = 0; i < n; i++) s->x[i] *= L->layer_scale;
+}
+
+/* ---- Gemma 3n: AltUp's residual streams, Laurel, activation sparsity (one rank) ----
+   The residual is n = altup_n streams X_0 .. X_{n-1} (s->alt: stream i of row b at (i B + b) D),
+   and a layer computes on the active one (a = altup_active) between AltUp's prediction and its
+   correction (transformers' Gemma3nTextAltUp, Gemma3nTextDecoderLayer):
+       r = tanh((rmsnorm(X_a) / D) Wrouter^T)  (n,);  c = r Wpred^T  (n n,)
+       pred_i = X_i + sum_j X_j c[i n + j];  x = pred_a
+       xn = norm(x); x += post_norm(attention(xn)); x = (x + xn + norm(xn Wl^T Wr^T)) / sqrt(2)  (Laurel)
+       x += post_norm(mlp(pre_norm(x)))   (a sparse layer's gate g: relu(g - mean(g) - k std(g)) first)
+       r' = tanh((rmsnorm(x) / D) Wrouter^T);  X_i = pred_i + (x - pred_a) (1 + r' Wcorr^T)_i
+       X_1 .. X_{n-1} += RMSNorm((act((X_a * correct_output_scale) Wg) * ple_l) Wp)
+   Streams 1.. start as x0 Wproj_i rescaled to x0's RMS (the embedding's) and end as X_i Wunembed_i
+   rescaled to X_0's; the final norm reads their mean. Every step is per row, in a fixed order. */
+
+/* mean(x^2) of n floats (sums of exact squares in double, rounded once). */
+static float mlstack__mean_sq(const float *x, int n) {
+    double sq = 0;
+    int i;
+    for (i = 0; i < n; i++) sq += (double)x[i] * (double)x[i];
+    return (float)(sq / n);
+}
+/* p (D,) times target / its own RMS (at least sqrt(1e-5)), as transformers rescales the streams. */
+static void mlstack__altup_rescale(float *p, float target, int D) {
+    float ms = mlstack__mean_sq(p, D), nw = sqrtf(ms < 1e-5f ? 1e-5f : ms);
+    int d;
+    for (d = 0; d < D; d++) {
+        float t = p[d] * target;
+        p[d] = t / nw;
+    }
+}
+/* r (B, n) = tanh((rmsnorm(x) / D) Wrouter^T) of rows x (B, D). */
+static void mlstack__altup_route(mlstack__rank *rk, const mlstack__layer *L, const float *x, float *r, int B, int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    int n = c->altup_n, D = c->n_embd, b, i, d;
+    float inv = (float)(1.0 / D), *t = rk->s.alt_t;
+    mlstack__rmsnorm_rows(rk, t, x, L->alt_router_norm, NULL, B, l);
+    for (b = 0; b < B; b++)
+        for (i = 0; i < n; i++) {
+            const float *xr = t + (size_t)b * D, *w = L->alt_router + (size_t)i * D;
+            float acc = 0;
+            for (d = 0; d < D; d++) acc = MLSTACK__FMAF(xr[d] * inv, w[d], acc);
+            r[b * n + i] = mlstack__tanh_canon(acc);
+        }
+}
+/* The streams' prediction into s->alt_pred; x = the active one's. */
+static void mlstack__altup_predict(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int n = c->altup_n, D = c->n_embd, b, i, j, d, k;
+    size_t BD = (size_t)B * (size_t)D;
+    float coef[16 * 16];
+    mlstack__altup_route(rk, L, s->alt + (size_t)c->altup_active * BD, s->alt_r, B, l);
+    for (b = 0; b < B; b++) {
+        for (k = 0; k < n * n; k++) {
+            float acc = 0;
+            for (j = 0; j < n; j++) acc = MLSTACK__FMAF(L->alt_pred[k * n + j], s->alt_r[b * n + j], acc);
+            coef[k] = acc;
+        }
+        for (i = 0; i < n; i++)
+            for (d = 0; d < D; d++) {
+                float acc = 0;
+                for (j = 0; j < n; j++) acc = MLSTACK__FMAF(s->alt[j * BD + (size_t)b * D + d], coef[i * n + j], acc);
+                s->alt_pred[i * BD + (size_t)b * D + d] = acc + s->alt[i * BD + (size_t)b * D + d];
+            }
+    }
+    memcpy(s->x, s->alt_pred + (size_t)c->altup_active * BD, sizeof(float) * BD);
+}
+/* The correction of the predicted streams by the layer's output x into s->alt, then the
+   per-layer input's update of the active stream added to streams 1 .. n - 1. */
+static void mlstack__altup_correct(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int n = c->altup_n, D = c->n_embd, a = c->altup_active, b, i, j, d;
+    size_t BD = (size_t)B * (size_t)D, o;
+    mlstack__altup_route(rk, L, s->x, s->alt_r, B, l);
+    for (b = 0; b < B; b++)
+        for (i = 0; i < n; i++) {
+            float acc = 0;
+            for (j = 0; j < n; j++) acc = MLSTACK__FMAF(L->alt_corr[i * n + j], s->alt_r[b * n + j], acc);
+            acc = acc + 1.0f;
+            for (d = 0; d < D; d++) {
+                o = (size_t)b * D + (size_t)d;
+                s->alt[i * BD + o] = MLSTACK__FMAF(s->x[o] - s->alt_pred[a * BD + o], acc, s->alt_pred[i * BD + o]);
+            }
+        }
+    if (!L->w_ple_gate.data) return;
+    for (o = 0; o < BD; o++)
+        s->alt_t[o] = L->alt_scale ? s->alt[a * BD + o] * L->alt_scale[o % (size_t)D] : s->alt[a * BD + o];
+    mlstack__ple_update(rk, L, s->alt_t, s->xn, B, l);
+    for (i = 1; i < n; i++) mlstack__residual_add(rk, s->alt + i * BD, s->xn, B, l);
+}
+/* Laurel's residual of the normed input xn into s->laurel: xn + norm(xn Wl^T Wr^T). */
+static void mlstack__laurel(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
+    mlstack__scratch *s = &rk->s;
+    size_t i, n = (size_t)B * (size_t)rk->model->cfg.n_embd;
+    mlstack__project(rk, s->xn, B, 1, &L->laurel_l, s->laurel_t, NULL, NULL, NULL, NULL);
+    mlstack__project(rk, s->laurel_t, B, 1, &L->laurel_r, s->laurel, NULL, NULL, NULL, NULL);
+    mlstack__rmsnorm_rows(rk, s->laurel, s->laurel, L->laurel_norm, NULL, B, l);
+    for (i = 0; i < n; i++) s->laurel[i] = s->xn[i] + s->laurel[i];
+}
+/* x = (x + laurel) / sqrt(2), after attention's residual. */
+static void mlstack__laurel_mix(mlstack__rank *rk, int B) {
+    mlstack__scratch *s = &rk->s;
+    size_t i, n = (size_t)B * (size_t)rk->model->cfg.n_embd;
+    for (i = 0; i < n; i++) {
+        float t = s->x[i] + s->laurel[i];
+        s->x[i] = t / 1.41421356f;
+    }
+}
+/* Activation sparsity of a layer's gate rows h (B, n): each cut at mean + sparse_k std (std
+   biased, statistics in double, rounded), relu(h - cut). */
+static void mlstack__gate_cut(const mlstack__layer *L, float *h, int B, int n) {
+    int b, i;
+    for (b = 0; b < B; b++) {
+        float *g = h + (size_t)b * n, mean, sd, cut;
+        double sum = 0, sq = 0;
+        for (i = 0; i < n; i++) sum += g[i];
+        mean = (float)(sum / n);
+        for (i = 0; i < n; i++) {
+            double e = (double)g[i] - (double)mean; /* exact, and so is e * e */
+            sq += e * e;
+        }
+        sd = (float)sqrt(sq / n);
+        cut = MLSTACK__FMAF(sd, L->sparse_k, mean);
+        for (i = 0; i < n; i++) {
+            float v = g[i] - cut;
+            g[i] = v > 0 ? v : 0.0f;
+        }
+    }
+}
+/* The streams from the embeddings x: X_0 = x, X_i = x Wproj_i rescaled to x's RMS. */
+static void mlstack__altup_embed(mlstack__rank *rk, int B) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int D = c->n_embd, i, b;
+    size_t BD = (size_t)B * (size_t)D;
+    memcpy(s->alt, s->x, sizeof(float) * BD);
+    for (i = 1; i < c->altup_n; i++) {
+        mlstack__project(rk, s->x, B, 1, &rk->model->alt_proj[i - 1], s->alt + i * BD, NULL, NULL, NULL, NULL);
+        for (b = 0; b < B; b++)
+            mlstack__altup_rescale(s->alt + i * BD + (size_t)b * D, sqrtf(mlstack__mean_sq(s->x + (size_t)b * D, D)),
+                                   D);
+    }
+}
+/* x = the mean of X_0 and each X_i Wunembed_i rescaled to X_0's RMS. */
+static void mlstack__altup_unembed(mlstack__rank *rk, int B) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int D = c->n_embd, i, b;
+    size_t BD = (size_t)B * (size_t)D, o;
+    memcpy(s->x, s->alt, sizeof(float) * BD);
+    for (i = 1; i < c->altup_n; i++) {
+        mlstack__project(rk, s->alt + i * BD, B, 1, &rk->model->alt_proj[c->altup_n - 2 + i], s->alt_t, NULL, NULL,
+                         NULL, NULL);
+        for (b = 0; b < B; b++)
+            mlstack__altup_rescale(s->alt_t + (size_t)b * D, sqrtf(mlstack__mean_sq(s->alt + (size_t)b * D, D)), D);
+        for (o = 0; o < BD; o++) s->x[o] = s->x[o] + s->alt_t[o];
+    }
+    for (o = 0; o < BD; o++) s->x[o] = s->x[o] / (float)c->altup_n;
 }
 
 /* q, k, v = in Wq, Wk, Wv; rope, KV; a = attention; xo = a Wo (exchanged or reduced over the
@@ -36704,6 +37013,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     aj.blk = s->att_blk;
     mlstack__embed(rk, rows, B);
     if (c->ple_dim) mlstack__ple_inputs(rk, rows, B);
+    if (c->altup_n) mlstack__altup_embed(rk, B);
     if (rk->stage > 0 && mlstack__pipe(rk, 0, s->x, (size_t)B * (size_t)c->n_embd, rk->index - rk->n_ranks)) return -1;
     n_blk = mlstack__attn_blocks(c, rows, B, s->att_blk);
     if (c->n_recurrent) n_run = mlstack__mix_runs(&rk->kv, rows, B, s->mix_run);
@@ -36711,9 +37021,11 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         const mlstack__layer *L = &rk->layers[l];
         const float *in = s->x;
         aj.layer = l;
+        if (c->altup_n) mlstack__altup_predict(rk, L, B, l); /* x = the active stream's prediction */
         /* xn = rmsnorm(x) (or x where the family has no pre-norm); xo = attention, or the
            recurrent layer's mixer (one rank), of xn (post-norm: x += rmsnorm(xo)) */
         if (L->attn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, L->attn_norm_b, B, l), in = s->xn;
+        if (L->laurel_l.data) mlstack__laurel(rk, L, B, l);
         if (L->kind == MLSTACK__LAYER_MLP) goto ffn; /* no token mixing (Nemotron-H "mlp" blocks) */
         if (L->kind == MLSTACK__LAYER_ATTN_SSM) {
             if (mlstack__attn_ssm_layer(rk, &aj, L, rows, in, xo, B, n_run, n_blk)) return -1;
@@ -36729,6 +37041,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
            above), the attention output is added with the MLP's below */
         if (c->parallel == MLSTACK__RESID_SEQUENTIAL)
             mlstack__residual_add(rk, s->x, L->post_attn_norm ? s->xn : xo, B, l);
+        if (L->laurel_l.data) mlstack__laurel_mix(rk, B);
     ffn:
         /* xn = rmsnorm(x); x += (act(xn Wgate) * xn Wup) Wdown (post-norm: of that product) */
         in = c->parallel == MLSTACK__RESID_PARALLEL_LN1 ? s->xn : s->x;
@@ -36744,6 +37057,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         if (L->w_up.data) {
             mlstack__project(rk, in, B, 2, &L->w_gate, h, &L->w_up, s->up, NULL, NULL);
             if (c->mult.mlp_gate != 1.0f) mlstack__scaled(h, h, c->mult.mlp_gate, (size_t)B * nf); /* Falcon-H1 */
+            if (L->sparse) mlstack__gate_cut(L, h, B, nf); /* Gemma 3n (one rank) */
             mlstack__swiglu_rows(rk, h, s->up, B, rk->sh.f1 - rk->sh.f0, l);
         } else { /* no gate: act(xn W1) */
             mlstack__project(rk, in, B, 1, &L->w_gate, h, NULL, NULL, NULL, NULL);
@@ -36773,8 +37087,11 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         if (c->parallel == MLSTACK__RESID_PARALLEL_LN1)
             mlstack__residual_add(rk, s->x, xo, B, l); /* StableLM: (x + attn) + mlp */
         mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : xd, B, l);
-        if (c->v_norm) mlstack__gemma4_tail(rk, L, B, l);
+        if (c->altup_n) mlstack__altup_correct(rk, L, B, l);
+        else if (c->v_norm)
+            mlstack__gemma4_tail(rk, L, B, l);
     }
+    if (c->altup_n) mlstack__altup_unembed(rk, B);
     if (rk->n_stages > 1) { /* the next stage goes on from here; the first computes the logits */
         size_t D = (size_t)c->n_embd;
         int n = 0, k = 0;
@@ -37711,6 +38028,13 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
         (!(s->ple = mlstack__falloc(B, (size_t)c->n_layers * (size_t)c->ple_dim)) ||
          !(s->ple_g = mlstack__falloc(B, (size_t)c->ple_dim)) || !(s->ple_y = mlstack__falloc(B, (size_t)c->n_embd))))
         return MLSTACK_ERR_NO_MEMORY;
+    if (c->altup_n &&
+        (!(s->alt = mlstack__falloc(B * (size_t)c->altup_n, (size_t)c->n_embd)) ||
+         !(s->alt_pred = mlstack__falloc(B * (size_t)c->altup_n, (size_t)c->n_embd)) ||
+         !(s->alt_t = mlstack__falloc(B, (size_t)c->n_embd)) || !(s->alt_r = mlstack__falloc(B, (size_t)c->altup_n)) ||
+         !(s->laurel = mlstack__falloc(B, (size_t)c->n_embd)) ||
+         !(s->laurel_t = mlstack__falloc(B, (size_t)c->laurel_rank))))
+        return MLSTACK_ERR_NO_MEMORY;
     if (c->n_experts) { /* MoE scratch (>>forward) */
         size_t fm = (size_t)(c->moe_ff > c->shared_ff ? c->moe_ff : c->shared_ff), D = (size_t)c->n_embd;
         s->router = mlstack__falloc(B, (size_t)c->n_experts);
@@ -37794,6 +38118,12 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->ple);
     mlstack__aligned_free(s->ple_g);
     mlstack__aligned_free(s->ple_y);
+    mlstack__aligned_free(s->alt);
+    mlstack__aligned_free(s->alt_pred);
+    mlstack__aligned_free(s->alt_t);
+    mlstack__aligned_free(s->alt_r);
+    mlstack__aligned_free(s->laurel);
+    mlstack__aligned_free(s->laurel_t);
     mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(s->att_blk);

@@ -281,7 +281,7 @@ static void check_family(const char *name) {
     /* recurrent layers, latent attention (its own attention path) and shared-KV layers (Gemma 4):
        decode == prefill */
     if (mlstack__json_get(doc.root, "chunked_vs_recurrent_max_diff") || strstr(info.architecture, "Deepseek") ||
-        strncmp(name, "gemma4", 6) == 0) {
+        strncmp(name, "gemma4", 6) == 0 || strncmp(name, "gemma3n", 7) == 0) {
         float *one = fx_eval_all(e1, ids, n, info.n_vocab, 1);
         CHECKF(one && memcmp(ours, one, sizeof(float) * (size_t)n * info.n_vocab) == 0,
                "%s: logits differ when the prompt is decoded one token at a time", name);
@@ -416,6 +416,17 @@ static void check_refusals(void) {
          "\"num_hidden_layers\": 3, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16, "
          "\"per_layer_config\": {\"0\": {\"head_dim\": 32}}}",
          "sliding layers with different head sizes"},
+        {"{\"architectures\": [\"Gemma3nForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": [64, 32], "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16}",
+         "different widths per layer"},
+        {"{\"architectures\": [\"Gemma3nForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16, "
+         "\"altup_num_inputs\": 2, \"altup_active_idx\": 2}",
+         "altup_active_idx 2"},
+        {"{\"architectures\": [\"Gemma3nForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16, "
+         "\"activation_sparsity_pattern\": [0.95]}",
+         "activation_sparsity_pattern must be a list of 2"},
         {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
          "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16, "
          "\"per_layer_config\": {\"full\": {\"head_dim\": 32}}}",

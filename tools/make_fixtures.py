@@ -429,6 +429,21 @@ FAMILIES = [
          vision=dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2, head_dim=8,
                      intermediate_size=32, position_embedding_size=64),
          layer_scalar=True, mul={"q_norm": 0.5}, embed_std=0.35, prompt_len=120),
+    # Gemma 3n: 4 AltUp streams (the active one 0, correct_output_scale), Laurel of rank 8,
+    # activation sparsity (0.95, 0.95, then 0.5 on layer 3), per-layer intermediate_size (one
+    # value), per-layer inputs of 8, the last 2 layers reading layers 2 and 1's KV, final
+    # soft-capping; norms applied as stored, q/k/v heads RMS-normalized, scores unscaled (AltUp's
+    # weights drawn smaller and q_norm halved: otherwise transformers' own f32 and f64 differ by 4e-4)
+    dict(name="gemma3n", cls="Gemma3nForCausalLM",
+         extra=dict(num_hidden_layers=5, sliding_window=20, num_kv_shared_layers=2, intermediate_size=[64] * 5,
+                    layer_types=["sliding_attention", "full_attention", "sliding_attention", "sliding_attention",
+                                 "full_attention"],
+                    hidden_size_per_layer_input=8, vocab_size_per_layer_input=FAM_VOCAB, altup_num_inputs=4,
+                    laurel_rank=8, activation_sparsity_pattern=[0.95, 0.95, 0.0, 0.5, 0.0],
+                    final_logit_softcapping=30.0,
+                    rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+         std={"altup": 0.1}, mul={"q_norm": 0.5}, embed_std=0.35, prompt_len=128),
     # fused qkv_proj / gate_up_proj, partial rotary (half), longrope beyond the original
     # context (64 < 112), sliding window; recorded token by token (see run_incremental), and as
     # transformers' generate runs it (the prompt in one forward: long factors from row 0)
@@ -817,7 +832,7 @@ def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25, std=None, plus_o
     need their own scale."""
     rng = np.random.default_rng(seed)
     kind = type(model).__name__
-    plus_one = plus_one or (kind.startswith("Gemma") and not kind.startswith("Gemma4"))
+    plus_one = plus_one or (kind.startswith("Gemma") and not kind.startswith(("Gemma4", "Gemma3n")))
     with torch.no_grad():
         for name, p in sorted(model.named_parameters(), key=lambda kv: kv[0]):
             shape = tuple(p.shape)
