@@ -444,6 +444,17 @@ FAMILIES = [
                     rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
                                      "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
          std={"altup": 0.1}, mul={"q_norm": 0.5}, embed_std=0.35, prompt_len=128),
+    # Gemma 3n's other options: 3 streams with the active one 1 (the per-layer input still goes to
+    # streams 1 and 2, the active one included), no correct_output_scale, no shared-KV layers,
+    # the default 4:1 pattern, sparsity on the first 2 layers only, untied head, soft-capping 50
+    dict(name="gemma3n_alt", cls="Gemma3nForCausalLM",
+         extra=dict(num_hidden_layers=5, sliding_window=24, num_kv_shared_layers=0, altup_num_inputs=3,
+                    altup_active_idx=1, altup_correct_scale=False, laurel_rank=4,
+                    activation_sparsity_pattern=[0.9, 0.6, 0.0, 0.0, 0.0], hidden_size_per_layer_input=4,
+                    vocab_size_per_layer_input=96, final_logit_softcapping=50.0, tie_word_embeddings=False,
+                    rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+         std={"altup": 0.1}, mul={"q_norm": 0.5}, embed_std=0.35, prompt_len=120),
     # fused qkv_proj / gate_up_proj, partial rotary (half), longrope beyond the original
     # context (64 < 112), sliding window; recorded token by token (see run_incremental), and as
     # transformers' generate runs it (the prompt in one forward: long factors from row 0)
