@@ -34522,6 +34522,12 @@ typedef struct mlstack__radix {
     uint64_t n_evicted; /* pages dropped from the tree, ever */
 } mlstack__radix;
 
+/* Layer i's blocks with per-layer head sizes: at off elements of a page, nh heads of keys of dh
+   and values of dv. */
+typedef struct mlstack__kv_lay {
+    size_t off, dh, dv, nh;
+} mlstack__kv_lay;
+
 typedef struct mlstack__kv {
     unsigned char *data; /* n_pages * page_bytes */
     mlstack_dtype dtype;
@@ -34531,11 +34537,7 @@ typedef struct mlstack__kv {
     size_t head_elems; /* Dh: a key's width; a page holds [layer][K: kv head][slot][Dh], [V: kv head][slot][Dv] */
     size_t v_elems; /* Dv: a value's width in the cache (Dh; 0 where values are read from the keys) */
     size_t v_of_k; /* latent attention: the values are the keys' first v_of_k dims (the latent); else 0 */
-    /* per-layer head sizes (config var_heads, one rank): layer i's blocks at lay[i].off elements of
-       a page, lay[i].nh heads of keys of dh and values of dv; NULL: every layer row_elems wide */
-    struct mlstack__kv_lay {
-        size_t off, dh, dv, nh;
-    } *lay;
+    mlstack__kv_lay *lay; /* per-layer head sizes (config var_heads, one rank); NULL: every layer row_elems wide */
     int *free_stack;
     int n_free;
     int32_t *ref; /* per page: references (0 = on the free stack) */
@@ -34621,11 +34623,11 @@ static void mlstack__kv_widths(mlstack__kv *kv, const mlstack__config *c, int kv
 static int mlstack__kv_layout(mlstack__kv *kv, const mlstack__config *c) {
     size_t off = 0, P = (size_t)kv->page_tokens;
     int l, i = 0;
-    kv->lay = (struct mlstack__kv_lay *)mlstack__calloc((size_t)c->n_layers, sizeof *kv->lay);
+    kv->lay = (mlstack__kv_lay *)mlstack__calloc((size_t)c->n_layers, sizeof *kv->lay);
     if (!kv->lay) return -1;
     for (l = 0; l < c->n_layers; l++)
         if (mlstack__stores_kv(c, l)) {
-            struct mlstack__kv_lay *y = &kv->lay[i++];
+            mlstack__kv_lay *y = &kv->lay[i++];
             y->off = off, y->nh = (size_t)mlstack__layer_kvh(c, l), y->dh = (size_t)mlstack__layer_dh(c, l);
             y->dv = c->mla_rank ? 0 : y->dh;
             off += P * y->nh * (y->dh + y->dv);

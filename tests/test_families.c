@@ -521,10 +521,10 @@ static void check_vision_note(void) {
     mlstack_model_desc md;
     mlstack_model *m = NULL;
     mlstack_error err;
-    static const char *const dirs[2] = {"qwen3_5_vl", "gemma4_vl"};
+    static const char *const dirs[3] = {"qwen3_5_vl", "gemma4_vl", "gemma3n_vl"};
     char path[200];
     int i;
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < 3; i++) {
         memset(&md, 0, sizeof md);
         snprintf(path, sizeof path, "tests/fixtures/families/%s", dirs[i]);
         md.path = path;

@@ -1101,15 +1101,53 @@ def make_family(spec):
                 distinct=len(set(greedy)))
 
 
+def make_gemma3n_vl():
+    """gemma3n as Gemma3nForConditionalGeneration: its config under text_config beside (stub)
+    vision_config / audio_config, its tensors under model.language_model. transformers cannot
+    build that class here (its vision tower needs timm), so the reference is the gemma3n
+    fixture's own: Gemma3nForConditionalGeneration's text path is Gemma3nTextModel and the same
+    LM head, the same forward on the same weights."""
+    from safetensors.torch import load_file, save_file
+    src, out = os.path.join(FAM_DIR, "gemma3n"), os.path.join(FAM_DIR, "gemma3n_vl")
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+    with open(os.path.join(src, "config.json")) as f:
+        text = json.load(f)
+    cfg = dict(architectures=["Gemma3nForConditionalGeneration"], model_type="gemma3n",
+               text_config=dict(text, model_type="gemma3n_text"), tie_word_embeddings=True,
+               vision_config=dict(model_type="gemma3n_vision", hidden_size=16),
+               audio_config=dict(model_type="gemma3n_audio", hidden_size=16), dtype="float32",
+               transformers_version=text.get("transformers_version"))
+    cfg["text_config"].pop("architectures", None)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2, sort_keys=True)
+    tensors = {("model.language_model." + k[len("model."):] if k.startswith("model.") else k): v
+               for k, v in load_file(os.path.join(src, "model.safetensors")).items()}
+    tensors["model.vision_tower.stub.weight"] = torch.zeros(2)  # a tower mlstack must skip
+    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    for name in ("generation_config.json", "logits.bin"):
+        shutil.copy(os.path.join(src, name), os.path.join(out, name))
+    with open(os.path.join(src, "reference.json")) as f:
+        ref = json.load(f)
+    ref.update(model="gemma3n_vl", architecture="Gemma3nForConditionalGeneration",
+               note="the gemma3n fixture's reference (transformers' Gemma3nForCausalLM on the same weights)")
+    with open(os.path.join(out, "reference.json"), "w") as f:
+        json.dump(ref, f)
+    return dict(name="gemma3n_vl", files=len(os.listdir(out)), bytes=0, margin=1.0, attempts=[0], distinct=0)
+
+
 def main(argv):
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     wanted = set(argv)
-    unknown = wanted - {m["name"] for m in MODELS} - {f["name"] for f in FAMILIES}
+    unknown = wanted - {m["name"] for m in MODELS} - {f["name"] for f in FAMILIES} - {"gemma3n_vl"}
     if unknown:
         raise SystemExit("unknown model(s): %s" % ", ".join(sorted(unknown)))
     rows = [make(m) for m in MODELS if not wanted or m["name"] in wanted]
     rows += [make_family(f) for f in FAMILIES if not wanted or f["name"] in wanted]
+    if not wanted or "gemma3n_vl" in wanted:  # after gemma3n, from its files
+        rows.append(make_gemma3n_vl())
 
     print("%-18s %5s %9s %12s %9s %8s" % ("model", "files", "bytes", "min margin", "retries", "distinct"))
     for r in rows:
