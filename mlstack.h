@@ -29335,6 +29335,10 @@ enum {
    last layers read an earlier layer's KV, >>model mlstack__layer_kind), per-layer input
    embeddings (hidden_size_per_layer_input), attention_k_eq_v (v = k's projection) */
 #define MLSTACK__F_GEMMA4 0x10000000000000ull
+/* Gemma 3n (text): Gemma 4's attention, norms, shared-KV layers and per-layer inputs, without
+   layer_scalar or per-layer head sizes, a 4:1 sliding pattern; and AltUp's residual streams,
+   Laurel's low-rank residual and activation sparsity (mlstack__cfg_gemma3n, >>forward AltUp) */
+#define MLSTACK__F_GEMMA3N 0x800000000000000ull
 /* router scores are sigmoids; experts chosen by score + e_score_correction_bias within the
    topk_group best of n_group groups (a group scores the sum of its two best), the chosen scores
    renormalized (norm_topk_prob, + 1e-20), times routed_scaling_factor; ungated experts beside an
@@ -29471,6 +29475,12 @@ static const mlstack__family mlstack__families[] = {
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Gemma4ForConditionalGeneration", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_TEXT_CONFIG,
+         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
+         MLSTACK__DENSE, MLSTACK__QWEN35_VL_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"Gemma3nForCausalLM", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_GEMMA3N,
+         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"Gemma3nForConditionalGeneration", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_GEMMA3N | MLSTACK__F_TEXT_CONFIG,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
          MLSTACK__DENSE, MLSTACK__QWEN35_VL_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Phi3ForCausalLM", NULL, 0,
@@ -29697,10 +29707,50 @@ typedef struct mlstack__config {
        (full layers with attention_k_eq_v); the last n_kv_shared layers read the KV of the last
        earlier layer of their type and store none; ple_dim: per-layer input width (0: none) */
     int v_norm, k_eq_v, n_kv_shared, ple_dim, ple_vocab; /* ple_vocab: rows of the per-layer table */
+    /* per-layer attention shapes (Gemma 4's full layers: global_head_dim, num_global_key_value_heads
+       or per_layer_config): layer l's head size and KV heads, 0 where it has head_dim / n_kv_heads;
+       var_heads: some layer differs (one rank only). rope_dim: rotary dims of each table (1: the
+       sliding layers'), rot_dim both unless the layer types differ in head size. */
+    unsigned short layer_head_dim[MLSTACK__MAX_TYPED_LAYERS], layer_kv_heads[MLSTACK__MAX_TYPED_LAYERS];
+    int var_heads, rope_dim[2];
+    /* Gemma 3n (F_GEMMA3N): altup_n residual streams (0: the one x), the layers computing on
+       stream altup_active; altup_scale: that stream's correction times correct_output_scale
+       before the per-layer input; laurel_rank: each layer's low-rank residual; act_sparsity: the
+       fraction of each layer's gate cut (activation_sparsity_pattern, 0: none) */
+    int altup_n, altup_active, altup_scale, laurel_rank;
+    float act_sparsity[MLSTACK__MAX_TYPED_LAYERS];
     int32_t bos_id;
     int n_eos;
     int32_t eos_ids[MLSTACK_MAX_EOS];
 } mlstack__config;
+
+/* Layer l's head size and KV heads (per-layer shapes: Gemma 4's full layers; else the model's). */
+static int mlstack__layer_dh(const mlstack__config *c, int l) {
+    return l >= 0 && l < MLSTACK__MAX_TYPED_LAYERS && c->layer_head_dim[l] ? c->layer_head_dim[l] : c->head_dim;
+}
+static int mlstack__layer_kvh(const mlstack__config *c, int l) {
+    return l >= 0 && l < MLSTACK__MAX_TYPED_LAYERS && c->layer_kv_heads[l] ? c->layer_kv_heads[l] : c->n_kv_heads;
+}
+/* The widest head of any layer and the most query heads per KV head: what scratch is sized for. */
+static int mlstack__max_dh(const mlstack__config *c) {
+    int l, d = c->head_dim;
+    for (l = 0; c->var_heads && l < c->n_layers; l++) d = mlstack__layer_dh(c, l) > d ? mlstack__layer_dh(c, l) : d;
+    return d;
+}
+static int mlstack__max_group(const mlstack__config *c) {
+    int l, k = c->n_kv_heads;
+    for (l = 0; c->var_heads && l < c->n_layers; l++) k = mlstack__layer_kvh(c, l) < k ? mlstack__layer_kvh(c, l) : k;
+    return c->n_heads / k;
+}
+/* Rotary dims of table t (1: sliding layers') and where its cos/sin start in a row's tables
+   (rows of 2 max_dh floats: table 0, then table 1). */
+static int mlstack__rope_dim(const mlstack__config *c, int t) { return c->rope_dim[t] ? c->rope_dim[t] : c->rot_dim; }
+static int mlstack__rope_off(const mlstack__config *c, int t) { return t ? mlstack__rope_dim(c, 0) : 0; }
+/* Whether layer l stores KV in the pages: an attention layer that does not read another's. */
+static int mlstack__stores_kv(const mlstack__config *c, int l) {
+    int k = c->n_recurrent ? c->layer_kind[l] : (int)MLSTACK__LAYER_ATTN;
+    return (k == MLSTACK__LAYER_ATTN || k == MLSTACK__LAYER_ATTN_SSM) && l < c->n_layers - c->n_kv_shared;
+}
 
 typedef struct mlstack__layer {
     /* f32 (copies when stored otherwise, or for (1 + w) norms); NULL where the family has none */
@@ -29723,6 +29773,7 @@ typedef struct mlstack__layer {
        recurrent layer its state at state_off floats into the sequence's (>>kvcache), with its
        input projection w_in, its output projection in wo (wq/wk/wv unused) */
     int kind, kv_layer;
+    int head_dim, n_kv_heads; /* attention: this layer's head size and KV heads (mlstack__layer_dh) */
     size_t state_off;
     mlstack__weight w_in;
     const float *conv_w, *conv_b; /* (C, conv_k) causal convolution as f32, its bias (or NULL) */
@@ -29747,6 +29798,13 @@ typedef struct mlstack__layer {
     float layer_scale;
     mlstack__weight w_ple_gate, w_ple_proj;
     const float *ple_norm;
+    /* Gemma 3n: Laurel's linear_left (rank, D), linear_right (D, rank) and norm; AltUp's router
+       (n, D) and its norm, prediction (n n, n) and correction (n, n) coefficients and
+       correct_output_scale (D), as f32; sparse: the gate is cut below mean + sparse_k std */
+    mlstack__weight laurel_l, laurel_r;
+    const float *laurel_norm, *alt_router, *alt_router_norm, *alt_pred, *alt_corr, *alt_scale;
+    float sparse_k;
+    int sparse;
 } mlstack__layer;
 
 struct mlstack_model {
@@ -29760,7 +29818,7 @@ struct mlstack_model {
     mlstack_dtype embed_dtype;
     const float *final_norm, *final_norm_b; /* final_norm_b: LayerNorm bias, else NULL */
     mlstack__weight lm_head;
-    float *inv_freq; /* (2, rot_dim / 2): rotary frequencies of each table, after scaling */
+    float *inv_freq; /* rope_dim(t) / 2 rotary frequencies of each table t, after scaling, table 1 after 0 */
     float rope_mul[2]; /* cos/sin scale of each table (yarn, longrope attention factor) */
     float *inv_freq_long; /* longrope: (2, rot_dim / 2), used from original_max_position_embeddings on */
     mlstack_tokenizer *tok; /* NULL when the folder has no tokenizer */
@@ -29785,6 +29843,7 @@ struct mlstack_model {
     mlstack_dtype ple_dtype;
     float ple_scale;
     mlstack__weight ple_proj;
+    mlstack__weight *alt_proj; /* Gemma 3n: altup_projections, then altup_unembed_projections ((D, D), n - 1 each) */
     const float *ple_norm, *ones; /* ones: (head_dim) weight of the v norm */
 };
 
@@ -29952,6 +30011,28 @@ static mlstack_result mlstack__cfg_blocks(mlstack__config *c, const mlstack__jso
     return MLSTACK_OK;
 }
 
+/* The FFN width: intermediate_size (or the family's key), a number or (Gemma 3n) a list of one
+   per layer, all equal (different widths per layer are refused by name). */
+static mlstack_result mlstack__cfg_ff(mlstack__config *c, const mlstack__json *root, const char *file,
+                                      mlstack_error *err) {
+    const char *key = c->fam->opt.ff_key ? c->fam->opt.ff_key : "intermediate_size";
+    const mlstack__json *v = mlstack__json_get(root, key), *e;
+    int64_t w, first = -1;
+    if (!v || v->type != MLSTACK__JSON_ARRAY) return mlstack__cfg_int(root, key, 0, &c->n_ff, file, err);
+    for (e = v->child; e; e = e->next) {
+        if (!mlstack__json_int(e, &w) || w < 1 || w > INT_MAX)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s must hold positive integers", file, key);
+        if (first >= 0 && w != first)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: %s with different widths per layer (%lld, %lld) is not supported", file, key,
+                                 (long long)first, (long long)w);
+        first = w;
+    }
+    if (first < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s is an empty list", file, key);
+    c->n_ff = (int)first;
+    return MLSTACK_OK;
+}
+
 /* Sizes: widths, layers, heads and head_dim (with the divisibility the kernels rely on), the
    activation, the norm epsilon. */
 static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -29969,8 +30050,7 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
         return mlstack__cfg_float(root, c->fam->ssm.eps, 1e-5f, &c->eps, file, err);
     }
     if ((r = mlstack__cfg_int(root, "hidden_size", 0, &c->n_embd, file, err)) ||
-        (r = mlstack__cfg_int(root, c->fam->opt.ff_key ? c->fam->opt.ff_key : "intermediate_size", 0, &c->n_ff, file,
-                              err)) ||
+        (r = mlstack__cfg_ff(c, root, file, err)) ||
         (r = c->fam->ssm.layout == MLSTACK__SSM_BLOCKS
                  ? mlstack__cfg_blocks(c, root, file, err)
                  : mlstack__cfg_int(root, "num_hidden_layers", 0, &c->n_layers, file, err)) ||
@@ -30077,7 +30157,7 @@ static mlstack_result mlstack__cfg_rope_one(mlstack__config *c, mlstack__rope_cf
         if ((r = mlstack__cfg_num(rs, "factor", 1, 1e-6, 1e6, &t->factor, file, err)) ||
             (r = mlstack__cfg_num(rs, "partial_rotary_factor", 1, 0, 1, &prf, file, err)))
             return r;
-        t->rot_pairs = (int)floor((double)prf * c->head_dim / 2);
+        t->rot_pairs = (int)floor((double)prf * mlstack__rope_dim(c, t == &c->rope[1]) / 2);
         if (c->rot_dim != c->head_dim)
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: proportional RoPE is supported for %s only", file,
                                  "Gemma 4");
@@ -30657,45 +30737,148 @@ static mlstack_result mlstack__cfg_gemma4_layers(mlstack__config *c, const mlsta
     }
     return MLSTACK_OK;
 }
+/* The inverse error function (double; |x| < 1): Winitzki's approximation, then Newton steps on
+   erf. */
+static double mlstack__erfinv(double x) {
+    double a = 0.147, ln = log(1.0 - x * x), t = 2.0 / (3.14159265358979323846 * a) + ln / 2.0;
+    double y = (x < 0 ? -1.0 : 1.0) * sqrt(sqrt(t * t - ln / a) - t);
+    int i;
+    for (i = 0; i < 4; i++) y -= (erf(y) - x) / (1.1283791670955126 * exp(-y * y));
+    return y;
+}
+
+/* Gemma 3n's options (F_GEMMA3N): altup_num_inputs (default 4) streams, altup_active_idx (0),
+   altup_correct_scale (true), laurel_rank (64), activation_sparsity_pattern (a list of one
+   fraction in [0, 1) per layer; absent or null: 0.95 for the first 10 layers of a model with
+   more than 10, as transformers). altup_coef_clip only clamps weights in training. */
+static mlstack_result mlstack__cfg_gemma3n(mlstack__config *c, const mlstack__json *root, const char *file,
+                                           mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, "activation_sparsity_pattern"), *e;
+    mlstack_result r;
+    float lr, ai;
+    int l = 0;
+    if ((r = mlstack__cfg_int(root, "altup_num_inputs", 4, &c->altup_n, file, err)) ||
+        (r = mlstack__cfg_num(root, "altup_active_idx", 0, 0, 15, &ai, file, err)) ||
+        (r = mlstack__cfg_num(root, "laurel_rank", 64, 1, 1 << 16, &lr, file, err)))
+        return r;
+    c->laurel_rank = (int)lr, c->altup_active = (int)ai;
+    if (c->altup_n < 1 || c->altup_n > 16 || c->altup_active < 0 || c->altup_active >= c->altup_n)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: altup_num_inputs %d (1 to 16) and altup_active_idx %d (below it) out of range", file,
+                             c->altup_n, c->altup_active);
+    c->altup_scale = mlstack__json_bool(mlstack__json_get(root, "altup_correct_scale"), 1);
+    if (mlstack__json_is_null(v)) {
+        for (l = 0; l < c->n_layers; l++) c->act_sparsity[l] = c->n_layers > 10 && l < 10 ? 0.95f : 0.0f;
+        return MLSTACK_OK;
+    }
+    for (e = v->type == MLSTACK__JSON_ARRAY ? v->child : NULL; e && l < c->n_layers; e = e->next, l++)
+        if (e->type != MLSTACK__JSON_NUMBER || !(e->num >= 0 && e->num < 1)) break;
+        else
+            c->act_sparsity[l] = (float)e->num;
+    if (v->type != MLSTACK__JSON_ARRAY || e || l != c->n_layers)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: activation_sparsity_pattern must be a list of %d numbers in [0, 1)", file,
+                             c->n_layers);
+    return MLSTACK_OK;
+}
+
+/* One layer's head size hd and KV heads kvh (-1: keep) into the per-layer shape tables. */
+static mlstack_result mlstack__cfg_layer_heads(mlstack__config *c, int l, int64_t hd, int64_t kvh, const char *file,
+                                               mlstack_error *err) {
+    if (hd >= 0 && (hd < 2 || hd % 2 || hd > 65534 || hd * c->n_heads > (1 << 24)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer %d: head_dim %lld must be even, 2 to 65534", file, l,
+                             (long long)hd);
+    if (kvh >= 0 && (kvh < 1 || kvh > c->n_heads || c->n_heads % kvh))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: layer %d: num_key_value_heads %lld must divide num_attention_heads %d", file, l,
+                             (long long)kvh, c->n_heads);
+    if (hd >= 0) c->layer_head_dim[l] = (unsigned short)(hd == c->head_dim ? 0 : hd);
+    if (kvh >= 0) c->layer_kv_heads[l] = (unsigned short)(kvh == c->n_kv_heads ? 0 : kvh);
+    c->var_heads |= c->layer_head_dim[l] || c->layer_kv_heads[l];
+    return MLSTACK_OK;
+}
+
+/* Gemma 4's per-layer head sizes, as transformers reads them: per_layer_config (layer index ->
+   head_dim / num_key_value_heads, what transformers saves) when present, else every full layer
+   takes global_head_dim (default 512) and, with attention_k_eq_v, num_global_key_value_heads
+   (null: num_key_value_heads). Layers of one type must agree (transformers' rotary tables are
+   per type); the sliding table then has the sliding layers' head size, the full one the full. */
+static mlstack_result mlstack__cfg_gemma4_heads(mlstack__config *c, const mlstack__json *root, const char *file,
+                                                mlstack_error *err) {
+    const mlstack__json *plc = mlstack__json_get(root, "per_layer_config"), *v, *e;
+    mlstack_result r;
+    int64_t hd = 512, kvh = -1;
+    int l, t;
+    if (mlstack__json_is_null(plc)) {
+        v = mlstack__json_get(root, "global_head_dim");
+        if (!mlstack__json_is_null(v) && !mlstack__json_int(v, &hd))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: global_head_dim must be an integer", file);
+        v = mlstack__json_get(root, "num_global_key_value_heads");
+        if (c->k_eq_v && !mlstack__json_is_null(v) && !mlstack__json_int(v, &kvh))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: num_global_key_value_heads must be an integer", file);
+        for (l = 0; l < c->n_layers; l++)
+            if (!c->layer_sliding[l] && (r = mlstack__cfg_layer_heads(c, l, hd, kvh, file, err)) != MLSTACK_OK)
+                return r;
+    } else if (plc->type != MLSTACK__JSON_OBJECT) {
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: per_layer_config must be an object", file);
+    }
+    for (e = plc && plc->type == MLSTACK__JSON_OBJECT ? plc->child : NULL; e; e = e->next) {
+        const mlstack__json *h = mlstack__json_get(e, "head_dim"), *k = mlstack__json_get(e, "num_key_value_heads");
+        char *end = NULL;
+        long li = e->key ? strtol(e->key, &end, 10) : -1;
+        hd = kvh = -1;
+        if (!e->key || end == e->key || *end || li < 0 || li >= c->n_layers || e->type != MLSTACK__JSON_OBJECT ||
+            (!mlstack__json_is_null(h) && !mlstack__json_int(h, &hd)) ||
+            (!mlstack__json_is_null(k) && !mlstack__json_int(k, &kvh)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: per_layer_config: \"%.40s\" must be a layer index 0 to %d with an object of "
+                                 "integers",
+                                 file, e->key ? e->key : "?", c->n_layers - 1);
+        if ((r = mlstack__cfg_layer_heads(c, (int)li, hd, kvh, file, err)) != MLSTACK_OK) return r;
+    }
+    c->rope_dim[0] = c->rope_dim[1] = -1;
+    for (l = 0; l < c->n_layers; l++) {
+        int d = c->layer_head_dim[l] ? c->layer_head_dim[l] : c->head_dim, *rd = &c->rope_dim[c->layer_sliding[l]];
+        int k = c->layer_kv_heads[l] ? c->layer_kv_heads[l] : c->n_kv_heads, k0 = -1;
+        for (t = 0; t < l; t++)
+            if (c->layer_sliding[t] == c->layer_sliding[l])
+                k0 = c->layer_kv_heads[t] ? c->layer_kv_heads[t] : c->n_kv_heads;
+        if ((*rd >= 0 && *rd != d) || (k0 >= 0 && k0 != k))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: layer %d: %s layers with different head sizes are not supported (transformers "
+                                 "needs each layer type homogeneous)",
+                                 file, l, c->layer_sliding[l] ? "sliding" : "full");
+        *rd = d;
+    }
+    for (t = 0; t < 2; t++)
+        if (c->rope_dim[t] < 0) c->rope_dim[t] = c->head_dim;
+    return MLSTACK_OK;
+}
+
 /* Gemma 4's text options (F_GEMMA4): the layer pattern (every 6th layer full unless layer_types
    says otherwise; the last layer always full, as transformers forces it), shared-KV layers,
-   per-layer inputs, k = v layers; what the forward pass does not do (per-layer head sizes, the
+   per-layer inputs, k = v layers, per-layer head sizes; what the forward pass does not do (the
    MoE block, double-wide MLPs, bidirectional attention) is refused by name. */
 static mlstack_result mlstack__cfg_gemma4(mlstack__config *c, const mlstack__json *root, const char *file,
                                           mlstack_error *err) {
-    const mlstack__json *v, *e;
-    int64_t w;
+    mlstack_result r;
     int l;
-    static const char *const keys[2] = {"global_head_dim", "num_global_key_value_heads"};
     c->attn_scale = 1.0f; /* q and k are RMS-normalized: no 1 / sqrt(head_dim) */
     c->v_norm = 1;
     c->k_eq_v = mlstack__json_bool(mlstack__json_get(root, "attention_k_eq_v"), 0);
     if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d layers (at most %d supported for %s)", file, c->n_layers,
                              MLSTACK__MAX_TYPED_LAYERS, c->architecture);
-    if (!c->has_layer_types)
-        for (l = 0; l < c->n_layers; l++) c->layer_sliding[l] = (unsigned char)((l + 1) % 6 != 0);
+    if (!c->has_layer_types) /* Gemma 3n: 4 sliding layers to 1 full, and no last layer forced full */
+        for (l = 0; l < c->n_layers; l++)
+            c->layer_sliding[l] = (unsigned char)((l + 1) % (c->fam->flags & MLSTACK__F_GEMMA3N ? 5 : 6) != 0);
     c->has_layer_types = 1;
+    if (c->fam->flags & MLSTACK__F_GEMMA3N) {
+        if ((r = mlstack__cfg_gemma3n(c, root, file, err)) != MLSTACK_OK) return r;
+        return mlstack__cfg_gemma4_layers(c, root, file, err);
+    }
     c->layer_sliding[c->n_layers - 1] = 0;
-    /* per-layer head sizes: per_layer_config as transformers saves it (the layers that differ),
-       else full layers take global_head_dim (default 512) and, with k = v, num_global_key_value_heads */
-    for (l = 0; l < 2 && mlstack__json_is_null(mlstack__json_get(root, "per_layer_config")); l++) {
-        v = mlstack__json_get(root, keys[l]);
-        w = l ? c->n_kv_heads : 512;
-        if (!mlstack__json_is_null(v) && !mlstack__json_int(v, &w)) w = -1;
-        if (w != (l ? c->n_kv_heads : c->head_dim) && (l == 0 || c->k_eq_v))
-            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                                 "%s: %s different from %s (full layers with other head sizes) is not supported yet",
-                                 file, keys[l], l ? "num_key_value_heads" : "head_dim");
-    }
-    v = mlstack__json_get(root, "per_layer_config");
-    for (e = v && v->type == MLSTACK__JSON_OBJECT ? v->child : NULL; e; e = e->next) {
-        const mlstack__json *hd = mlstack__json_get(e, "head_dim"), *kv = mlstack__json_get(e, "num_key_value_heads");
-        if ((!mlstack__json_is_null(hd) && (!mlstack__json_int(hd, &w) || w != c->head_dim)) ||
-            (!mlstack__json_is_null(kv) && (!mlstack__json_int(kv, &w) || w != c->n_kv_heads)))
-            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                                 "%s: per_layer_config with other head sizes per layer is not supported yet", file);
-    }
+    if ((r = mlstack__cfg_gemma4_heads(c, root, file, err)) != MLSTACK_OK) return r;
     if (mlstack__json_bool(mlstack__json_get(root, "enable_moe_block"), 0) ||
         mlstack__json_is_str(mlstack__json_get(root, "use_bidirectional_attention"), "all"))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
@@ -31043,7 +31226,7 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
    the cos/sin scale (yarn and longrope attention factor, else 1). */
 static float mlstack__rope_freqs(const mlstack__config *c, const mlstack__rope_cfg *t, float *inv_freq,
                                  float *inv_long) {
-    int dim = c->rot_dim, half = dim / 2, i;
+    int dim = mlstack__rope_dim(c, t == &c->rope[1]), half = dim / 2, i;
     double pi = 3.14159265358979323846, low = 0, high = 0;
     float mul = 1.0f;
     if (t->kind == MLSTACK__ROPE_YARN) {
@@ -31100,18 +31283,20 @@ static int mlstack__rope_long_for(const mlstack__config *c, int64_t len) {
     return c->rope[0].kind == MLSTACK__ROPE_LONGROPE && len > c->rope[0].orig_max;
 }
 
-/* The model's rotary tables: (2, rot_dim / 2) frequencies (table 1 only for F_LAYER_ROPE),
+/* The model's rotary tables: rope_dim / 2 frequencies of each (table 1 after table 0; only for F_LAYER_ROPE),
    their cos/sin scales, the long set of longrope. 0, or -1 out of memory. */
 static int mlstack__model_rope(mlstack_model *m) {
     const mlstack__config *c = &m->cfg;
-    int half = c->rot_dim / 2, t,
+    int n = (mlstack__rope_dim(c, 0) + mlstack__rope_dim(c, 1)) / 2, t,
         longrope = c->rope[0].kind == MLSTACK__ROPE_LONGROPE || c->rope[1].kind == MLSTACK__ROPE_LONGROPE;
-    m->inv_freq = (float *)mlstack__calloc((size_t)half * 2, sizeof(float));
-    if (longrope) m->inv_freq_long = (float *)mlstack__calloc((size_t)half * 2, sizeof(float));
+    m->inv_freq = (float *)mlstack__calloc((size_t)n, sizeof(float));
+    if (longrope) m->inv_freq_long = (float *)mlstack__calloc((size_t)n, sizeof(float));
     if (!m->inv_freq || (longrope && !m->inv_freq_long)) return -1;
-    for (t = 0; t < 2; t++)
-        m->rope_mul[t] = mlstack__rope_freqs(c, &c->rope[t], m->inv_freq + (size_t)t * half,
-                                             m->inv_freq_long ? m->inv_freq_long + (size_t)t * half : NULL);
+    for (t = 0; t < 2; t++) {
+        size_t at = (size_t)mlstack__rope_off(c, t) / 2;
+        m->rope_mul[t] =
+            mlstack__rope_freqs(c, &c->rope[t], m->inv_freq + at, m->inv_freq_long ? m->inv_freq_long + at : NULL);
+    }
     return 0;
 }
 
@@ -31389,10 +31574,15 @@ static mlstack_result mlstack__qkv_deinterleave(mlstack_model *m, const mlstack_
 }
 
 /* KV cache elements one position takes over every attention layer: a key and a value of each KV
-   head; latent attention keeps one key (latent | rope key) and no value (>>kvcache). */
+   head (of that layer's size); latent attention keeps one key (latent | rope key) and no value
+   (>>kvcache). */
 static uint64_t mlstack__kv_token_elems(const mlstack__config *c) {
-    uint64_t per_layer = (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (c->mla_rank ? 1u : 2u);
-    return (uint64_t)(c->n_recurrent || c->n_kv_shared ? c->n_kv_layers : c->n_layers) * per_layer;
+    uint64_t n = 0;
+    int l;
+    for (l = 0; l < c->n_layers; l++)
+        if (mlstack__stores_kv(c, l))
+            n += (uint64_t)mlstack__layer_kvh(c, l) * (uint64_t)mlstack__layer_dh(c, l) * (c->mla_rank ? 1u : 2u);
+    return n;
 }
 
 /* Layer l's attention kind: its sliding window (layer_types, else the family's pattern) and
@@ -31406,9 +31596,13 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
     L->rope = slides && (c->fam->flags & MLSTACK__F_LAYER_ROPE) ? 1 : 0;
     L->kind = c->n_recurrent ? c->layer_kind[l] : (int)MLSTACK__LAYER_ATTN;
     L->kv_layer = L->state_off = 0;
+    L->head_dim = mlstack__layer_dh(c, l), L->n_kv_heads = mlstack__layer_kvh(c, l);
     L->kv_shared = c->n_kv_shared && l >= c->n_layers - c->n_kv_shared;
     L->v_from_k = c->k_eq_v && !slides;
     L->layer_scale = 1.0f;
+    L->sparse = l < MLSTACK__MAX_TYPED_LAYERS && c->act_sparsity[l] > 0;
+    if (L->sparse) /* transformers' Normal(0, 1).icdf(p) in float32: erfinv(2 p - 1) sqrt(2) */
+        L->sparse_k = (float)mlstack__erfinv((double)(2.0f * c->act_sparsity[l] - 1.0f)) * 1.41421354f;
     for (i = 0; i < l; i++) { /* the attention layers and the recurrent states before this one */
         int k = c->n_recurrent ? c->layer_kind[i] : (int)MLSTACK__LAYER_ATTN;
         L->kv_layer += (k == MLSTACK__LAYER_ATTN || k == MLSTACK__LAYER_ATTN_SSM) &&
@@ -31561,7 +31755,7 @@ static mlstack_result mlstack__map_layer_attn(mlstack_model *m, mlstack__layer *
                                               int l, mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     const mlstack__family *f = c->fam;
-    int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+    int q_dim = c->n_heads * L->head_dim, kv_dim = L->n_kv_heads * L->head_dim;
     mlstack_result r;
     char name[256], nm[200];
     if (f->fused.qkv) { /* one fused projection, q | k | v rows: three views of it */
@@ -32024,9 +32218,9 @@ static mlstack_result mlstack__map_layer_qk_norm(mlstack_model *m, mlstack__laye
                                                  int l, mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     const mlstack__family *f = c->fam;
-    int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-    int qn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? q_dim : c->head_dim,
-        kn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? kv_dim : c->head_dim;
+    int q_dim = c->n_heads * L->head_dim, kv_dim = L->n_kv_heads * L->head_dim;
+    int qn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? q_dim : L->head_dim,
+        kn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? kv_dim : L->head_dim;
     mlstack_result r;
     char name[256], nm[200];
     if (c->qk_norm ==
@@ -32317,6 +32511,31 @@ static mlstack_result mlstack__map_layer_mixer(mlstack_model *m, mlstack__layer 
     return MLSTACK_OK;
 }
 
+/* Gemma 3n's layer l: Laurel (linear_left, linear_right, post_laurel_norm) and AltUp (the
+   router, its norm, the coefficients, correct_output_scale). */
+static mlstack_result mlstack__map_layer_gemma3n(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                                 mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int n = c->altup_n, D = c->n_embd;
+    mlstack_result r;
+    char name[256];
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME("laurel.linear_left"), c->laurel_rank, D, 0, &L->laurel_l, err)) ||
+        (r = mlstack__model_linear(m, MLSTACK__LNAME("laurel.linear_right"), D, c->laurel_rank, 0, &L->laurel_r,
+                                   err)) ||
+        (r = mlstack__model_norm(m, MLSTACK__LNAME("laurel.post_laurel_norm.weight"), D, &L->laurel_norm, err)) ||
+        (r = mlstack__model_param(m, MLSTACK__LNAME("altup.modality_router.weight"), (int64_t)n * D, &L->alt_router,
+                                  err)) ||
+        (r = mlstack__model_norm(m, MLSTACK__LNAME("altup.router_norm.weight"), D, &L->alt_router_norm, err)) ||
+        (r = mlstack__model_param(m, MLSTACK__LNAME("altup.prediction_coefs.weight"), (int64_t)n * n * n, &L->alt_pred,
+                                  err)) ||
+        (r = mlstack__model_param(m, MLSTACK__LNAME("altup.correction_coefs.weight"), (int64_t)n * n, &L->alt_corr,
+                                  err)))
+        return r;
+    if (c->altup_scale)
+        return mlstack__model_vec(m, MLSTACK__LNAME("altup.correct_output_scale"), D, &L->alt_scale, err);
+    return MLSTACK_OK;
+}
+
 /* Gemma 4's layer l: its layer_scalar and, with per-layer inputs, their gate (P, D), projection
    (D, P) and norm (D). */
 static mlstack_result mlstack__map_layer_gemma4(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
@@ -32325,8 +32544,9 @@ static mlstack_result mlstack__map_layer_gemma4(mlstack_model *m, mlstack__layer
     const float *sc;
     mlstack_result r;
     char name[256];
-    if ((r = mlstack__model_vec(m, MLSTACK__LNAME("layer_scalar"), 1, &sc, err)) != MLSTACK_OK) return r;
-    L->layer_scale = sc[0];
+    if (c->altup_n && (r = mlstack__map_layer_gemma3n(m, L, pre, l, err)) != MLSTACK_OK) return r;
+    if (!c->altup_n && (r = mlstack__model_vec(m, MLSTACK__LNAME("layer_scalar"), 1, &sc, err)) != MLSTACK_OK) return r;
+    if (!c->altup_n) L->layer_scale = sc[0];
     if (!c->ple_dim) return MLSTACK_OK;
     if ((r = mlstack__model_linear(m, MLSTACK__LNAME("per_layer_input_gate"), c->ple_dim, c->n_embd, 0, &L->w_ple_gate,
                                    err)) ||
@@ -32346,11 +32566,22 @@ static mlstack_result mlstack__map_gemma4(mlstack_model *m, const char *pre, mls
     const mlstack__st_tensor *t;
     mlstack_result r;
     char name[256];
-    float *ones = (float *)mlstack__model_own(m, sizeof(float) * (size_t)c->head_dim);
+    float *ones = (float *)mlstack__model_own(m, sizeof(float) * (size_t)mlstack__max_dh(c));
     int i;
     if (!ones) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    for (i = 0; i < c->head_dim; i++) ones[i] = 1.0f;
+    for (i = 0; i < mlstack__max_dh(c); i++) ones[i] = 1.0f;
     m->ones = ones;
+    if (c->altup_n > 1) { /* Gemma 3n: the streams' projections in and out */
+        int k = c->altup_n - 1;
+        m->alt_proj = (mlstack__weight *)mlstack__model_own(m, sizeof(mlstack__weight) * 2 * (size_t)k);
+        if (!m->alt_proj) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        memset(m->alt_proj, 0, sizeof(mlstack__weight) * 2 * (size_t)k);
+        for (i = 0; i < 2 * k; i++) {
+            snprintf(name, sizeof name, "%s.%s.%d", pre, i < k ? "altup_projections" : "altup_unembed_projections",
+                     i % k);
+            if ((r = mlstack__model_linear(m, name, c->n_embd, c->n_embd, 0, &m->alt_proj[i], err))) return r;
+        }
+    }
     if (!c->ple_dim) return MLSTACK_OK;
     snprintf(name, sizeof name, "%s.embed_tokens_per_layer.weight", pre);
     if ((r = mlstack__model_tensor(m, name, 2, c->ple_vocab, (int64_t)c->n_layers * c->ple_dim, &t, err))) return r;
@@ -35495,7 +35726,7 @@ static int mlstack__rand_gemma4(mlstack_model *m, mlstack__pool *pool, mlstack_d
     float *ones;
     int l, ok;
     if (!(c->fam->flags & MLSTACK__F_GEMMA4)) return 1;
-    if (n < (size_t)c->head_dim) n = (size_t)c->head_dim;
+    if (n < (size_t)mlstack__max_dh(c)) n = (size_t)mlstack__max_dh(c);
     if (!(ones = (float *)mlstack__model_own(m, n * sizeof(float)))) return 0;
     for (i = 0; i < n; i++) ones[i] = 1.0f;
     m->ones = ones;
@@ -35559,12 +35790,15 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
         }
         MLSTACK_FREE(text);
     }
+    if (r == MLSTACK_OK && m->cfg.altup_n) /* AltUp and Laurel weights are not made yet */
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: random %s weights are not supported yet", path,
+                          m->cfg.architecture);
     if (r == MLSTACK_OK && mlstack__pool_init(&pool, mlstack__cpu_count()) != 0) {
         mlstack__pool_free(&pool);
         r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start threads to fill the weights");
     } else if (r == MLSTACK_OK) {
         const mlstack__config *c = &m->cfg;
-        int l, qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim, ok;
+        int l, qd = c->n_heads * mlstack__max_dh(c), kvd, ok;
         size_t n_ones = (size_t)(c->n_embd > qd ? c->n_embd : qd), n_zeros = (size_t)c->n_ff, i;
         if ((size_t)c->moe_ff > n_zeros) n_zeros = (size_t)c->moe_ff;
         if ((size_t)c->shared_ff > n_zeros) n_zeros = (size_t)c->shared_ff;
@@ -35604,6 +35838,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             L->post_ffn_norm = c->fam->norm.post_ffn ? ones : NULL;
             if (c->qk_norm != MLSTACK__QK_NORM_NONE) L->q_norm = L->k_norm = ones;
             mlstack__layer_kind(c, l, L);
+            qd = c->n_heads * L->head_dim, kvd = L->n_kv_heads * L->head_dim;
             L->xielu[0] = L->xielu[1] = 0.8f, L->xielu[2] = 0.5f, L->xielu[3] = -1e-6f; /* xIELU's defaults */
             if (L->kind == MLSTACK__LAYER_DELTANET) ok = mlstack__rand_delta(m, &pool, dtype, L, seed, t);
             else if (L->kind != MLSTACK__LAYER_ATTN)
@@ -35649,7 +35884,8 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
        [layer][k or v][kv head], keys P x Dh elements [Dh][slot], values P x Dv [slot 0..P-1][Dv]
    i.e. with W = Hkv (Dh + Dv) elements a position of a layer (row_elems), key (l, h, s, d) at
    (l W P + h Dh P) + d P + s and value (l, h, s, d) at (l W P + Hkv Dh P + h Dv P) + s Dv + d.
-   The widths are data (mlstack__kv_widths): Dv = Dh, except for multi-head latent attention
+   The widths are data (mlstack__kv_widths): per layer where layers differ in head size (Gemma 4's
+   full layers: kv->lay, each layer's blocks at its own offset of the page); Dv = Dh, except for multi-head latent attention
    (DeepSeek), whose one KV head's key is the position's normalised latent and rope key (Dh =
    kv_lora_rank + qk_rope_head_dim) and whose values are that key's first kv_lora_rank dims, so
    Dv = 0 and nothing is stored twice (v_of_k; attention reads them from the keys). Attention reads
@@ -35729,6 +35965,12 @@ typedef struct mlstack__radix {
     uint64_t n_evicted; /* pages dropped from the tree, ever */
 } mlstack__radix;
 
+/* Layer i's blocks with per-layer head sizes: at off elements of a page, nh heads of keys of dh
+   and values of dv. */
+typedef struct mlstack__kv_lay {
+    size_t off, dh, dv, nh;
+} mlstack__kv_lay;
+
 typedef struct mlstack__kv {
     unsigned char *data; /* n_pages * page_bytes */
     mlstack_dtype dtype;
@@ -35738,6 +35980,7 @@ typedef struct mlstack__kv {
     size_t head_elems; /* Dh: a key's width; a page holds [layer][K: kv head][slot][Dh], [V: kv head][slot][Dv] */
     size_t v_elems; /* Dv: a value's width in the cache (Dh; 0 where values are read from the keys) */
     size_t v_of_k; /* latent attention: the values are the keys' first v_of_k dims (the latent); else 0 */
+    mlstack__kv_lay *lay; /* per-layer head sizes (config var_heads, one rank); NULL: every layer row_elems wide */
     int *free_stack;
     int n_free;
     int32_t *ref; /* per page: references (0 = on the free stack) */
@@ -35818,6 +36061,24 @@ static void mlstack__kv_widths(mlstack__kv *kv, const mlstack__config *c, int kv
     kv->row_elems = (size_t)kv_heads * (kv->head_elems + kv->v_elems);
 }
 
+/* Per-layer blocks (c->var_heads, one rank): each layer that stores KV at its own offset of a
+   page, its own heads and widths; page_elems their sum. 0, or -1 out of memory. */
+static int mlstack__kv_layout(mlstack__kv *kv, const mlstack__config *c) {
+    size_t off = 0, P = (size_t)kv->page_tokens;
+    int l, i = 0;
+    kv->lay = (mlstack__kv_lay *)mlstack__calloc((size_t)c->n_layers, sizeof *kv->lay);
+    if (!kv->lay) return -1;
+    for (l = 0; l < c->n_layers; l++)
+        if (mlstack__stores_kv(c, l)) {
+            mlstack__kv_lay *y = &kv->lay[i++];
+            y->off = off, y->nh = (size_t)mlstack__layer_kvh(c, l), y->dh = (size_t)mlstack__layer_dh(c, l);
+            y->dv = c->mla_rank ? 0 : y->dh;
+            off += P * y->nh * (y->dh + y->dv);
+        }
+    kv->page_elems = off;
+    return 0;
+}
+
 /* The pool holds as many pages as `budget` gives pages of all c->n_kv_heads; the data is
    allocated for `kv_heads` of them in `n_layers` layers (one rank's share, >>ranks), so every
    rank has the same page ids. */
@@ -35837,8 +36098,7 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     mlstack__kv_widths(kv, c, c->n_kv_heads);
     /* pages hold the attention layers that store KV (not recurrent ones, not shared-KV ones) */
     if ((c->n_recurrent || c->n_kv_shared) && n_layers == c->n_layers) n_layers = c->n_kv_layers;
-    kv->page_elems =
-        (size_t)(c->n_recurrent || c->n_kv_shared ? c->n_kv_layers : c->n_layers) * (size_t)page_tokens * kv->row_elems;
+    kv->page_elems = (size_t)mlstack__kv_token_elems(c) * (size_t)page_tokens;
     if (!kv->page_elems) kv->page_elems = 1; /* no attention layer (Mamba2): a page carries tokens and snapshots */
     page_bytes = (uint64_t)kv->page_elems * kv->esize;
     if ((r = mlstack__state_budget(kv, c, &budget, &page_bytes, max_seqs, err)) != MLSTACK_OK) return r;
@@ -35851,6 +36111,8 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem too large for this address space");
     mlstack__kv_widths(kv, c, kv_heads);
     kv->page_elems = (size_t)n_layers * (size_t)page_tokens * kv->row_elems;
+    if (c->var_heads && mlstack__kv_layout(kv, c) != 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     if (!kv->page_elems) kv->page_elems = 1;
     here_bytes = (uint64_t)kv->page_elems * kv->esize;
     kv->data = mlstack__kv_alloc((size_t)kv->n_pages * (size_t)here_bytes);
@@ -35880,6 +36142,7 @@ static void mlstack__kv_free(mlstack__kv *kv) {
     MLSTACK_FREE(kv->seqs);
     MLSTACK_FREE(kv->free_stack);
     MLSTACK_FREE(kv->ref);
+    MLSTACK_FREE(kv->lay);
     mlstack__aligned_free(kv->data);
     memset(kv, 0, sizeof *kv);
 }
@@ -36251,9 +36514,10 @@ static void mlstack__radix_free_all(mlstack__kv *kv) { mlstack__radix_free_subtr
    kv head h of `layer`, K (kvi = 0) or V (kvi = 1), in the page of position pos of sequence s. */
 static unsigned char *mlstack__kv_block(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kvi, int h,
                                         int32_t pos) {
-    size_t nh = kv->row_elems / (kv->head_elems + kv->v_elems), P = (size_t)kv->page_tokens;
-    size_t at = (size_t)layer * P * kv->row_elems +
-                (kvi ? nh * P * kv->head_elems + (size_t)h * P * kv->v_elems : (size_t)h * P * kv->head_elems);
+    size_t nh = kv->row_elems / (kv->head_elems + kv->v_elems), P = (size_t)kv->page_tokens,
+           at = (size_t)layer * P * kv->row_elems, dh = kv->head_elems, dv = kv->v_elems;
+    if (kv->lay) at = kv->lay[layer].off, nh = kv->lay[layer].nh, dh = kv->lay[layer].dh, dv = kv->lay[layer].dv;
+    at += kvi ? nh * P * dh + (size_t)h * P * dv : (size_t)h * P * dh;
     return kv->data + ((size_t)s->pages[pos / kv->page_tokens] * kv->page_elems + at) * kv->esize;
 }
 
@@ -36263,11 +36527,11 @@ static unsigned char *mlstack__kv_block(const mlstack__kv *kv, const mlstack__kv
 static void mlstack__kv_store(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int h, int32_t pos,
                               const float *key, const float *val,
                               void (*from_f32)(mlstack_dtype, const float *, void *, size_t)) {
-    size_t es = kv->esize, Dh = kv->head_elems, slot = (size_t)(pos % kv->page_tokens),
+    size_t es = kv->esize, Dh = kv->lay ? kv->lay[layer].dh : kv->head_elems,
+           Dv = kv->lay ? kv->lay[layer].dv : kv->v_elems, slot = (size_t)(pos % kv->page_tokens),
            col = (size_t)kv->page_tokens * es, d0, i;
     unsigned char tmp[64 * 4], *kd = mlstack__kv_block(kv, s, layer, 0, h, pos) + slot * es;
-    if (kv->v_elems)
-        from_f32(kv->dtype, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * kv->v_elems * es, kv->v_elems);
+    if (Dv) from_f32(kv->dtype, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * Dv * es, Dv);
     for (d0 = 0; d0 < Dh; d0 += 64) {
         size_t m = Dh - d0 < 64 ? Dh - d0 : 64;
         from_f32(kv->dtype, key + d0, tmp, m);
@@ -36294,7 +36558,7 @@ static void mlstack__fetch_range(const unsigned char *p, size_t n) {
 static int mlstack__kv_chunk_runs(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int32_t t, int n, int h,
                                   const void **k, const void **v, int *len) {
     int P = kv->page_tokens, slot = t % P, nr = 0;
-    size_t es = kv->esize, Dv = kv->v_elems;
+    size_t es = kv->esize, Dv = kv->lay ? kv->lay[layer].dv : kv->v_elems;
     int32_t pg = t / P;
     for (; n > 0; n -= len[nr++], slot = 0, pg++) {
         len[nr] = P - slot < n ? P - slot : n;
@@ -36309,13 +36573,13 @@ static int mlstack__kv_chunk_runs(const mlstack__kv *kv, const mlstack__kv_seq *
    columns close together), they go to f's regions, for kernels to ask for a line per step of
    their loops; else all now. The values fetched apart, before the sums, or the fetch two
    chunks ahead, was no faster. */
-static void mlstack__kv_fetch(const mlstack__kv *kv, const void *const *k, const void *const *v, const int *len, int nr,
-                              mlstack__fetch *f) {
-    size_t es = kv->esize, Dh = kv->head_elems, col = (size_t)kv->page_tokens * es;
+static void mlstack__kv_fetch(const mlstack__kv *kv, int layer, const void *const *k, const void *const *v,
+                              const int *len, int nr, mlstack__fetch *f) {
+    size_t es = kv->esize, Dh = kv->lay ? kv->lay[layer].dh : kv->head_elems, col = (size_t)kv->page_tokens * es;
     int r, d;
     for (r = 0; r < nr; r++) {
         size_t kspan = ((Dh - 1) * (size_t)kv->page_tokens + (size_t)len[r]) * es,
-               vspan = (size_t)len[r] * kv->v_elems * es;
+               vspan = (size_t)len[r] * (kv->lay ? kv->lay[layer].dv : kv->v_elems) * es;
         if (f && col <= 128) {
             mlstack__fetch_add(f, k[r], kspan);
             if (vspan) mlstack__fetch_add(f, v[r], vspan);
@@ -36404,7 +36668,8 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
             direct &= len[r] % 8 == 0;
         while (fe.at != fe.end || fe.i < fe.n) mlstack__fetch_step(&fe); /* this chunk's lines not yet asked for */
         fe.i = fe.n = 0, fe.at = fe.end = NULL;
-        mlstack__kv_fetch(kv, kn_, vn_, lenn, nnext, direct ? &fe : NULL); /* direct: from inside the kernels' loops */
+        mlstack__kv_fetch(kv, layer, kn_, vn_, lenn, nnext,
+                          direct ? &fe : NULL); /* direct: from inside the kernels' loops */
         if (kv->v_of_k) mlstack__kv_chunk_latent(kn, kv->dtype, kr, len, nrun, (size_t)kv->page_tokens, Dh, Dv, kt, vf);
         else if (!direct)
             kn->kv_chunk(kv->dtype, kr, vr, len, nrun, (size_t)kv->page_tokens, Dh, kt, vf);
@@ -36503,6 +36768,7 @@ typedef struct mlstack__scratch {
     /* per-layer inputs (Gemma 4, one rank): every layer's input (B, L P), the gate (B, P), the
        projection back (B, D) */
     float *ple, *ple_g, *ple_y;
+    float *alt, *alt_pred, *alt_t, *alt_r, *laurel, *laurel_t; /* Gemma 3n (>>forward AltUp) */
 } mlstack__scratch;
 
 /* One rank's share of the model: ranges [first, end) of each split dimension. */
@@ -36932,7 +37198,7 @@ static void mlstack__attn_block(const mlstack__attn_job *j, int i, int kh, int h
     mlstack__rank *rk = j->rk;
     const mlstack__config *c = &rk->model->cfg;
     const mlstack__shard *sh = &rk->sh;
-    int b0 = j->blk[i], R = j->blk[i + 1] - b0, r, Dh = c->head_dim;
+    int b0 = j->blk[i], R = j->blk[i + 1] - b0, r, Dh = rk->layers[j->layer].head_dim;
     const mlstack_batch_row *row = &j->rows[b0];
     size_t ldq = (size_t)(sh->q1 - sh->q0) * Dh, lda = (size_t)c->n_heads * Dh;
     int32_t t1[MLSTACK__ATT_ROWS];
@@ -36942,7 +37208,13 @@ static void mlstack__attn_block(const mlstack__attn_job *j, int i, int kh, int h
                     &rk->kv.seqs[row->seq], rk->layers[j->layer].kv_layer - rk->layers[rk->l0].kv_layer, kh - sh->k0,
                     Dh, mlstack__window_from(rk->layers[j->layer].window, row->pos), t1, c->attn_scale, c->attn_softcap,
                     rk->layers[j->layer].sinks ? rk->layers[j->layer].sinks + h0 : NULL,
-                    rk->s.scores + (size_t)thread * mlstack__attend_scratch(c->n_heads / c->n_kv_heads, Dh));
+                    rk->s.scores + (size_t)thread * mlstack__attend_scratch(mlstack__max_group(c), mlstack__max_dh(c)));
+}
+
+/* The KV heads of layer L the rank holds: its shard's, or with per-layer head sizes (one rank)
+   the layer's own. */
+static int mlstack__kv_heads_here(const mlstack__rank *rk, const mlstack__layer *L) {
+    return rk->model->cfg.var_heads ? L->n_kv_heads : rk->sh.k1 - rk->sh.k0;
 }
 
 /* The rank's query heads that read KV head kh: [*h0, return value). */
@@ -36961,7 +37233,8 @@ static void mlstack__attn_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
     const mlstack__shard *sh = &j->rk->sh;
     const mlstack__config *c = &j->rk->model->cfg;
-    int nkv = sh->k1 - sh->k0, nq = sh->q1 - sh->q0, G = c->n_heads / c->n_kv_heads;
+    const mlstack__layer *L = &j->rk->layers[j->layer];
+    int nkv = mlstack__kv_heads_here(j->rk, L), nq = sh->q1 - sh->q0, G = c->n_heads / L->n_kv_heads;
     if (j->by_head) {
         int64_t P = (int64_t)j->n_blk * nq, p = P * task / n_tasks, p1 = P * (task + 1) / n_tasks;
         while (p < p1) {
@@ -37013,9 +37286,10 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     const mlstack__layer *L = &rk->layers[j->layer];
     const mlstack_batch_row *row = &j->rows[task];
     mlstack__scratch *s = &rk->s;
-    int Dh = c->head_dim, nq = rk->sh.q1 - rk->sh.q0, nkv = rk->sh.k1 - rk->sh.k0, kvd = nkv * Dh, h;
+    int Dh = L->head_dim, nq = rk->sh.q1 - rk->sh.q0, nkv = mlstack__kv_heads_here(rk, L), kvd = nkv * Dh, h,
+        rd = mlstack__rope_dim(c, L->rope);
     float *q = s->q + (size_t)task * nq * Dh, *k = s->k + (size_t)task * kvd;
-    const float *cs = s->rope + (size_t)task * 2 * Dh + (size_t)L->rope * c->rot_dim;
+    const float *cs = s->rope + (size_t)task * 2 * mlstack__max_dh(c) + mlstack__rope_off(c, L->rope);
     const mlstack__kv_seq *sq = &rk->kv.seqs[row->seq];
     int whole = c->qk_norm == MLSTACK__QK_NORM_WHOLE, own = c->qk_norm == MLSTACK__QK_NORM_HEAD_LN;
     float qs = 1.0f;
@@ -37031,7 +37305,7 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
         if (own) mlstack__layernorm(q + h * Dh, q + h * Dh, L->q_norm + (size_t)(rk->sh.q0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->q_norm && !whole)
             rk->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
-        if (!L->nope) rk->k->rope_apply(q + h * Dh, c->rot_dim, cs);
+        if (!L->nope) rk->k->rope_apply(q + h * Dh, rd, cs);
     }
     if (qs != 1.0f)
         for (h = 0; h < nq * Dh; h++) q[h] *= qs;
@@ -37043,7 +37317,7 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
         if (own) mlstack__layernorm(k + h * Dh, k + h * Dh, L->k_norm + (size_t)(rk->sh.k0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->k_norm && !whole)
             rk->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
-        if (!L->nope) rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
+        if (!L->nope) rk->k->rope_apply(k + h * Dh, rd, cs);
     }
     /* the stage's KV holds its layers only */
     for (h = 0; h < nkv; h++)
@@ -37098,8 +37372,7 @@ static void mlstack__rope_dynamic(const mlstack__rope_cfg *t, int dim, int32_t s
 static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int B) {
     const mlstack_model *m = rk->model;
     const mlstack__config *c = &m->cfg;
-    int D = c->n_embd, Dh = c->head_dim, rd = c->rot_dim, n_tab = c->fam->flags & MLSTACK__F_LAYER_ROPE ? 2 : 1, b, t,
-        i;
+    int D = c->n_embd, Dh = mlstack__max_dh(c), rd, n_tab = c->fam->flags & MLSTACK__F_LAYER_ROPE ? 2 : 1, b, t, i;
     float dyn[MLSTACK__MAX_ROPE_PAIRS];
     MLSTACK__PROF_BEGIN(rk->pool, EMBED);
     for (b = 0; b < B && rk->stage == 0; b++) { /* later stages receive x from the one before */
@@ -37110,11 +37383,12 @@ static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int
     }
     for (b = 0; b < B; b++)
         for (t = 0; t < n_tab; t++) {
-            float *cs = rk->s.rope + (size_t)b * 2 * Dh + (size_t)t * rd;
-            const float *inv = m->inv_freq + (size_t)t * (rd / 2);
+            float *cs = rk->s.rope + (size_t)b * 2 * Dh + mlstack__rope_off(c, t);
+            const float *inv = m->inv_freq + mlstack__rope_off(c, t) / 2;
+            rd = mlstack__rope_dim(c, t);
             if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE &&
                 (rows[b].pos >= c->rope[t].orig_max || rk->kv.seqs[rows[b].seq].rope_long))
-                inv = m->inv_freq_long + (size_t)t * (rd / 2);
+                inv = m->inv_freq_long + mlstack__rope_off(c, t) / 2;
             if (c->rope[t].kind == MLSTACK__ROPE_DYNAMIC && rows[b].pos + 1 > c->rope[t].orig_max) {
                 mlstack__rope_dynamic(&c->rope[t], rd, rows[b].pos + 1, dyn);
                 inv = dyn;
@@ -37856,25 +38130,195 @@ static void mlstack__ple_inputs(mlstack__rank *rk, const mlstack_batch_row *rows
     }
 }
 
+/* A layer's per-layer input update (Gemma 4 / 3n, one rank): out (B, D) = RMSNorm((act(src Wg)
+   * ple_l) Wp) of rows src. */
+static void mlstack__ple_update(mlstack__rank *rk, const mlstack__layer *L, const float *src, float *out, int B,
+                                int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    size_t i, P = (size_t)c->ple_dim;
+    int b;
+    mlstack__project(rk, src, B, 1, &L->w_ple_gate, s->ple_g, NULL, NULL, NULL, NULL);
+    mlstack__swiglu_rows(rk, s->ple_g, NULL, B, (int)P, l);
+    for (b = 0; b < B; b++)
+        for (i = 0; i < P; i++)
+            s->ple_g[(size_t)b * P + i] *= s->ple[((size_t)b * (size_t)c->n_layers + (size_t)l) * P + i];
+    mlstack__project(rk, s->ple_g, B, 1, &L->w_ple_proj, s->ple_y, NULL, NULL, NULL, NULL);
+    mlstack__rmsnorm_rows(rk, out, s->ple_y, L->ple_norm, NULL, B, l);
+}
+
 /* The end of a Gemma 4 layer (one rank): with per-layer inputs x += RMSNorm((act(x Wg) * ple_l)
    Wp); then x *= layer_scalar. */
 static void mlstack__gemma4_tail(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
     const mlstack__config *c = &rk->model->cfg;
     mlstack__scratch *s = &rk->s;
-    size_t i, n = (size_t)B * (size_t)c->n_embd, P = (size_t)c->ple_dim;
-    int b;
+    size_t i, n = (size_t)B * (size_t)c->n_embd;
     if (L->w_ple_gate.data) {
-        mlstack__project(rk, s->x, B, 1, &L->w_ple_gate, s->ple_g, NULL, NULL, NULL, NULL);
-        mlstack__swiglu_rows(rk, s->ple_g, NULL, B, (int)P, l);
-        for (b = 0; b < B; b++)
-            for (i = 0; i < P; i++)
-                s->ple_g[(size_t)b * P + i] *= s->ple[((size_t)b * (size_t)c->n_layers + (size_t)l) * P + i];
-        mlstack__project(rk, s->ple_g, B, 1, &L->w_ple_proj, s->ple_y, NULL, NULL, NULL, NULL);
-        mlstack__rmsnorm_rows(rk, s->xn, s->ple_y, L->ple_norm, NULL, B, l);
+        mlstack__ple_update(rk, L, s->x, s->xn, B, l);
         mlstack__residual_add(rk, s->x, s->xn, B, l);
     }
     if (L->layer_scale != 1.0f)
         for (i = 0; i < n; i++) s->x[i] *= L->layer_scale;
+}
+
+/* ---- Gemma 3n: AltUp's residual streams, Laurel, activation sparsity (one rank) ----
+   The residual is n = altup_n streams X_0 .. X_{n-1} (s->alt: stream i of row b at (i B + b) D),
+   and a layer computes on the active one (a = altup_active) between AltUp's prediction and its
+   correction (transformers' Gemma3nTextAltUp, Gemma3nTextDecoderLayer):
+       r = tanh((rmsnorm(X_a) / D) Wrouter^T)  (n,);  c = r Wpred^T  (n n,)
+       pred_i = X_i + sum_j X_j c[i n + j];  x = pred_a
+       xn = norm(x); x += post_norm(attention(xn)); x = (x + xn + norm(xn Wl^T Wr^T)) / sqrt(2)  (Laurel)
+       x += post_norm(mlp(pre_norm(x)))   (a sparse layer's gate g: relu(g - mean(g) - k std(g)) first)
+       r' = tanh((rmsnorm(x) / D) Wrouter^T);  X_i = pred_i + (x - pred_a) (1 + r' Wcorr^T)_i
+       X_1 .. X_{n-1} += RMSNorm((act((X_a * correct_output_scale) Wg) * ple_l) Wp)
+   Streams 1.. start as x0 Wproj_i rescaled to x0's RMS (the embedding's) and end as X_i Wunembed_i
+   rescaled to X_0's; the final norm reads their mean. Every step is per row, in a fixed order. */
+
+/* mean(x^2) of n floats (sums of exact squares in double, rounded once). */
+static float mlstack__mean_sq(const float *x, int n) {
+    double sq = 0;
+    int i;
+    for (i = 0; i < n; i++) sq += (double)x[i] * (double)x[i];
+    return (float)(sq / n);
+}
+/* p (D,) times target / its own RMS (at least sqrt(1e-5)), as transformers rescales the streams. */
+static void mlstack__altup_rescale(float *p, float target, int D) {
+    float ms = mlstack__mean_sq(p, D), nw = sqrtf(ms < 1e-5f ? 1e-5f : ms);
+    int d;
+    for (d = 0; d < D; d++) {
+        float t = p[d] * target;
+        p[d] = t / nw;
+    }
+}
+/* r (B, n) = tanh((rmsnorm(x) / D) Wrouter^T) of rows x (B, D). */
+static void mlstack__altup_route(mlstack__rank *rk, const mlstack__layer *L, const float *x, float *r, int B, int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    int n = c->altup_n, D = c->n_embd, b, i, d;
+    float inv = (float)(1.0 / D), *t = rk->s.alt_t;
+    mlstack__rmsnorm_rows(rk, t, x, L->alt_router_norm, NULL, B, l);
+    for (b = 0; b < B; b++)
+        for (i = 0; i < n; i++) {
+            const float *xr = t + (size_t)b * D, *w = L->alt_router + (size_t)i * D;
+            float acc = 0;
+            for (d = 0; d < D; d++) acc = MLSTACK__FMAF(xr[d] * inv, w[d], acc);
+            r[b * n + i] = mlstack__tanh_canon(acc);
+        }
+}
+/* The streams' prediction into s->alt_pred; x = the active one's. */
+static void mlstack__altup_predict(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int n = c->altup_n, D = c->n_embd, b, i, j, d, k;
+    size_t BD = (size_t)B * (size_t)D;
+    float coef[16 * 16];
+    mlstack__altup_route(rk, L, s->alt + (size_t)c->altup_active * BD, s->alt_r, B, l);
+    for (b = 0; b < B; b++) {
+        for (k = 0; k < n * n; k++) {
+            float acc = 0;
+            for (j = 0; j < n; j++) acc = MLSTACK__FMAF(L->alt_pred[k * n + j], s->alt_r[b * n + j], acc);
+            coef[k] = acc;
+        }
+        for (i = 0; i < n; i++)
+            for (d = 0; d < D; d++) {
+                float acc = 0;
+                for (j = 0; j < n; j++) acc = MLSTACK__FMAF(s->alt[j * BD + (size_t)b * D + d], coef[i * n + j], acc);
+                s->alt_pred[i * BD + (size_t)b * D + d] = acc + s->alt[i * BD + (size_t)b * D + d];
+            }
+    }
+    memcpy(s->x, s->alt_pred + (size_t)c->altup_active * BD, sizeof(float) * BD);
+}
+/* The correction of the predicted streams by the layer's output x into s->alt, then the
+   per-layer input's update of the active stream added to streams 1 .. n - 1. */
+static void mlstack__altup_correct(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int n = c->altup_n, D = c->n_embd, a = c->altup_active, b, i, j, d;
+    size_t BD = (size_t)B * (size_t)D, o;
+    mlstack__altup_route(rk, L, s->x, s->alt_r, B, l);
+    for (b = 0; b < B; b++)
+        for (i = 0; i < n; i++) {
+            float acc = 0;
+            for (j = 0; j < n; j++) acc = MLSTACK__FMAF(L->alt_corr[i * n + j], s->alt_r[b * n + j], acc);
+            acc = acc + 1.0f;
+            for (d = 0; d < D; d++) {
+                o = (size_t)b * D + (size_t)d;
+                s->alt[i * BD + o] = MLSTACK__FMAF(s->x[o] - s->alt_pred[a * BD + o], acc, s->alt_pred[i * BD + o]);
+            }
+        }
+    if (!L->w_ple_gate.data) return;
+    for (o = 0; o < BD; o++)
+        s->alt_t[o] = L->alt_scale ? s->alt[a * BD + o] * L->alt_scale[o % (size_t)D] : s->alt[a * BD + o];
+    mlstack__ple_update(rk, L, s->alt_t, s->xn, B, l);
+    for (i = 1; i < n; i++) mlstack__residual_add(rk, s->alt + i * BD, s->xn, B, l);
+}
+/* Laurel's residual of the normed input xn into s->laurel: xn + norm(xn Wl^T Wr^T). */
+static void mlstack__laurel(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
+    mlstack__scratch *s = &rk->s;
+    size_t i, n = (size_t)B * (size_t)rk->model->cfg.n_embd;
+    mlstack__project(rk, s->xn, B, 1, &L->laurel_l, s->laurel_t, NULL, NULL, NULL, NULL);
+    mlstack__project(rk, s->laurel_t, B, 1, &L->laurel_r, s->laurel, NULL, NULL, NULL, NULL);
+    mlstack__rmsnorm_rows(rk, s->laurel, s->laurel, L->laurel_norm, NULL, B, l);
+    for (i = 0; i < n; i++) s->laurel[i] = s->xn[i] + s->laurel[i];
+}
+/* x = (x + laurel) / sqrt(2), after attention's residual. */
+static void mlstack__laurel_mix(mlstack__rank *rk, int B) {
+    mlstack__scratch *s = &rk->s;
+    size_t i, n = (size_t)B * (size_t)rk->model->cfg.n_embd;
+    for (i = 0; i < n; i++) {
+        float t = s->x[i] + s->laurel[i];
+        s->x[i] = t / 1.41421356f;
+    }
+}
+/* Activation sparsity of a layer's gate rows h (B, n): each cut at mean + sparse_k std (std
+   biased, statistics in double, rounded), relu(h - cut). */
+static void mlstack__gate_cut(const mlstack__layer *L, float *h, int B, int n) {
+    int b, i;
+    for (b = 0; b < B; b++) {
+        float *g = h + (size_t)b * n, mean, sd, cut;
+        double sum = 0, sq = 0;
+        for (i = 0; i < n; i++) sum += g[i];
+        mean = (float)(sum / n);
+        for (i = 0; i < n; i++) {
+            double e = (double)g[i] - (double)mean; /* exact, and so is e * e */
+            sq += e * e;
+        }
+        sd = (float)sqrt(sq / n);
+        cut = MLSTACK__FMAF(sd, L->sparse_k, mean);
+        for (i = 0; i < n; i++) {
+            float v = g[i] - cut;
+            g[i] = v > 0 ? v : 0.0f;
+        }
+    }
+}
+/* The streams from the embeddings x: X_0 = x, X_i = x Wproj_i rescaled to x's RMS. */
+static void mlstack__altup_embed(mlstack__rank *rk, int B) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int D = c->n_embd, i, b;
+    size_t BD = (size_t)B * (size_t)D;
+    memcpy(s->alt, s->x, sizeof(float) * BD);
+    for (i = 1; i < c->altup_n; i++) {
+        mlstack__project(rk, s->x, B, 1, &rk->model->alt_proj[i - 1], s->alt + i * BD, NULL, NULL, NULL, NULL);
+        for (b = 0; b < B; b++)
+            mlstack__altup_rescale(s->alt + i * BD + (size_t)b * D, sqrtf(mlstack__mean_sq(s->x + (size_t)b * D, D)),
+                                   D);
+    }
+}
+/* x = the mean of X_0 and each X_i Wunembed_i rescaled to X_0's RMS. */
+static void mlstack__altup_unembed(mlstack__rank *rk, int B) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int D = c->n_embd, i, b;
+    size_t BD = (size_t)B * (size_t)D, o;
+    memcpy(s->x, s->alt, sizeof(float) * BD);
+    for (i = 1; i < c->altup_n; i++) {
+        mlstack__project(rk, s->alt + i * BD, B, 1, &rk->model->alt_proj[c->altup_n - 2 + i], s->alt_t, NULL, NULL,
+                         NULL, NULL);
+        for (b = 0; b < B; b++)
+            mlstack__altup_rescale(s->alt_t + (size_t)b * D, sqrtf(mlstack__mean_sq(s->alt + (size_t)b * D, D)), D);
+        for (o = 0; o < BD; o++) s->x[o] = s->x[o] + s->alt_t[o];
+    }
+    for (o = 0; o < BD; o++) s->x[o] = s->x[o] / (float)c->altup_n;
 }
 
 /* q, k, v = in Wq, Wk, Wv; rope, KV; a = attention; xo = a Wo (exchanged or reduced over the
@@ -37885,14 +38329,13 @@ static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const m
     mlstack__scratch *s = &rk->s;
     mlstack__xbuf *xb = rk->xb;
     float *o = mlstack__slice(rk, xb->o, s->out);
-    int b, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim;
+    int b, Dh = L->head_dim, nq = (rk->sh.q1 - rk->sh.q0) * Dh, kvd = mlstack__kv_heads_here(rk, L) * Dh;
     if (c->mult.attn_in != 1.0f) in = mlstack__scaled(s->mix_in, in, c->mult.attn_in, (size_t)B * c->n_embd);
     /* shared-KV layers project q alone; k = v layers copy k's projection (Gemma 4) */
     mlstack__project(rk, in, B, L->kv_shared ? 1 : L->v_from_k ? 2 : 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
-    if (L->v_from_k && !L->kv_shared)
-        memcpy(s->v, s->k, sizeof(float) * (size_t)B * (size_t)(rk->sh.k1 - rk->sh.k0) * (size_t)c->head_dim);
+    if (L->v_from_k && !L->kv_shared) memcpy(s->v, s->k, sizeof(float) * (size_t)B * (size_t)kvd);
     if (c->mult.key != 1.0f) /* Falcon-H1: keys times key_multiplier before RoPE */
-        mlstack__scaled(s->k, s->k, c->mult.key, (size_t)B * (size_t)(rk->sh.k1 - rk->sh.k0) * c->head_dim);
+        mlstack__scaled(s->k, s->k, c->mult.key, (size_t)B * (size_t)kvd);
     /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
     mlstack__rope_kv(rk, aj, B);
     mlstack__attention(rk, aj, n_blk, B);
@@ -37900,7 +38343,7 @@ static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const m
     /* xo = a Wo */
     if (rk->reduce) { /* this rank's columns of a (into q, done with) times its columns of Wo */
         float *p = mlstack__partial(rk, 0, B);
-        size_t lda = (size_t)c->n_heads * (size_t)c->head_dim, c0 = (size_t)rk->sh.q0 * (size_t)c->head_dim;
+        size_t lda = (size_t)c->n_heads * (size_t)Dh, c0 = (size_t)rk->sh.q0 * (size_t)Dh;
         for (b = 0; b < B; b++)
             memcpy(s->q + (size_t)b * nq, xb->att + (size_t)b * lda + c0, sizeof(float) * (size_t)nq);
         mlstack__project(rk, s->q, B, 1, &L->wo, p, NULL, NULL, NULL, NULL);
@@ -37947,7 +38390,7 @@ static void mlstack__mla_row_task(void *ctx, int task, int n_tasks, int thread) 
     mlstack__scratch *s = &rk->s;
     int H = c->n_heads, R = c->mla_rank, dr = c->mla_rope, dn = c->mla_nope, Dh = c->head_dim, h;
     float *k = s->k + (size_t)task * Dh, *q = s->q + (size_t)task * H * Dh;
-    const float *qs = s->mla_q + (size_t)task * H * (dn + dr), *cs = s->rope + (size_t)task * 2 * Dh;
+    const float *qs = s->mla_q + (size_t)task * H * (dn + dr), *cs = s->rope + (size_t)task * 2 * mlstack__max_dh(c);
     (void)n_tasks, (void)thread;
     rk->k->rmsnorm(k, k, L->kv_a_norm, R, 1e-6f); /* transformers: the module's default eps */
     mlstack__mla_rope(rk->k, k + R, dr, cs, c->mla_interleave);
@@ -38038,6 +38481,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     aj.blk = s->att_blk;
     mlstack__embed(rk, rows, B);
     if (c->ple_dim) mlstack__ple_inputs(rk, rows, B);
+    if (c->altup_n) mlstack__altup_embed(rk, B);
     if (rk->stage > 0 && mlstack__pipe(rk, 0, s->x, (size_t)B * (size_t)c->n_embd, rk->index - rk->n_ranks)) return -1;
     n_blk = mlstack__attn_blocks(c, rows, B, s->att_blk);
     if (c->n_recurrent) n_run = mlstack__mix_runs(&rk->kv, rows, B, s->mix_run);
@@ -38045,9 +38489,11 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         const mlstack__layer *L = &rk->layers[l];
         const float *in = s->x;
         aj.layer = l;
+        if (c->altup_n) mlstack__altup_predict(rk, L, B, l); /* x = the active stream's prediction */
         /* xn = rmsnorm(x) (or x where the family has no pre-norm); xo = attention, or the
            recurrent layer's mixer (one rank), of xn (post-norm: x += rmsnorm(xo)) */
         if (L->attn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, L->attn_norm_b, B, l), in = s->xn;
+        if (L->laurel_l.data) mlstack__laurel(rk, L, B, l);
         if (L->kind == MLSTACK__LAYER_MLP) goto ffn; /* no token mixing (Nemotron-H "mlp" blocks) */
         if (L->kind == MLSTACK__LAYER_ATTN_SSM) {
             if (mlstack__attn_ssm_layer(rk, &aj, L, rows, in, xo, B, n_run, n_blk)) return -1;
@@ -38063,6 +38509,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
            above), the attention output is added with the MLP's below */
         if (c->parallel == MLSTACK__RESID_SEQUENTIAL)
             mlstack__residual_add(rk, s->x, L->post_attn_norm ? s->xn : xo, B, l);
+        if (L->laurel_l.data) mlstack__laurel_mix(rk, B);
     ffn:
         /* xn = rmsnorm(x); x += (act(xn Wgate) * xn Wup) Wdown (post-norm: of that product) */
         in = c->parallel == MLSTACK__RESID_PARALLEL_LN1 ? s->xn : s->x;
@@ -38078,6 +38525,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         if (L->w_up.data) {
             mlstack__project(rk, in, B, 2, &L->w_gate, h, &L->w_up, s->up, NULL, NULL);
             if (c->mult.mlp_gate != 1.0f) mlstack__scaled(h, h, c->mult.mlp_gate, (size_t)B * nf); /* Falcon-H1 */
+            if (L->sparse) mlstack__gate_cut(L, h, B, nf); /* Gemma 3n (one rank) */
             mlstack__swiglu_rows(rk, h, s->up, B, rk->sh.f1 - rk->sh.f0, l);
         } else { /* no gate: act(xn W1) */
             mlstack__project(rk, in, B, 1, &L->w_gate, h, NULL, NULL, NULL, NULL);
@@ -38107,8 +38555,11 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         if (c->parallel == MLSTACK__RESID_PARALLEL_LN1)
             mlstack__residual_add(rk, s->x, xo, B, l); /* StableLM: (x + attn) + mlp */
         mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : xd, B, l);
-        if (c->v_norm) mlstack__gemma4_tail(rk, L, B, l);
+        if (c->altup_n) mlstack__altup_correct(rk, L, B, l);
+        else if (c->v_norm)
+            mlstack__gemma4_tail(rk, L, B, l);
     }
+    if (c->altup_n) mlstack__altup_unembed(rk, B);
     if (rk->n_stages > 1) { /* the next stage goes on from here; the first computes the logits */
         size_t D = (size_t)c->n_embd;
         int n = 0, k = 0;
@@ -38996,12 +39447,22 @@ static int mlstack__mla_scratch(const mlstack__config *c, mlstack__scratch *s, s
     return s->mla_q && s->mla_x && s->mla_y && s->mla_o ? 0 : -1;
 }
 
+/* The widest k (or v) of a row: the rank's share w, or with per-layer head sizes (one rank) the
+   widest layer's KV heads times its head size. */
+static size_t mlstack__kv_width_max(const mlstack__config *c, size_t w) {
+    int l;
+    for (l = 0; c->var_heads && l < c->n_layers; l++)
+        if ((size_t)mlstack__layer_kvh(c, l) * (size_t)mlstack__layer_dh(c, l) > w)
+            w = (size_t)mlstack__layer_kvh(c, l) * (size_t)mlstack__layer_dh(c, l);
+    return w;
+}
+
 /* Activations of the rank's shapes. */
 static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk) {
     const mlstack__config *c = &e->model->cfg;
     const mlstack__shard *sh = &rk->sh;
     mlstack__scratch *s = &rk->s;
-    size_t B = (size_t)e->max_batch, Dh = (size_t)c->head_dim,
+    size_t B = (size_t)e->max_batch, Dh = (size_t)mlstack__max_dh(c),
            max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
     size_t nout = (size_t)(sh->d1 - sh->d0 > sh->v1 - sh->v0 ? sh->d1 - sh->d0 : sh->v1 - sh->v0);
     int one = rk->n_ranks == 1, k;
@@ -39014,16 +39475,15 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     s->x = mlstack__falloc(B, (size_t)c->n_embd);
     s->xn = mlstack__falloc(B, (size_t)c->n_embd);
     s->q = mlstack__falloc(B, (size_t)(sh->q1 - sh->q0) * Dh);
-    s->k = mlstack__falloc(B, (size_t)(sh->k1 - sh->k0) * Dh);
-    s->v = mlstack__falloc(B, (size_t)(sh->k1 - sh->k0) * Dh);
+    s->k = mlstack__falloc(B, mlstack__kv_width_max(c, (size_t)(sh->k1 - sh->k0) * Dh));
+    s->v = mlstack__falloc(B, mlstack__kv_width_max(c, (size_t)(sh->k1 - sh->k0) * Dh));
     s->gate = one ? mlstack__falloc(1, 1) : mlstack__falloc(B, (size_t)(sh->f1 - sh->f0));
     s->up = mlstack__falloc(B, (size_t)(sh->f1 - sh->f0));
     s->out = one ? mlstack__falloc(1, 1) : mlstack__falloc(B, nout);
     s->mm = mlstack__falloc((size_t)rk->pool->n_threads, MLSTACK__MM_SCRATCH(max_in));
     s->rope = mlstack__falloc(B, 2 * Dh);
     s->xq = (mlstack__q8x *)mlstack__aligned_alloc(B * (max_in / MLSTACK__QK + 1) * sizeof(mlstack__q8x));
-    s->scores =
-        mlstack__falloc((size_t)rk->pool->n_threads, mlstack__attend_scratch(c->n_heads / c->n_kv_heads, c->head_dim));
+    s->scores = mlstack__falloc((size_t)rk->pool->n_threads, mlstack__attend_scratch(mlstack__max_group(c), (int)Dh));
     s->att_blk = (int *)mlstack__calloc(B + 1, sizeof(int));
     if (rk->reduce) {
         s->ro = mlstack__falloc(B, (size_t)c->n_embd);
@@ -39035,6 +39495,13 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     if (c->ple_dim &&
         (!(s->ple = mlstack__falloc(B, (size_t)c->n_layers * (size_t)c->ple_dim)) ||
          !(s->ple_g = mlstack__falloc(B, (size_t)c->ple_dim)) || !(s->ple_y = mlstack__falloc(B, (size_t)c->n_embd))))
+        return MLSTACK_ERR_NO_MEMORY;
+    if (c->altup_n &&
+        (!(s->alt = mlstack__falloc(B * (size_t)c->altup_n, (size_t)c->n_embd)) ||
+         !(s->alt_pred = mlstack__falloc(B * (size_t)c->altup_n, (size_t)c->n_embd)) ||
+         !(s->alt_t = mlstack__falloc(B, (size_t)c->n_embd)) || !(s->alt_r = mlstack__falloc(B, (size_t)c->altup_n)) ||
+         !(s->laurel = mlstack__falloc(B, (size_t)c->n_embd)) ||
+         !(s->laurel_t = mlstack__falloc(B, (size_t)c->laurel_rank))))
         return MLSTACK_ERR_NO_MEMORY;
     if (c->n_experts) { /* MoE scratch (>>forward) */
         size_t fm = (size_t)(c->moe_ff > c->shared_ff ? c->moe_ff : c->shared_ff), D = (size_t)c->n_embd;
@@ -39119,6 +39586,12 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->ple);
     mlstack__aligned_free(s->ple_g);
     mlstack__aligned_free(s->ple_y);
+    mlstack__aligned_free(s->alt);
+    mlstack__aligned_free(s->alt_pred);
+    mlstack__aligned_free(s->alt_t);
+    mlstack__aligned_free(s->alt_r);
+    mlstack__aligned_free(s->laurel);
+    mlstack__aligned_free(s->laurel_t);
     mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(s->att_blk);
@@ -39410,7 +39883,8 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (recurrent layers, %d of %d) runs on one rank only",
                              c->architecture, c->n_recurrent, c->n_layers);
-    if (R > 1 && c->v_norm) /* shared KV, per-layer inputs and v norms are not split yet */
+    if (R > 1 &&
+        (c->v_norm || c->var_heads)) /* shared KV, per-layer inputs, v norms and head sizes are not split yet */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s runs on one rank only",
                              c->architecture);
     if (R > 1 && c->attn_gate) /* the attention gate is not split yet */
@@ -39522,7 +39996,7 @@ static mlstack_result mlstack__ranks_xbufs(mlstack_engine *e, const mlstack_engi
     int T = e->n_tp, g, i;
     for (g = 0; g < e->n_xbs; g++) {
         mlstack__xbuf *xb = &e->xbs[g];
-        xb->att = mlstack__falloc(B, (size_t)c->n_heads * (size_t)c->head_dim);
+        xb->att = mlstack__falloc(B, (size_t)c->n_heads * (size_t)mlstack__max_dh(c));
         xb->o = mlstack__falloc(B, (size_t)c->n_embd);
         xb->d = mlstack__falloc(B, (size_t)c->n_embd);
         xb->h = mlstack__falloc(B, (size_t)c->n_ff);
