@@ -96,10 +96,13 @@
    BUILD OPTIONS
      macro                      default     where                    effect
      MLSTACK_IMPLEMENTATION     undefined   one .c file              emit the implementation
-     MLSTACK_IMPLEMENTATION_PART undefined  six .c files, 1..6       emit one part of it, for parallel
+     MLSTACK_IMPLEMENTATION_PART undefined  two .c files, 1..2       emit one part of it, for parallel
                                                                      builds (GCC, clang; PARTS in >>platform)
                                                                      (every section compiles in one part:
                                                                      moving a function? PARTS has the rules)
+     MLSTACK_FULL_OPT           undefined   implementation file      GCC: compile the cold code (COLD CODE in
+                                                                     >>platform) at the command line's -O too,
+                                                                     not at -O1
      MLSTACK_STATIC             undefined   every file that includes make all public functions static
      MLSTACK_SHARED             undefined   every file               default visibility for a shared lib
      MLSTACK_MALLOC/REALLOC/FREE libc       implementation file      allocator (define all three or none)
@@ -1720,9 +1723,10 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
    2. A function that a section of another part calls (directly or as a function pointer in a
       kernel table) is MLSTACK__FN (or MLSTACK_API): compiled once, in its own part. A plain
       static works too, but is compiled again in every part that reaches it, callees included:
-      the AVX2 attention helpers that the AVX-512 table names once cost part 5 a fifth of its
-      compile that way. `nm build/cli/cli_impl_part*.o | grep ' t '` lists each part's statics;
-      a name in two parts is such a copy.
+      the AVX2 attention helpers that the AVX-512 table names once cost the AVX-512 part a fifth
+      of its compile that way (with six parts).
+      `nm build/cli/cli_impl_part*.o | grep ' t '` lists each part's statics; a name in two parts
+      is such a copy.
    3. MLSTACK__FN is not inlined into other parts: a tiny helper on a hot path that other parts
       call stays static (MLSTACK__ALWAYS_INLINE), and is then compiled where it is used.
    4. No plain static holds mutable state (each part would have its own); shared objects are
@@ -1733,9 +1737,12 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
       rather than inlining them all into one switch: compile time grows faster than a function.
       Each shape costs a compile: a rare one (a matrix's last outputs) is made of a common one
       (mlstack__tile_nvec) rather than compiled for itself.
-   7. Check with `make build/mlstack` (the six parts, gcc) and `make compile-tests` (each part
-      with clang); the slowest part sets the build's wall time, their sum its CPU time. */
-#define MLSTACK__N_PARTS 6
+   7. Check with `make build/mlstack` (the two parts, gcc) and `make compile-tests` (each part
+      with clang); the slowest part sets the build's wall time, their sum its CPU time.
+   8. Code that runs once per file, model, request or schema, not per token, goes inside a cold
+      region (COLD CODE below: "#if MLSTACK__COLD_O1" marks), compiled at -O1; a function on
+      the per-token path, or one with float arithmetic that reaches logits, stays outside. */
+#define MLSTACK__N_PARTS 2
 #define MLSTACK__PART_SEL(k, here, elsewhere) MLSTACK__PART_SEL_(k, here, elsewhere)
 #define MLSTACK__PART_SEL_(k, here, elsewhere) MLSTACK__PART_##k(here, elsewhere)
 #define MLSTACK__HIDDEN __attribute__((visibility("hidden")))
@@ -1752,14 +1759,10 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #error "mlstack.h: MLSTACK_IMPLEMENTATION_PART needs GCC or clang and excludes MLSTACK_STATIC"
 #endif
 #if MLSTACK_IMPLEMENTATION_PART < 1 || MLSTACK_IMPLEMENTATION_PART > MLSTACK__N_PARTS
-#error "mlstack.h: MLSTACK_IMPLEMENTATION_PART must be 1 .. MLSTACK__N_PARTS (6)"
+#error "mlstack.h: MLSTACK_IMPLEMENTATION_PART must be 1 .. MLSTACK__N_PARTS (2)"
 #endif
 #define MLSTACK__PART_1(here, elsewhere) elsewhere
 #define MLSTACK__PART_2(here, elsewhere) elsewhere
-#define MLSTACK__PART_3(here, elsewhere) elsewhere
-#define MLSTACK__PART_4(here, elsewhere) elsewhere
-#define MLSTACK__PART_5(here, elsewhere) elsewhere
-#define MLSTACK__PART_6(here, elsewhere) elsewhere
 #if MLSTACK_IMPLEMENTATION_PART == 1
 #undef MLSTACK__PART_1
 #define MLSTACK__PART_1(here, elsewhere) here
@@ -1767,22 +1770,6 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #if MLSTACK_IMPLEMENTATION_PART == 2
 #undef MLSTACK__PART_2
 #define MLSTACK__PART_2(here, elsewhere) here
-#endif
-#if MLSTACK_IMPLEMENTATION_PART == 3
-#undef MLSTACK__PART_3
-#define MLSTACK__PART_3(here, elsewhere) here
-#endif
-#if MLSTACK_IMPLEMENTATION_PART == 4
-#undef MLSTACK__PART_4
-#define MLSTACK__PART_4(here, elsewhere) here
-#endif
-#if MLSTACK_IMPLEMENTATION_PART == 5
-#undef MLSTACK__PART_5
-#define MLSTACK__PART_5(here, elsewhere) here
-#endif
-#if MLSTACK_IMPLEMENTATION_PART == 6
-#undef MLSTACK__PART_6
-#define MLSTACK__PART_6(here, elsewhere) here
 #endif
 #endif
 /* MLSTACK__OWNS_DATA: whether this translation unit defines the current section's shared
@@ -1793,6 +1780,21 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #define MLSTACK__OWNS_DATA 0 /* a test: the flavour's object defines them */
 #else
 #define MLSTACK__OWNS_DATA 1
+#endif
+/* COLD CODE (PARTS rule 8). Under GCC, when optimising for speed, the code that runs once per
+   file, model, request or schema rather than once per token (the JSON, safetensors and GGUF
+   parsers, the regex compiler, tokenizer loading, the template interpreter, the GBNF, regex and
+   JSON Schema compilers) is compiled at -O1 (#pragma GCC optimize between the marks
+   "#if MLSTACK__COLD_O1"): at -O2 it was about half of the implementation's compile time, for no
+   speed any benchmark sees. Per-token code (kernels, forward pass, sampling, the grammar matcher,
+   the tokenizer's encoder and the regex matcher) keeps the command line's level. -O1 forms no
+   fused multiply-adds where -O2 -ffp-contract=fast would, so cold code holds no float arithmetic
+   that reaches logits. Define MLSTACK_FULL_OPT to compile it at the command line's level. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(MLSTACK_FULL_OPT)
+#define MLSTACK__COLD_O1 1
+#else
+#define MLSTACK__COLD_O1 0
 #endif
 
 MLSTACK_API const char *mlstack_result_string(mlstack_result r) {
@@ -2904,6 +2906,10 @@ MLSTACK__FN void mlstack__pool_free(mlstack__pool *p) {
 /* ==== 3. JSON ==== */ /* >>json */
 #undef MLSTACK__PART
 #define MLSTACK__PART 1
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* A DOM parser (RFC 8259) used for every JSON the engine reads. Strings are decoded (escapes,
    \u surrogate pairs) into NUL-terminated UTF-8; invalid UTF-8, lone surrogates and control
    characters are errors. Depth and size are limited; errors give line, column and byte offset.
@@ -4497,6 +4503,9 @@ MLSTACK__FN mlstack_result mlstack__not_gguf(const char *path, mlstack_error *er
                          path, hex, text);
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* ==== 6. UNICODE ==== */ /* >>unicode */
 #undef MLSTACK__PART
 #define MLSTACK__PART 1
@@ -4880,6 +4889,10 @@ static int mlstack__re_test(const mlstack__regex *re, int mop, int32_t a, uint32
     }
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* ---- compiler ---- */
 
 typedef struct {
@@ -5736,6 +5749,9 @@ MLSTACK__FN MLSTACK__UNUSED mlstack_result mlstack__regex_compile(const char *pa
     return MLSTACK_OK;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* ---- matcher ---- */
 
 enum { MLSTACK__RE_BT_PC, MLSTACK__RE_BT_REG, MLSTACK__RE_BT_GREEDY, MLSTACK__RE_BT_LAZY };
@@ -7525,6 +7541,10 @@ done:
     return r;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* ---- loading ---- */
 static int mlstack__jbool(const mlstack__json *o, const char *key, int def) {
     const mlstack__json *v = mlstack__json_get(o, key);
@@ -8341,6 +8361,9 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
     return mlstack__tok_build_pipeline(t, root, added, cfg, err);
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* ---- public API ---- */
 MLSTACK_API void mlstack_tokenizer_close(mlstack_tokenizer *t) {
     int i;
@@ -8520,6 +8543,10 @@ done:
     return r;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* ---- tokenizers from GGUF metadata (tokenizer.ggml.*) ----
    llama.cpp keeps the vocabulary as parallel arrays: tokens (strings), token_type (1 normal,
    2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte), scores (SentencePiece) and merges
@@ -9163,6 +9190,9 @@ MLSTACK_API const char *mlstack_tokenizer_chat_template(const mlstack_tokenizer 
 }
 MLSTACK_API const char *mlstack_tokenizer_error(const mlstack_tokenizer *t) { return t && t->err ? t->err : ""; }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* ---- streaming decoder ---- */
 struct mlstack_detok {
     const mlstack_tokenizer *t;
@@ -9251,7 +9281,11 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d) {
 
 /* ==== 9. TEMPLATE ==== */ /* >>template */
 #undef MLSTACK__PART
-#define MLSTACK__PART 2
+#define MLSTACK__PART 1
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* A Jinja subset for chat templates, aiming at what transformers renders: jinja2's
    ImmutableSandboxedEnvironment with trim_blocks and lstrip_blocks, the loopcontrols extension,
    and transformers' own tojson, raise_exception, strftime_now, namespace and dict.
@@ -15651,9 +15685,12 @@ MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_templ
     return r;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* ==== 10. KERNELS ==== */ /* >>kernels */
 #undef MLSTACK__PART
-#define MLSTACK__PART 4
+#define MLSTACK__PART 2
 /* Shapes: B rows in the batch, D model dim, F feed-forward dim, H heads, Hkv key/value heads,
    Dh head dim, V vocab, T positions attended.
    Scalar reference kernels. Every faster kernel is checked against these.
@@ -17479,13 +17516,13 @@ static void mlstack__fetch_add(mlstack__fetch *f, const void *p, size_t n) {
 
 /* ==== 11. KERNELS AVX2 ==== */ /* >>avx2 */
 #undef MLSTACK__PART
-#define MLSTACK__PART 4
+#define MLSTACK__PART 2
 /* x86-64 with AVX2 + FMA + F16C, compiled per function with target attributes so one binary
    runs everywhere and picks this path at run time. Same layouts as >>kernels. Projections are
    multiplied from their P16 panels (>>kernels), made when the first engine on this path starts.
    Every result follows the canonical arithmetic of >>kernels: 8 lanes per register where
    AVX-512 has 16, two registers where a rule sums 16 partials. Weights without panels (tests)
-   take the scalar reference, which gives the same bits. A function that >>avx512 (part 5)
+   take the scalar reference, which gives the same bits. A function that >>avx512
    names is MLSTACK__FN (PARTS in >>platform, rule 2). */
 #if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX2)
 #define MLSTACK__HAVE_AVX2 1
@@ -18839,7 +18876,7 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
 
 /* ==== 12. KERNELS AVX512 ==== */ /* >>avx512 */
 #undef MLSTACK__PART
-#define MLSTACK__PART 5
+#define MLSTACK__PART 2
 /* AVX-512 F/BW/VL/DQ (+ VNNI for the int8 dots when present). 16 lanes, tails by masked loads
    into the same lanes. Projections are multiplied from their P16 panels (>>kernels), made when
    the first engine on this path starts; the attention chunk ops and activation quantization
@@ -19819,7 +19856,7 @@ MLSTACK__FN const mlstack__kernels *mlstack__kernels_avx512_get(int vnni, int bf
 
 /* ==== 13. KERNELS AMX ==== */ /* >>amx */
 #undef MLSTACK__PART
-#define MLSTACK__PART 5
+#define MLSTACK__PART 2
 /* Intel AMX (Sapphire Rapids and later): eight tile registers of up to 16 rows x 64 bytes and a
    tile multiply unit, used on the P16 panels of >>kernels, whose 64-byte runs (16 outputs x 4
    int8 inputs, or x 2 bf16 inputs) are already the layout TDPBSUD and TDPBF16PS read as their
@@ -20122,7 +20159,7 @@ MLSTACK__FN const mlstack__kernels *mlstack__kernels_amx_get(int bf16) {
 
 /* ==== 14. KERNELS NEON ==== */ /* >>neon */
 #undef MLSTACK__PART
-#define MLSTACK__PART 4
+#define MLSTACK__PART 2
 /* AArch64 Advanced SIMD. NEON and the f16 <-> f32 conversions are baseline on every AArch64
    CPU, so these kernels need no target attribute; only the int8 dot product (SDOT, "dotprod",
    optional from Armv8.2) is compiled per function and chosen when the kernel's hwcaps report it.
@@ -21125,7 +21162,7 @@ static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod",
 
 /* ==== 15. KERNEL DISPATCH ==== */ /* >>dispatch */
 #undef MLSTACK__PART
-#define MLSTACK__PART 4
+#define MLSTACK__PART 2
 /* What was compiled in, what this CPU supports, and the best path under a cap. The cap comes
    from the engine descriptor or, when that is empty, the MLSTACK_ISA environment variable
    (scalar | avx2 | avx512 | amx | neon). Caps rank paths within one architecture: a cap above what the
@@ -21256,7 +21293,7 @@ MLSTACK__FN void mlstack__isa_report(char *buf, size_t cap) {
 
 /* ==== 16. QUANT ==== */ /* >>quant */
 #undef MLSTACK__PART
-#define MLSTACK__PART 3
+#define MLSTACK__PART 1
 /* Load-time quantization of a weight matrix W (n_out, n_in) from F32/F16/BF16 into Q8_0 or
    Q4_1 rows (layouts in >>kernels). n_in must be a multiple of 32.
      Q8_0: d = max|w| / 127, q = round(w / d)
@@ -21964,7 +22001,7 @@ static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, 
 
 /* ==== 17. GGML QUANTS ==== */ /* >>ggmlquant */
 #undef MLSTACK__PART
-#define MLSTACK__PART 3
+#define MLSTACK__PART 1
 /* GGML block formats as llama.cpp stores them in GGUF files (type numbers and block sizes in
    >>gguf). Q8_0 and Q4_1 have exactly our layouts (>>kernels) and are used in place, Q5_1,
    Q2_K .. Q6_K, MXFP4 and the i-quants are computed natively (>>kernels), Q4_0, Q5_0 and IQ4_NL repacked
@@ -22282,7 +22319,7 @@ MLSTACK__FN void mlstack__gguf_repack_row(uint32_t type, const void *src, void *
 
 /* ==== 18. GRAMMAR ==== */ /* >>grammar */
 #undef MLSTACK__PART
-#define MLSTACK__PART 3
+#define MLSTACK__PART 1
 /* Constrained decoding. Every front end becomes GBNF text (JSON Schema and tool lists through a
    schema-to-GBNF generator, regexes through a regex-to-GBNF translator), and one parser turns GBNF
    into rules of elements: END, ALT (end of an alternative), REF (rule), CHR (one code point) and
@@ -22380,17 +22417,34 @@ typedef struct {
     uint8_t byte;
 } mlstack__gtrie;
 
+/* Tokens by a length: len[id] (0: not in the set), ids sorted by it, le[L] how many have a length
+   of at most L (L <= max), bits every one. */
+typedef struct {
+    uint16_t *len;
+    int32_t *ids, n, *le;
+    uint32_t max;
+    uint32_t *bits;
+} mlstack__vplain;
+
 struct mlstack_vocab {
     int32_t n_vocab;
     uint32_t *off, *len; /* bytes of token i: bytes + off[i], len[i] (0: no text; masked) */
     unsigned char *bytes;
     int32_t *sorted; /* ids with text, sorted by bytes */
-    uint32_t *lcp; /* common prefix with the previous sorted token */
     int32_t n_sorted;
     mlstack__gtrie *trie;
     int32_t n_trie;
     int32_t eos[MLSTACK_MAX_EOS];
     int n_eos;
+    /* Plain tokens: complete UTF-8 code points, none a quote, backslash or control (the JSON
+       string content class, mlstack__g_plain); plain[1]: such code points then the start of
+       one more that may still become plain. A state whose stacks treat every plain code point
+       alike allows these tokens by their length alone, so a mask sets their bits from a list
+       and walks only the other tokens' trie (np_*): a bounded string's states cost no full walk. */
+    mlstack__vplain plain[2];
+    int32_t *np_sorted, n_np; /* the other ids with text, sorted by bytes */
+    mlstack__gtrie *np_trie;
+    int32_t n_np_trie;
 };
 
 static int mlstack__vocab_cmp_ctx(const mlstack_vocab *v, int32_t a, int32_t b) {
@@ -22414,15 +22468,159 @@ static void mlstack__vocab_sort(const mlstack_vocab *v, int32_t *ids, int32_t *t
     }
 }
 
+static uint32_t mlstack__vocab_lcp(const mlstack_vocab *v, int32_t a, int32_t b) {
+    uint32_t n = v->len[a] < v->len[b] ? v->len[a] : v->len[b], j = 0;
+    while (j < n && v->bytes[v->off[a] + j] == v->bytes[v->off[b] + j]) j++;
+    return j;
+}
+
 MLSTACK_API void mlstack_vocab_free(mlstack_vocab *v) {
+    int k;
     if (!v) return;
     MLSTACK_FREE(v->off);
     MLSTACK_FREE(v->len);
     MLSTACK_FREE(v->bytes);
     MLSTACK_FREE(v->sorted);
-    MLSTACK_FREE(v->lcp);
     MLSTACK_FREE(v->trie);
+    for (k = 0; k < 2; k++) {
+        MLSTACK_FREE(v->plain[k].len);
+        MLSTACK_FREE(v->plain[k].ids);
+        MLSTACK_FREE(v->plain[k].le);
+        MLSTACK_FREE(v->plain[k].bits);
+    }
+    MLSTACK_FREE(v->np_sorted);
+    MLSTACK_FREE(v->np_trie);
     MLSTACK_FREE(v);
+}
+
+/* The byte trie of ids[0..n) (sorted by bytes); a node's tok indexes ids. Returns 0, -1 out of
+   memory, -2 tokens too long. */
+static int mlstack__vocab_trie(mlstack_vocab *v, const int32_t *ids, int32_t n, mlstack__gtrie **out, int32_t *n_out) {
+    size_t nodes = n ? v->len[ids[0]] : 0;
+    uint32_t maxlen = 0, top = 0, l = 0;
+    int32_t nn = 0, i, *open;
+    mlstack__gtrie *trie;
+    for (i = 0; i < n; i++) {
+        if (v->len[ids[i]] > maxlen) maxlen = v->len[ids[i]];
+        if (i) nodes += v->len[ids[i]] - mlstack__vocab_lcp(v, ids[i - 1], ids[i]);
+    }
+    if (maxlen > 0xFFFF || nodes >= 0x7FFFFFFF) return -2;
+    trie = (mlstack__gtrie *)mlstack__calloc(nodes + 1, sizeof(mlstack__gtrie));
+    open = (int32_t *)mlstack__calloc((size_t)maxlen + 1, sizeof(int32_t));
+    if (!trie || !open) {
+        MLSTACK_FREE(open);
+        MLSTACK_FREE(trie);
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        uint32_t len = v->len[ids[i]], d;
+        l = i ? mlstack__vocab_lcp(v, ids[i - 1], ids[i]) : 0;
+        while (top > l) trie[open[--top]].end = (uint32_t)nn; /* subtrees the token leaves */
+        if (len == l) { /* the previous token's bytes again */
+            trie[open[len - 1]].n_tok++;
+            continue;
+        }
+        for (d = l; d < len; d++) {
+            mlstack__gtrie *t = &trie[nn];
+            t->byte = v->bytes[v->off[ids[i]] + d];
+            t->depth = (uint16_t)d;
+            t->tok = -1;
+            open[d] = nn++;
+        }
+        top = len;
+        trie[nn - 1].tok = i;
+        trie[nn - 1].n_tok = 1;
+    }
+    while (top > 0) trie[open[--top]].end = (uint32_t)nn;
+    *out = trie;
+    *n_out = nn;
+    MLSTACK_FREE(open);
+    return 0;
+}
+
+/* Code points of the bytes if each is a complete, shortest-form UTF-8 code point of the plain
+   class (>= 0x20, not '"' or '\\'), else 0; with *partial set, the complete ones + 1 when the
+   bytes end in the start of a code point that may still be plain (not a surrogate): the rules of
+   the grammar's byte steps (mlstack__g_step). */
+static uint32_t mlstack__vocab_plain_cps(const unsigned char *b, uint32_t n, int *partial) {
+    static const uint32_t mins[5] = {0, 0, 0x80, 0x800, 0x10000}, maxs[5] = {0, 0x7F, 0x7FF, 0xFFFF, 0x10FFFF};
+    uint32_t i = 0, k = 0;
+    *partial = 0;
+    while (i < n) {
+        uint32_t c = b[i], cp, need, j, have;
+        if (c < 0x80) cp = c, need = 0;
+        else if (c >= 0xC2 && c <= 0xDF)
+            cp = c & 0x1F, need = 1;
+        else if (c >= 0xE0 && c <= 0xEF)
+            cp = c & 0x0F, need = 2;
+        else if (c >= 0xF0 && c <= 0xF4)
+            cp = c & 0x07, need = 3;
+        else
+            return 0;
+        have = n - i - 1 < need ? n - i - 1 : need;
+        for (j = 1; j <= have; j++) {
+            if ((b[i + j] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (b[i + j] & 0x3F);
+        }
+        if (have < need) { /* the text ends inside a code point: what it may still become */
+            uint32_t left = need - have, lo = cp << (6 * left), hi = lo | ((1u << (6 * left)) - 1);
+            if (lo < mins[need + 1]) lo = mins[need + 1];
+            if (hi > maxs[need + 1]) hi = maxs[need + 1];
+            if (lo > hi || (lo >= 0xD800 && hi <= 0xDFFF)) return 0;
+            *partial = 1;
+            return k + 1;
+        }
+        if (cp < mins[need + 1] || (cp >= 0xD800 && cp <= 0xDFFF) || cp < 0x20 || cp == '"' || cp == '\\') return 0;
+        i += need + 1;
+        k++;
+    }
+    return k;
+}
+
+/* Fills p's ids (by length, a counting sort) and le from p->len. Returns 0 or -1 out of memory. */
+static int mlstack__vplain_sort(mlstack__vplain *p, int32_t n_vocab) {
+    int32_t i, at;
+    p->ids = (int32_t *)mlstack__calloc((size_t)p->n + 1, sizeof(int32_t));
+    p->le = (int32_t *)mlstack__calloc((size_t)p->max + 2, sizeof(int32_t));
+    if (!p->ids || !p->le) return -1;
+    for (i = 0; i < n_vocab; i++)
+        if (p->len[i]) p->le[p->len[i]]++;
+    for (at = 1; at <= (int32_t)p->max; at++) p->le[at] += p->le[at - 1]; /* le[L]: lengths <= L */
+    for (i = n_vocab - 1; i >= 0; i--)
+        if (p->len[i]) p->ids[--p->le[p->len[i]]] = i; /* now le[L]: lengths < L */
+    for (at = 0; at <= (int32_t)p->max; at++) p->le[at] = at < (int32_t)p->max ? p->le[at + 1] : p->n;
+    return 0;
+}
+
+/* Finds the plain tokens (v->plain) and builds the trie of the others. Returns 0, -1 out of
+   memory, -2 tokens too long. */
+static int mlstack__vocab_plain(mlstack_vocab *v) {
+    size_t words = (size_t)(v->n_vocab + 31) / 32;
+    int32_t i;
+    int q;
+    for (q = 0; q < 2; q++) {
+        v->plain[q].len = (uint16_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(uint16_t));
+        v->plain[q].bits = (uint32_t *)mlstack__calloc(words + 1, sizeof(uint32_t));
+        if (!v->plain[q].len || !v->plain[q].bits) return -1;
+    }
+    v->np_sorted = (int32_t *)mlstack__calloc((size_t)v->n_sorted + 1, sizeof(int32_t));
+    if (!v->np_sorted) return -1;
+    for (i = 0; i < v->n_sorted; i++) {
+        int32_t id = v->sorted[i];
+        int partial;
+        uint32_t k = mlstack__vocab_plain_cps(v->bytes + v->off[id], v->len[id], &partial);
+        mlstack__vplain *p = &v->plain[partial];
+        if (k == 0 || k > 0xFFFF) {
+            v->np_sorted[v->n_np++] = id;
+            continue;
+        }
+        p->len[id] = (uint16_t)k;
+        p->bits[id >> 5] |= 1u << (id & 31);
+        if (k > p->max) p->max = k;
+        p->n++;
+    }
+    if (mlstack__vplain_sort(&v->plain[0], v->n_vocab) || mlstack__vplain_sort(&v->plain[1], v->n_vocab)) return -1;
+    return mlstack__vocab_trie(v, v->np_sorted, v->n_np, &v->np_trie, &v->n_np_trie);
 }
 
 static mlstack_result mlstack__vocab_finish(mlstack_vocab *v, const int32_t *eos, int n_eos, mlstack_error *err) {
@@ -22431,9 +22629,8 @@ static mlstack_result mlstack__vocab_finish(mlstack_vocab *v, const int32_t *eos
     for (k = 0; k < n_eos && v->n_eos < MLSTACK_MAX_EOS; k++)
         if (eos[k] >= 0 && eos[k] < v->n_vocab) v->eos[v->n_eos++] = eos[k];
     v->sorted = (int32_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(int32_t));
-    v->lcp = (uint32_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(uint32_t));
     tmp = (int32_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(int32_t));
-    if (!v->sorted || !v->lcp || !tmp) {
+    if (!v->sorted || !tmp) {
         MLSTACK_FREE(tmp);
         mlstack_vocab_free(v);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "vocab: out of memory");
@@ -22448,50 +22645,13 @@ static mlstack_result mlstack__vocab_finish(mlstack_vocab *v, const int32_t *eos
     mlstack__vocab_sort(v, v->sorted, tmp, v->n_sorted);
     MLSTACK_FREE(tmp);
     {
-        size_t nodes = v->n_sorted ? v->len[v->sorted[0]] : 0;
-        uint32_t maxlen = 0, top = 0;
-        int32_t nn = 0, *open;
-        for (i = 1; i < v->n_sorted; i++) {
-            int32_t a = v->sorted[i - 1], b = v->sorted[i];
-            uint32_t n = v->len[a] < v->len[b] ? v->len[a] : v->len[b], j = 0;
-            while (j < n && v->bytes[v->off[a] + j] == v->bytes[v->off[b] + j]) j++;
-            v->lcp[i] = j;
-            nodes += v->len[b] - j;
-        }
-        for (i = 0; i < v->n_sorted; i++)
-            if (v->len[v->sorted[i]] > maxlen) maxlen = v->len[v->sorted[i]];
-        if (maxlen > 0xFFFF || nodes >= 0x7FFFFFFF) {
+        int rt = mlstack__vocab_trie(v, v->sorted, v->n_sorted, &v->trie, &v->n_trie);
+        if (rt == 0) rt = mlstack__vocab_plain(v);
+        if (rt != 0) {
             mlstack_vocab_free(v);
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "vocab: tokens too long");
+            return rt == -2 ? MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "vocab: tokens too long")
+                            : MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "vocab: out of memory");
         }
-        v->trie = (mlstack__gtrie *)mlstack__calloc(nodes + 1, sizeof(mlstack__gtrie));
-        open = (int32_t *)mlstack__calloc((size_t)maxlen + 1, sizeof(int32_t));
-        if (!v->trie || !open) {
-            MLSTACK_FREE(open);
-            mlstack_vocab_free(v);
-            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "vocab: out of memory");
-        }
-        for (i = 0; i < v->n_sorted; i++) {
-            uint32_t len = v->len[v->sorted[i]], l = i ? v->lcp[i] : 0, d;
-            while (top > l) v->trie[open[--top]].end = (uint32_t)nn; /* subtrees the token leaves */
-            if (len == l) { /* the previous token's bytes again */
-                v->trie[open[len - 1]].n_tok++;
-                continue;
-            }
-            for (d = l; d < len; d++) {
-                mlstack__gtrie *t = &v->trie[nn];
-                t->byte = v->bytes[v->off[v->sorted[i]] + d];
-                t->depth = (uint16_t)d;
-                t->tok = -1;
-                open[d] = nn++;
-            }
-            top = len;
-            v->trie[nn - 1].tok = i;
-            v->trie[nn - 1].n_tok = 1;
-        }
-        while (top > 0) v->trie[open[--top]].end = (uint32_t)nn;
-        v->n_trie = nn;
-        MLSTACK_FREE(open);
     }
     return MLSTACK_OK;
 }
@@ -22639,6 +22799,10 @@ MLSTACK_API const char *mlstack_vocab_token_text(const mlstack_vocab *v, int32_t
     return (const char *)v->bytes + v->off[id];
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* ---- GBNF parser: text -> rules ---- */
 
 typedef struct {
@@ -23109,6 +23273,9 @@ static int mlstack__gb_alts(mlstack__gb *b, int rule) {
     }
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* ---- compiled grammar and its lazy DFA ---- */
 
 typedef struct {
@@ -23159,7 +23326,8 @@ struct mlstack_grammar {
     mlstack__buf work, tmp; /* expansion work list, set under construction */
     mlstack__gwork *cw; /* while compiling: the compile's budget, charged by expansions too */
     char err[200]; /* the most recent budget failure ("" none) */
-    uint64_t n_walks, n_mask_hits;
+    uint64_t n_walks, n_mask_hits, n_plain_masks;
+    uint8_t *cls_plain; /* per class: how it meets the plain class (mlstack__g_cls_plain) */
 };
 
 static uint32_t mlstack__gmix(uint32_t h, uint32_t v) {
@@ -23512,13 +23680,117 @@ static int mlstack__g_reset_dfa(mlstack_grammar *g) {
     return g->start == -1 ? -1 : 0;
 }
 
+/* The plain class: the code points a JSON string holds unescaped (surrogates never occur). */
+static const uint32_t mlstack__g_plain[4][2] = {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0xD7FF}, {0xE000, 0x10FFFF}};
+
+/* How class c meets the plain class: 1 none of it, 2 all of it, 3 some (also when unsure: the
+   ranges are merged, so a covered range lies in one pair). */
+static int mlstack__g_cls_plain(const mlstack_grammar *g, int32_t c) {
+    const mlstack__gcls *k = &g->cls[c];
+    const uint32_t *r = g->rng + 2 * k->off;
+    mlstack__gel e;
+    int q, any = 0, all = 1;
+    e.type = MLSTACK__G_CLS;
+    e.v = c;
+    for (q = 0; q < 4; q++) {
+        uint32_t lo = mlstack__g_plain[q][0], hi = mlstack__g_plain[q][1], a = 0;
+        any |= mlstack__gel_meets(g, &e, lo, hi);
+        while (a < k->n && r[2 * a + 1] < lo) a++;
+        all &= a < k->n && r[2 * a] <= lo && r[2 * a + 1] >= hi;
+    }
+    return all ? 2 : any ? 3 : 1;
+}
+
+static int mlstack__g_el_plain(const mlstack_grammar *g, const mlstack__gel *e) {
+    uint32_t c = (uint32_t)e->v;
+    if (e->type == MLSTACK__G_CLS) return g->cls_plain[e->v];
+    return c >= 0x20 && c != '"' && c != '\\' && c <= 0x10FFFF && !(c >= 0xD800 && c <= 0xDFFF) ? 3 : 1;
+}
+
+/* The plain run from state s. When each state on the way has every stack top admit all plain
+   code points or none, every plain code point leads to the same next state (the same stacks
+   expand), so a plain token is allowed by its length alone. *k: the most plain code points the
+   text may take from s; *kp: how many states from s on have a top that admits them all (a token
+   ending inside a code point that may still be plain is allowed when its complete code points
+   lead to such a state: its bytes so far live in any top that admits the whole class). Returns
+   1 (exact), 0 (some top admits only part of the class: walk the whole trie), -1 out of memory. */
+static int mlstack__g_plain_run(mlstack_grammar *g, int32_t s, uint32_t *k, uint32_t *kp) {
+    uint32_t i, q,
+        max = g->vocab->plain[0].max > g->vocab->plain[1].max ? g->vocab->plain[0].max : g->vocab->plain[1].max;
+    *k = *kp = 0;
+    if (g->states[s].part) return 0;
+    for (i = 0; i < max; i++) {
+        const mlstack__gstate *st = &g->states[s];
+        int all = 0;
+        int32_t nx;
+        for (q = 0; q < st->set_n; q++) {
+            int32_t id = g->sets[st->set_off + q];
+            int c = id ? mlstack__g_el_plain(g, &g->el[g->nodes[id].pos]) : 1;
+            if (c == 3) return 0;
+            all |= c == 2;
+        }
+        if (!all) return 1;
+        *kp = i + 1;
+        nx = mlstack__g_next(g, s, 'a'); /* stands for every plain code point */
+        if (nx == -3) return -1;
+        if (nx < 0) return 1;
+        *k = i + 1;
+        if (nx == s) break; /* a loop: every length */
+        s = nx;
+    }
+    *k = *kp = max;
+    return 1;
+}
+
+/* Sets the bits of p's tokens of length at most k; returns how many. */
+static int32_t mlstack__g_plain_bits(const mlstack__vplain *p, uint32_t k, uint32_t *bits, size_t words) {
+    int32_t n = k >= p->max ? p->n : p->le[k], i;
+    if (2 * n <= p->n) {
+        for (i = 0; i < n; i++) bits[p->ids[i] >> 5] |= 1u << (p->ids[i] & 31);
+    } else { /* bits are still 0 where p has no token: p's first, then this mask's others */
+        for (i = 0; i < (int32_t)words; i++) bits[i] |= p->bits[i];
+        for (i = n; i < p->n; i++) bits[p->ids[i] >> 5] &= ~(1u << (p->ids[i] & 31));
+    }
+    return n;
+}
+
+/* One walk over a byte trie of tokens (ids: the trie's sorted ids) from state s, setting the
+   bits of the tokens the grammar allows: a byte the grammar refuses skips the node's whole
+   subtree. Returns how many, -1 out of memory. */
+static int32_t mlstack__g_walk(mlstack_grammar *g, int32_t s, const mlstack__gtrie *trie, int32_t n_trie,
+                               const int32_t *ids, uint32_t *bits) {
+    int32_t k, n = 0;
+    uint32_t j;
+    g->walk[0] = s;
+    for (k = 0; k < n_trie;) {
+        const mlstack__gtrie *t = &trie[k];
+        int32_t cur = g->walk[t->depth], nx;
+        const int32_t *tr = g->states[cur].trans;
+        nx = tr ? tr[t->byte] : -2;
+        if (nx == -2) nx = mlstack__g_next(g, cur, t->byte);
+        if (nx == -3) return -1;
+        if (nx < 0) {
+            k = (int32_t)t->end;
+            continue;
+        }
+        g->walk[t->depth + 1] = nx;
+        for (j = 0; j < t->n_tok; j++) {
+            int32_t id = ids[t->tok + (int32_t)j];
+            bits[id >> 5] |= 1u << (id & 31);
+            n++;
+        }
+        k++;
+    }
+    return n;
+}
+
 /* Computes (or finds cached) the mask of state s. Returns the mask index, -1 out of memory. */
 static int32_t mlstack__g_mask(mlstack_grammar *g, int32_t s) {
     const mlstack_vocab *v = g->vocab;
     size_t words = (size_t)(v->n_vocab + 31) / 32;
-    uint32_t *bits, j;
-    int32_t k, n = 0;
-    int i;
+    uint32_t *bits, k, kp;
+    int32_t n = 0, w;
+    int i, plain;
     if (g->states[s].mask >= 0) {
         g->n_mask_hits++;
         return g->states[s].mask;
@@ -23534,27 +23806,16 @@ static int32_t mlstack__g_mask(mlstack_grammar *g, int32_t s) {
     g->n_walks++;
     bits = g->masks + words * (size_t)g->n_masks;
     memset(bits, 0, words * sizeof(uint32_t));
-    /* one walk over the byte trie: a byte the grammar refuses skips the node's whole subtree */
-    g->walk[0] = s;
-    for (k = 0; k < v->n_trie;) {
-        const mlstack__gtrie *t = &v->trie[k];
-        int32_t cur = g->walk[t->depth], nx;
-        const int32_t *tr = g->states[cur].trans;
-        nx = tr ? tr[t->byte] : -2;
-        if (nx == -2) nx = mlstack__g_next(g, cur, t->byte);
-        if (nx == -3) return -1;
-        if (nx < 0) {
-            k = (int32_t)t->end;
-            continue;
-        }
-        g->walk[t->depth + 1] = nx;
-        for (j = 0; j < t->n_tok; j++) {
-            int32_t id = v->sorted[t->tok + (int32_t)j];
-            bits[id >> 5] |= 1u << (id & 31);
-            n++;
-        }
-        k++;
-    }
+    plain = mlstack__g_plain_run(g, s, &k, &kp);
+    if (plain < 0) return -1;
+    if (plain) { /* plain tokens by length, the rest by a walk of their own trie */
+        g->n_plain_masks++;
+        n = mlstack__g_plain_bits(&v->plain[0], k, bits, words) + mlstack__g_plain_bits(&v->plain[1], kp, bits, words);
+        w = mlstack__g_walk(g, s, v->np_trie, v->n_np_trie, v->np_sorted, bits);
+    } else
+        w = mlstack__g_walk(g, s, v->trie, v->n_trie, v->sorted, bits);
+    if (w < 0) return -1;
+    n += w;
     if (mlstack__g_accepting(g, s))
         for (i = 0; i < v->n_eos; i++)
             if (!((bits[v->eos[i] >> 5] >> (v->eos[i] & 31)) & 1)) {
@@ -23785,6 +24046,10 @@ MLSTACK_API int mlstack_matcher_status(mlstack_matcher *m) {
 
 MLSTACK_API const char *mlstack_matcher_error(const mlstack_matcher *m) { return m ? m->err : ""; }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* ---- compiling: GBNF text -> checked, flattened rules ---- */
 
 static void mlstack__gb_free(mlstack__gb *b) {
@@ -23949,6 +24214,7 @@ static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, 
     mlstack__gb b;
     int root, r;
     int32_t total = 0, k, a;
+    size_t n_cls;
     memset(&b, 0, sizeof b);
     b.s = (const unsigned char *)text;
     b.n = n;
@@ -24032,11 +24298,15 @@ static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, 
     g->root = root;
     g->cls = (mlstack__gcls *)(void *)b.cls.p;
     g->rng = (uint32_t *)(void *)b.rng.p;
+    n_cls = b.cls.n / sizeof(mlstack__gcls);
     b.cls.p = b.rng.p = NULL;
     mlstack__gb_free(&b);
     if (!g->cls) g->cls = (mlstack__gcls *)mlstack__calloc(1, sizeof *g->cls);
     if (!g->rng) g->rng = (uint32_t *)mlstack__calloc(2, sizeof *g->rng);
-    if (!g->cls || !g->rng) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+    g->cls_plain = (uint8_t *)mlstack__calloc(n_cls + 1, 1);
+    if (!g->cls || !g->rng || !g->cls_plain)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+    for (k = 0; (size_t)k < n_cls; k++) g->cls_plain[k] = (uint8_t)mlstack__g_cls_plain(g, (int32_t)k);
     return MLSTACK_OK;
 }
 
@@ -24062,6 +24332,7 @@ MLSTACK_API void mlstack_grammar_free(mlstack_grammar *g) {
     MLSTACK_FREE(g->sets);
     MLSTACK_FREE(g->masks);
     MLSTACK_FREE(g->walk);
+    MLSTACK_FREE(g->cls_plain);
     MLSTACK_FREE(g->work.p);
     MLSTACK_FREE(g->tmp.p);
     mlstack__mutex_destroy(&g->mu);
@@ -24604,6 +24875,10 @@ typedef struct {
     int n_negs, cap_negs, neg_depth;
     struct mlstack__jsuri *uris; /* resources, anchors, $ref bases (documents with embedded $id) */
     int n_uris, cap_uris;
+    mlstack__json_doc builtin[9]; /* built-in documents a $ref loaded (mlstack__js_builtins) */
+    int n_builtin, builtin_done; /* builtin_done: bit i, mlstack__js_builtins[i] loaded or tried */
+    int walking_builtin; /* the URI walk is in a built-in document */
+    int dyn_entry; /* the one built-in the schema's $refs enter, at its root: its index; -1 none, -2 other */
     char path[400];
     size_t path_len;
     mlstack_error *err;
@@ -25065,8 +25340,8 @@ static int mlstack__js_has_sub_id(const mlstack__json *s, int depth) {
 struct mlstack__jsuri {
     const char *uri; /* absolute, without fragment */
     const char *anchor; /* an anchor's name; NULL for a resource or a $ref's base */
-    const mlstack__json *node; /* the schema, or the $ref string (is_ref) */
-    int is_ref;
+    const mlstack__json *node; /* the schema, or the $ref / $dynamicRef string (is_ref) */
+    int is_ref, in_builtin;
 };
 typedef struct {
     const char *s[5]; /* scheme, authority, path, query, fragment (NULL: absent) */
@@ -25171,6 +25446,7 @@ static int mlstack__js_uri_put(mlstack__js *j, const char *uri, const char *anch
         j->uris = t, j->cap_uris = cap;
     }
     j->uris[j->n_uris].uri = uri, j->uris[j->n_uris].anchor = anchor;
+    j->uris[j->n_uris].in_builtin = j->walking_builtin;
     j->uris[j->n_uris].node = node, j->uris[j->n_uris++].is_ref = is_ref;
     return mlstack__js_work(j, 4);
 }
@@ -25209,7 +25485,8 @@ static int mlstack__js_uri_subs(mlstack__js *j, const mlstack__json *s, const ch
 }
 static int mlstack__js_uri_walk(mlstack__js *j, const mlstack__json *s, const char *base, int depth) {
     const mlstack__json *id = mlstack__json_get(s, "$id"), *a = mlstack__json_get(s, "$anchor");
-    const mlstack__json *ref = mlstack__json_get(s, "$ref");
+    const mlstack__json *ref = mlstack__json_get(s, "$ref"), *da = mlstack__json_get(s, "$dynamicAnchor");
+    const mlstack__json *dref = mlstack__json_get(s, "$dynamicRef");
     if (depth > 64) return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "schema nested deeper than 64 (resolving $id)");
     if (mlstack__js_work(j, 1 + s->len)) return -1;
     if (!id && j->draft <= 4) id = mlstack__json_get(s, "id");
@@ -25228,9 +25505,180 @@ static int mlstack__js_uri_walk(mlstack__js *j, const mlstack__json *s, const ch
         }
     }
     if (a && a->type == MLSTACK__JSON_STRING && mlstack__js_uri_put(j, base, a->str, s, 0)) return -1;
+    if (da && da->type == MLSTACK__JSON_STRING && j->draft >= 9 && mlstack__js_uri_put(j, base, da->str, s, 0))
+        return -1; /* a dynamic anchor is also a plain one */
     if (ref && ref->type == MLSTACK__JSON_STRING && mlstack__js_uri_put(j, base, NULL, ref, 1)) return -1;
+    if (dref && dref->type == MLSTACK__JSON_STRING && mlstack__js_uri_put(j, base, NULL, dref, 1)) return -1;
     return mlstack__js_uri_subs(j, s, base, depth);
 }
+/* Documents a $ref may name by URI without a network: the metaschemas (written by
+   tools/make_metaschemas.py from the published text). A document is parsed and its resources
+   recorded the first time a $ref names its URI. */
+static const char *const mlstack__js_builtins[][2] = {
+    {"http://json-schema.org/draft-07/schema",
+     "{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"$id\":\"http://json-schema.org/draft-07/schema#\","
+     "\"title\":\"Core schema meta-schema\",\"definitions\":{\"schemaArray\":{\"type\":\"array\",\"minItems\":1,\"it"
+     "ems\":{\"$ref\":\"#\"}},\"nonNegativeInteger\":{\"type\":\"integer\",\"minimum\":0},\"nonNegativeIntegerDefaul"
+     "t0\":{\"allOf\":[{\"$ref\":\"#/definitions/nonNegativeInteger\"},{\"default\":0}]},\"simpleTypes\":{\"enum\":["
+     "\"array\",\"boolean\",\"integer\",\"null\",\"number\",\"object\",\"string\"]},\"stringArray\":{\"type\":\"arra"
+     "y\",\"items\":{\"type\":\"string\"},\"uniqueItems\":true,\"default\":[]}},\"type\":[\"object\",\"boolean\"],\""
+     "properties\":{\"$id\":{\"type\":\"string\",\"format\":\"uri-reference\"},\"$schema\":{\"type\":\"string\",\"fo"
+     "rmat\":\"uri\"},\"$ref\":{\"type\":\"string\",\"format\":\"uri-reference\"},\"$comment\":{\"type\":\"string\"}"
+     ",\"title\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},\"default\":true,\"readOnly\":{\"type\""
+     ":\"boolean\",\"default\":false},\"examples\":{\"type\":\"array\",\"items\":true},\"multipleOf\":{\"type\":\"nu"
+     "mber\",\"exclusiveMinimum\":0},\"maximum\":{\"type\":\"number\"},\"exclusiveMaximum\":{\"type\":\"number\"},\""
+     "minimum\":{\"type\":\"number\"},\"exclusiveMinimum\":{\"type\":\"number\"},\"maxLength\":{\"$ref\":\"#/definit"
+     "ions/nonNegativeInteger\"},\"minLength\":{\"$ref\":\"#/definitions/nonNegativeIntegerDefault0\"},\"pattern\":{"
+     "\"type\":\"string\",\"format\":\"regex\"},\"additionalItems\":{\"$ref\":\"#\"},\"items\":{\"anyOf\":[{\"$ref\""
+     ":\"#\"},{\"$ref\":\"#/definitions/schemaArray\"}],\"default\":true},\"maxItems\":{\"$ref\":\"#/definitions/non"
+     "NegativeInteger\"},\"minItems\":{\"$ref\":\"#/definitions/nonNegativeIntegerDefault0\"},\"uniqueItems\":{\"typ"
+     "e\":\"boolean\",\"default\":false},\"contains\":{\"$ref\":\"#\"},\"maxProperties\":{\"$ref\":\"#/definitions/n"
+     "onNegativeInteger\"},\"minProperties\":{\"$ref\":\"#/definitions/nonNegativeIntegerDefault0\"},\"required\":{"
+     "\"$ref\":\"#/definitions/stringArray\"},\"additionalProperties\":{\"$ref\":\"#\"},\"definitions\":{\"type\":\""
+     "object\",\"additionalProperties\":{\"$ref\":\"#\"},\"default\":{}},\"properties\":{\"type\":\"object\",\"addit"
+     "ionalProperties\":{\"$ref\":\"#\"},\"default\":{}},\"patternProperties\":{\"type\":\"object\",\"additionalProp"
+     "erties\":{\"$ref\":\"#\"},\"propertyNames\":{\"format\":\"regex\"},\"default\":{}},\"dependencies\":{\"type\":"
+     "\"object\",\"additionalProperties\":{\"anyOf\":[{\"$ref\":\"#\"},{\"$ref\":\"#/definitions/stringArray\"}]}},"
+     "\"propertyNames\":{\"$ref\":\"#\"},\"const\":true,\"enum\":{\"type\":\"array\",\"items\":true},\"type\":{\"any"
+     "Of\":[{\"$ref\":\"#/definitions/simpleTypes\"},{\"type\":\"array\",\"items\":{\"$ref\":\"#/definitions/simpleT"
+     "ypes\"},\"minItems\":1,\"uniqueItems\":true}]},\"format\":{\"type\":\"string\"},\"contentMediaType\":{\"type\""
+     ":\"string\"},\"contentEncoding\":{\"type\":\"string\"},\"if\":{\"$ref\":\"#\"},\"then\":{\"$ref\":\"#\"},\"els"
+     "e\":{\"$ref\":\"#\"},\"allOf\":{\"$ref\":\"#/definitions/schemaArray\"},\"anyOf\":{\"$ref\":\"#/definitions/sc"
+     "hemaArray\"},\"oneOf\":{\"$ref\":\"#/definitions/schemaArray\"},\"not\":{\"$ref\":\"#\"}},\"default\":true}"},
+    {"https://json-schema.org/draft/2020-12/schema",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "schema\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/core\":true,\"https://json-schema.org/"
+     "draft/2020-12/vocab/applicator\":true,\"https://json-schema.org/draft/2020-12/vocab/unevaluated\":true,\"https"
+     "://json-schema.org/draft/2020-12/vocab/validation\":true,\"https://json-schema.org/draft/2020-12/vocab/meta-da"
+     "ta\":true,\"https://json-schema.org/draft/2020-12/vocab/format-annotation\":true,\"https://json-schema.org/dra"
+     "ft/2020-12/vocab/content\":true},\"$dynamicAnchor\":\"meta\",\"title\":\"Core and Validation specifications me"
+     "ta-schema\",\"allOf\":[{\"$ref\":\"meta/core\"},{\"$ref\":\"meta/applicator\"},{\"$ref\":\"meta/unevaluated\"}"
+     ",{\"$ref\":\"meta/validation\"},{\"$ref\":\"meta/meta-data\"},{\"$ref\":\"meta/format-annotation\"},{\"$ref\":"
+     "\"meta/content\"}],\"type\":[\"object\",\"boolean\"],\"$comment\":\"This meta-schema also defines keywords tha"
+     "t have appeared in previous drafts in order to prevent incompatible extensions as they remain in common use.\""
+     ",\"properties\":{\"definitions\":{\"$comment\":\"\\\"definitions\\\" has been replaced by \\\"$defs\\\".\",\"t"
+     "ype\":\"object\",\"additionalProperties\":{\"$dynamicRef\":\"#meta\"},\"deprecated\":true,\"default\":{}},\"de"
+     "pendencies\":{\"$comment\":\"\\\"dependencies\\\" has been split and replaced by \\\"dependentSchemas\\\" and "
+     "\\\"dependentRequired\\\" in order to serve their differing semantics.\",\"type\":\"object\",\"additionalPrope"
+     "rties\":{\"anyOf\":[{\"$dynamicRef\":\"#meta\"},{\"$ref\":\"meta/validation#/$defs/stringArray\"}]},\"deprecat"
+     "ed\":true,\"default\":{}},\"$recursiveAnchor\":{\"$comment\":\"\\\"$recursiveAnchor\\\" has been replaced by "
+     "\\\"$dynamicAnchor\\\".\",\"$ref\":\"meta/core#/$defs/anchorString\",\"deprecated\":true},\"$recursiveRef\":{"
+     "\"$comment\":\"\\\"$recursiveRef\\\" has been replaced by \\\"$dynamicRef\\\".\",\"$ref\":\"meta/core#/$defs/u"
+     "riReferenceString\",\"deprecated\":true}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/core",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/core\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/core\":true},\"$dynamicAnchor\":\"m"
+     "eta\",\"title\":\"Core vocabulary meta-schema\",\"type\":[\"object\",\"boolean\"],\"properties\":{\"$id\":{\"$"
+     "ref\":\"#/$defs/uriReferenceString\",\"$comment\":\"Non-empty fragments not allowed.\",\"pattern\":\"^[^#]*#?$"
+     "\"},\"$schema\":{\"$ref\":\"#/$defs/uriString\"},\"$ref\":{\"$ref\":\"#/$defs/uriReferenceString\"},\"$anchor"
+     "\":{\"$ref\":\"#/$defs/anchorString\"},\"$dynamicRef\":{\"$ref\":\"#/$defs/uriReferenceString\"},\"$dynamicAnc"
+     "hor\":{\"$ref\":\"#/$defs/anchorString\"},\"$vocabulary\":{\"type\":\"object\",\"propertyNames\":{\"$ref\":\"#"
+     "/$defs/uriString\"},\"additionalProperties\":{\"type\":\"boolean\"}},\"$comment\":{\"type\":\"string\"},\"$def"
+     "s\":{\"type\":\"object\",\"additionalProperties\":{\"$dynamicRef\":\"#meta\"}}},\"$defs\":{\"anchorString\":{"
+     "\"type\":\"string\",\"pattern\":\"^[A-Za-z_][-A-Za-z0-9._]*$\"},\"uriString\":{\"type\":\"string\",\"format\":"
+     "\"uri\"},\"uriReferenceString\":{\"type\":\"string\",\"format\":\"uri-reference\"}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/applicator",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/applicator\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/applicator\":true},\"$dynamic"
+     "Anchor\":\"meta\",\"title\":\"Applicator vocabulary meta-schema\",\"type\":[\"object\",\"boolean\"],\"properti"
+     "es\":{\"prefixItems\":{\"$ref\":\"#/$defs/schemaArray\"},\"items\":{\"$dynamicRef\":\"#meta\"},\"contains\":{"
+     "\"$dynamicRef\":\"#meta\"},\"additionalProperties\":{\"$dynamicRef\":\"#meta\"},\"properties\":{\"type\":\"obj"
+     "ect\",\"additionalProperties\":{\"$dynamicRef\":\"#meta\"},\"default\":{}},\"patternProperties\":{\"type\":\"o"
+     "bject\",\"additionalProperties\":{\"$dynamicRef\":\"#meta\"},\"propertyNames\":{\"format\":\"regex\"},\"defaul"
+     "t\":{}},\"dependentSchemas\":{\"type\":\"object\",\"additionalProperties\":{\"$dynamicRef\":\"#meta\"},\"defau"
+     "lt\":{}},\"propertyNames\":{\"$dynamicRef\":\"#meta\"},\"if\":{\"$dynamicRef\":\"#meta\"},\"then\":{\"$dynamic"
+     "Ref\":\"#meta\"},\"else\":{\"$dynamicRef\":\"#meta\"},\"allOf\":{\"$ref\":\"#/$defs/schemaArray\"},\"anyOf\":{"
+     "\"$ref\":\"#/$defs/schemaArray\"},\"oneOf\":{\"$ref\":\"#/$defs/schemaArray\"},\"not\":{\"$dynamicRef\":\"#met"
+     "a\"}},\"$defs\":{\"schemaArray\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"$dynamicRef\":\"#meta\"}}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/unevaluated",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/unevaluated\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/unevaluated\":true},\"$dynam"
+     "icAnchor\":\"meta\",\"title\":\"Unevaluated applicator vocabulary meta-schema\",\"type\":[\"object\",\"boolean"
+     "\"],\"properties\":{\"unevaluatedItems\":{\"$dynamicRef\":\"#meta\"},\"unevaluatedProperties\":{\"$dynamicRef"
+     "\":\"#meta\"}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/validation",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/validation\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/validation\":true},\"$dynamic"
+     "Anchor\":\"meta\",\"title\":\"Validation vocabulary meta-schema\",\"type\":[\"object\",\"boolean\"],\"properti"
+     "es\":{\"type\":{\"anyOf\":[{\"$ref\":\"#/$defs/simpleTypes\"},{\"type\":\"array\",\"items\":{\"$ref\":\"#/$def"
+     "s/simpleTypes\"},\"minItems\":1,\"uniqueItems\":true}]},\"const\":true,\"enum\":{\"type\":\"array\",\"items\":"
+     "true},\"multipleOf\":{\"type\":\"number\",\"exclusiveMinimum\":0},\"maximum\":{\"type\":\"number\"},\"exclusiv"
+     "eMaximum\":{\"type\":\"number\"},\"minimum\":{\"type\":\"number\"},\"exclusiveMinimum\":{\"type\":\"number\"},"
+     "\"maxLength\":{\"$ref\":\"#/$defs/nonNegativeInteger\"},\"minLength\":{\"$ref\":\"#/$defs/nonNegativeIntegerDe"
+     "fault0\"},\"pattern\":{\"type\":\"string\",\"format\":\"regex\"},\"maxItems\":{\"$ref\":\"#/$defs/nonNegativeI"
+     "nteger\"},\"minItems\":{\"$ref\":\"#/$defs/nonNegativeIntegerDefault0\"},\"uniqueItems\":{\"type\":\"boolean\""
+     ",\"default\":false},\"maxContains\":{\"$ref\":\"#/$defs/nonNegativeInteger\"},\"minContains\":{\"$ref\":\"#/$d"
+     "efs/nonNegativeInteger\",\"default\":1},\"maxProperties\":{\"$ref\":\"#/$defs/nonNegativeInteger\"},\"minPrope"
+     "rties\":{\"$ref\":\"#/$defs/nonNegativeIntegerDefault0\"},\"required\":{\"$ref\":\"#/$defs/stringArray\"},\"de"
+     "pendentRequired\":{\"type\":\"object\",\"additionalProperties\":{\"$ref\":\"#/$defs/stringArray\"}}},\"$defs\""
+     ":{\"nonNegativeInteger\":{\"type\":\"integer\",\"minimum\":0},\"nonNegativeIntegerDefault0\":{\"$ref\":\"#/$de"
+     "fs/nonNegativeInteger\",\"default\":0},\"simpleTypes\":{\"enum\":[\"array\",\"boolean\",\"integer\",\"null\","
+     "\"number\",\"object\",\"string\"]},\"stringArray\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"uniqu"
+     "eItems\":true,\"default\":[]}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/meta-data",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/meta-data\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/meta-data\":true},\"$dynamicAn"
+     "chor\":\"meta\",\"title\":\"Meta-data vocabulary meta-schema\",\"type\":[\"object\",\"boolean\"],\"properties"
+     "\":{\"title\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},\"default\":true,\"deprecated\":{\"t"
+     "ype\":\"boolean\",\"default\":false},\"readOnly\":{\"type\":\"boolean\",\"default\":false},\"writeOnly\":{\"ty"
+     "pe\":\"boolean\",\"default\":false},\"examples\":{\"type\":\"array\",\"items\":true}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/format-annotation",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/format-annotation\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/format-annotation\":tr"
+     "ue},\"$dynamicAnchor\":\"meta\",\"title\":\"Format vocabulary meta-schema for annotation results\",\"type\":["
+     "\"object\",\"boolean\"],\"properties\":{\"format\":{\"type\":\"string\"}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/content",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/content\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/content\":true},\"$dynamicAnchor"
+     "\":\"meta\",\"title\":\"Content vocabulary meta-schema\",\"type\":[\"object\",\"boolean\"],\"properties\":{\"c"
+     "ontentEncoding\":{\"type\":\"string\"},\"contentMediaType\":{\"type\":\"string\"},\"contentSchema\":{\"$dynami"
+     "cRef\":\"#meta\"}}}"},
+};
+
+/* The built-ins the $refs under s name, into *entry (-1 none yet; an index: all so far name that
+   document's root; -2 another, a fragment, or a $dynamicAnchor of the schema's own). Returns 1
+   when some $ref names one (the document then resolves $refs by URI). */
+static int mlstack__js_refs_builtin(const mlstack__json *s, int depth, int *entry) {
+    const mlstack__json *c;
+    int q, any = 0;
+    if ((s->type != MLSTACK__JSON_OBJECT && s->type != MLSTACK__JSON_ARRAY) || depth > 64) return 0;
+    for (c = s->child; c; c = c->next) {
+        if (c->key && !strcmp(c->key, "$dynamicAnchor")) *entry = -2;
+        if (c->key && !strcmp(c->key, "$ref") && c->type == MLSTACK__JSON_STRING)
+            for (q = 0; q < (int)(sizeof mlstack__js_builtins / sizeof mlstack__js_builtins[0]); q++) {
+                size_t l = strlen(mlstack__js_builtins[q][0]);
+                if (strncmp(c->str, mlstack__js_builtins[q][0], l) || (c->str[l] && c->str[l] != '#')) continue;
+                any = 1;
+                *entry = (*entry == -1 || *entry == q) && (!c->str[l] || !c->str[l + 1]) ? q : -2;
+            }
+        any |= mlstack__js_refs_builtin(c, depth + 1, entry);
+    }
+    return any;
+}
+/* Loads the built-in document of URI u (no fragment), once. Returns 1 loaded now, 0 none or
+   loaded before, -1 error. */
+static int mlstack__js_load_builtin(mlstack__js *j, const char *u) {
+    size_t q;
+    for (q = 0; q < sizeof mlstack__js_builtins / sizeof mlstack__js_builtins[0]; q++) {
+        const char *t = mlstack__js_builtins[q][1];
+        mlstack__json_doc *d;
+        if (strcmp(u, mlstack__js_builtins[q][0]) || (j->builtin_done >> q) & 1) continue;
+        j->builtin_done |= 1 << q;
+        if (j->n_builtin == (int)(sizeof j->builtin / sizeof j->builtin[0])) return 0;
+        d = &j->builtin[j->n_builtin];
+        if (mlstack__js_work(j, strlen(t)) || mlstack__json_parse(d, t, strlen(t), "metaschema", j->err) != MLSTACK_OK)
+            return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        j->n_builtin++;
+        j->walking_builtin = 1;
+        if (mlstack__js_uri_put(j, mlstack__js_builtins[q][0], NULL, d->root, 0) ||
+            mlstack__js_uri_walk(j, d->root, mlstack__js_builtins[q][0], 0))
+            return -1;
+        j->walking_builtin = 0;
+        return 1;
+    }
+    return 0;
+}
+
 /* The target of $ref v (a string) by URI; NULL: not found here (or error). */
 static const mlstack__json *mlstack__js_uri_ref(mlstack__js *j, const mlstack__json *v) {
     const char *base = "https://mlstack.invalid/schema.json", *frag;
@@ -25244,6 +25692,11 @@ static const mlstack__json *mlstack__js_uri_ref(mlstack__js *j, const mlstack__j
     if (frag) *(char *)frag++ = 0;
     for (q = 0; q < j->n_uris && !res; q++)
         if (!j->uris[q].is_ref && !j->uris[q].anchor && !strcmp(j->uris[q].uri, u)) res = j->uris[q].node;
+    if (!res) {
+        int b = mlstack__js_load_builtin(j, u);
+        if (b < 0) return NULL;
+        if (b > 0) return mlstack__js_uri_ref(j, v);
+    }
     if (!res || !frag || !*frag) return res;
     if (frag[0] == '/') {
         buf = (char *)mlstack__arena_alloc(&j->arena, strlen(frag) + 2);
@@ -25284,6 +25737,43 @@ static const mlstack__json *mlstack__js_ref(mlstack__js *j, const mlstack__json 
         t = mlstack__js_anchor(j->root, r + 1, 0);
     if (!t && j->rc == MLSTACK_OK)
         mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "$ref '%s' is not a local reference that resolves", v->str);
+    return t;
+}
+
+/* The target of $dynamicRef v (a string). One whose fragment is not the $dynamicAnchor of its
+   static target is a plain $ref. Otherwise the target is the outermost resource on the way in
+   with that dynamic anchor, which depends on the way, while a rule is made once per schema: it is
+   known when v is in a built-in document and the schema enters the built-ins at one document's
+   root that has the anchor and has no $dynamicAnchor of its own (every way in passes that root
+   first: the 2020-12 metaschema's "#meta"). Refused otherwise. NULL on error. */
+static const mlstack__json *mlstack__js_dynref(mlstack__js *j, const mlstack__json *v) {
+    const mlstack__json *t = NULL, *a;
+    const char *frag = v->type == MLSTACK__JSON_STRING ? strchr(v->str, '#') : NULL;
+    int q, inb = 0;
+    if (v->type != MLSTACK__JSON_STRING) {
+        mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'$dynamicRef' must be a string");
+        return NULL;
+    }
+    if (j->sub_ids) t = mlstack__js_uri_ref(j, v);
+    if (!t) {
+        if (j->rc == MLSTACK_OK)
+            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "$dynamicRef '%s' does not resolve here", v->str);
+        return NULL;
+    }
+    if (!frag || !frag[1] || frag[1] == '/' || !(a = mlstack__json_get(t, "$dynamicAnchor")) ||
+        a->type != MLSTACK__JSON_STRING || strcmp(a->str, frag + 1))
+        return t;
+    for (q = 0; q < j->n_uris; q++) inb |= j->uris[q].is_ref && j->uris[q].node == v && j->uris[q].in_builtin;
+    t = NULL;
+    for (q = 0; inb && j->dyn_entry >= 0 && q < j->n_uris && !t; q++)
+        if (!j->uris[q].is_ref && !j->uris[q].anchor && !strcmp(j->uris[q].uri, mlstack__js_builtins[j->dyn_entry][0]))
+            t = j->uris[q].node;
+    if (!t || !(a = mlstack__json_get(t, "$dynamicAnchor")) || a->type != MLSTACK__JSON_STRING ||
+        strcmp(a->str, frag + 1)) {
+        mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
+                         "$dynamicRef '%s' whose target depends on the way in (outermost $dynamicAnchor)", v->str);
+        return NULL;
+    }
     return t;
 }
 
@@ -26088,7 +26578,7 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     if (s->type != MLSTACK__JSON_OBJECT)
         return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "a schema must be an object or a boolean");
     for (z = 0; z < sizeof mlstack__js_refused / sizeof mlstack__js_refused[0]; z++)
-        if (mlstack__json_get(s, mlstack__js_refused[z]))
+        if (mlstack__json_get(s, mlstack__js_refused[z]) && strcmp(mlstack__js_refused[z], "$dynamicRef"))
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", mlstack__js_refused[z]);
     t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)(n + 160));
     if (!t2) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
@@ -26119,6 +26609,11 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     cur->pos[cur->n_pos++] = s;
     if (k) {
         const mlstack__json *t = mlstack__js_ref(j, k);
+        if (!t) return -1;
+        t2[m].s = t, t2[m++].negated = 0;
+    }
+    if ((k = mlstack__json_get(s, "$dynamicRef")) != NULL) {
+        const mlstack__json *t = mlstack__js_dynref(j, k);
         if (!t) return -1;
         t2[m].s = t, t2[m++].negated = 0;
     }
@@ -27226,7 +27721,7 @@ static int mlstack__kre_piece(mlstack__kre *k, mlstack__kfr *f) {
         mn = mx = 1;
     if (k->i < k->n && (mn != 1 || mx != 1) && k->p[k->i] == '?') k->i++; /* lazy: the same strings */
     if (mx >= 0 && mx < mn) return mlstack__kre_fail(k, "{m,n} with n < m");
-    if ((mx < 0 ? mn + 1 : mx) * (long)(a1 - a0) > 4000) return mlstack__kre_fail(k, "a repetition too large");
+    if ((mx < 0 ? mn + 1 : mx) * (long)(a1 - a0) > 16000) return mlstack__kre_fail(k, "a repetition too large");
     end = k->i;
     if (mx == 0) { /* x{0}: the empty string */
         f->s = f->e = mlstack__kre_node(k, -1, -1, -1);
@@ -28438,7 +28933,8 @@ static int mlstack__js_gen_root(mlstack__js *j, const mlstack__json *root) {
                                 ms->type == MLSTACK__JSON_STRING ? ms->str : "?");
     j->root = root;
     j->draft = mlstack__js_draft(root);
-    j->sub_ids = mlstack__js_has_sub_id(root, 0);
+    j->dyn_entry = -1;
+    j->sub_ids = mlstack__js_refs_builtin(root, 0, &j->dyn_entry) | mlstack__js_has_sub_id(root, 0);
     j->only = 0;
     j->n_uris = 0;
     if (j->sub_ids && root->type == MLSTACK__JSON_OBJECT &&
@@ -28544,10 +29040,14 @@ static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int ki
     MLSTACK_FREE(j.memo);
     MLSTACK_FREE(j.mem);
     mlstack__arena_free(&j.arena);
+    while (j.n_builtin > 0) mlstack__json_free(&j.builtin[--j.n_builtin]);
     mlstack__json_free(&doc);
     return j.rc;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 #else /* MLSTACK_NO_GRAMMAR: constrained decoding is left out; its functions refuse */
 #define MLSTACK__NO_GRAMMAR_TEXT "constrained decoding was left out (MLSTACK_NO_GRAMMAR)"
 static int mlstack__ctz32(uint32_t x) { /* for the sampler's masks */
@@ -28708,7 +29208,7 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
 
 /* ==== 19. MODEL ==== */ /* >>model */
 #undef MLSTACK__PART
-#define MLSTACK__PART 3
+#define MLSTACK__PART 1
 /* config.json (+ generation_config.json) -> hyperparameters; safetensors -> a weight map.
    Each supported architecture is a row of data (mlstack__families below): its tensor names,
    which norms sit where, how norm weights are read, the activation, the attention options and
@@ -28835,6 +29335,10 @@ enum {
    last layers read an earlier layer's KV, >>model mlstack__layer_kind), per-layer input
    embeddings (hidden_size_per_layer_input), attention_k_eq_v (v = k's projection) */
 #define MLSTACK__F_GEMMA4 0x10000000000000ull
+/* Gemma 3n (text): Gemma 4's attention, norms, shared-KV layers and per-layer inputs, without
+   layer_scalar or per-layer head sizes, a 4:1 sliding pattern; and AltUp's residual streams,
+   Laurel's low-rank residual and activation sparsity (mlstack__cfg_gemma3n, >>forward AltUp) */
+#define MLSTACK__F_GEMMA3N 0x800000000000000ull
 /* router scores are sigmoids; experts chosen by score + e_score_correction_bias within the
    topk_group best of n_group groups (a group scores the sum of its two best), the chosen scores
    renormalized (norm_topk_prob, + 1e-20), times routed_scaling_factor; ungated experts beside an
@@ -28973,6 +29477,12 @@ static const mlstack__family mlstack__families[] = {
     {"Gemma4ForConditionalGeneration", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_TEXT_CONFIG,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
          MLSTACK__DENSE, MLSTACK__QWEN35_VL_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"Gemma3nForCausalLM", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_GEMMA3N,
+         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"Gemma3nForConditionalGeneration", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_GEMMA3N | MLSTACK__F_TEXT_CONFIG,
+         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
+         MLSTACK__DENSE, MLSTACK__QWEN35_VL_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Phi3ForCausalLM", NULL, 0,
          MLSTACK__NORMS_PRE, {"qkv_proj", "gate_up_proj"}, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"GraniteForCausalLM", NULL, MLSTACK__F_MULTIPLIERS,
@@ -29082,7 +29592,7 @@ static const mlstack__family mlstack__families[] = {
          {MLSTACK__LAYER_MAMBA2, NULL, "mixer", NULL},
          {"mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", NULL, "use_conv_bias",
           "use_bias", "layer_norm_epsilon", MLSTACK__SSM_BLOCKS, 2, NULL, NULL}},
-    {"FalconH1ForCausalLM", NULL, MLSTACK__F_MUP,
+    {"FalconH1ForCausalLM", "falcon-h1", MLSTACK__F_MUP,
          {"input_layernorm", NULL, "pre_ff_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
          {NULL, NULL, "final_layernorm", NULL, NULL, NULL, NULL, NULL, "feed_forward", NULL, NULL, NULL},
          {MLSTACK__LAYER_MAMBA2, NULL, "mamba", NULL},
@@ -29197,10 +29707,50 @@ typedef struct mlstack__config {
        (full layers with attention_k_eq_v); the last n_kv_shared layers read the KV of the last
        earlier layer of their type and store none; ple_dim: per-layer input width (0: none) */
     int v_norm, k_eq_v, n_kv_shared, ple_dim, ple_vocab; /* ple_vocab: rows of the per-layer table */
+    /* per-layer attention shapes (Gemma 4's full layers: global_head_dim, num_global_key_value_heads
+       or per_layer_config): layer l's head size and KV heads, 0 where it has head_dim / n_kv_heads;
+       var_heads: some layer differs (one rank only). rope_dim: rotary dims of each table (1: the
+       sliding layers'), rot_dim both unless the layer types differ in head size. */
+    unsigned short layer_head_dim[MLSTACK__MAX_TYPED_LAYERS], layer_kv_heads[MLSTACK__MAX_TYPED_LAYERS];
+    int var_heads, rope_dim[2];
+    /* Gemma 3n (F_GEMMA3N): altup_n residual streams (0: the one x), the layers computing on
+       stream altup_active; altup_scale: that stream's correction times correct_output_scale
+       before the per-layer input; laurel_rank: each layer's low-rank residual; act_sparsity: the
+       fraction of each layer's gate cut (activation_sparsity_pattern, 0: none) */
+    int altup_n, altup_active, altup_scale, laurel_rank;
+    float act_sparsity[MLSTACK__MAX_TYPED_LAYERS];
     int32_t bos_id;
     int n_eos;
     int32_t eos_ids[MLSTACK_MAX_EOS];
 } mlstack__config;
+
+/* Layer l's head size and KV heads (per-layer shapes: Gemma 4's full layers; else the model's). */
+static int mlstack__layer_dh(const mlstack__config *c, int l) {
+    return l >= 0 && l < MLSTACK__MAX_TYPED_LAYERS && c->layer_head_dim[l] ? c->layer_head_dim[l] : c->head_dim;
+}
+static int mlstack__layer_kvh(const mlstack__config *c, int l) {
+    return l >= 0 && l < MLSTACK__MAX_TYPED_LAYERS && c->layer_kv_heads[l] ? c->layer_kv_heads[l] : c->n_kv_heads;
+}
+/* The widest head of any layer and the most query heads per KV head: what scratch is sized for. */
+static int mlstack__max_dh(const mlstack__config *c) {
+    int l, d = c->head_dim;
+    for (l = 0; c->var_heads && l < c->n_layers; l++) d = mlstack__layer_dh(c, l) > d ? mlstack__layer_dh(c, l) : d;
+    return d;
+}
+static int mlstack__max_group(const mlstack__config *c) {
+    int l, k = c->n_kv_heads;
+    for (l = 0; c->var_heads && l < c->n_layers; l++) k = mlstack__layer_kvh(c, l) < k ? mlstack__layer_kvh(c, l) : k;
+    return c->n_heads / k;
+}
+/* Rotary dims of table t (1: sliding layers') and where its cos/sin start in a row's tables
+   (rows of 2 max_dh floats: table 0, then table 1). */
+static int mlstack__rope_dim(const mlstack__config *c, int t) { return c->rope_dim[t] ? c->rope_dim[t] : c->rot_dim; }
+static int mlstack__rope_off(const mlstack__config *c, int t) { return t ? mlstack__rope_dim(c, 0) : 0; }
+/* Whether layer l stores KV in the pages: an attention layer that does not read another's. */
+static int mlstack__stores_kv(const mlstack__config *c, int l) {
+    int k = c->n_recurrent ? c->layer_kind[l] : (int)MLSTACK__LAYER_ATTN;
+    return (k == MLSTACK__LAYER_ATTN || k == MLSTACK__LAYER_ATTN_SSM) && l < c->n_layers - c->n_kv_shared;
+}
 
 typedef struct mlstack__layer {
     /* f32 (copies when stored otherwise, or for (1 + w) norms); NULL where the family has none */
@@ -29223,6 +29773,7 @@ typedef struct mlstack__layer {
        recurrent layer its state at state_off floats into the sequence's (>>kvcache), with its
        input projection w_in, its output projection in wo (wq/wk/wv unused) */
     int kind, kv_layer;
+    int head_dim, n_kv_heads; /* attention: this layer's head size and KV heads (mlstack__layer_dh) */
     size_t state_off;
     mlstack__weight w_in;
     const float *conv_w, *conv_b; /* (C, conv_k) causal convolution as f32, its bias (or NULL) */
@@ -29247,6 +29798,13 @@ typedef struct mlstack__layer {
     float layer_scale;
     mlstack__weight w_ple_gate, w_ple_proj;
     const float *ple_norm;
+    /* Gemma 3n: Laurel's linear_left (rank, D), linear_right (D, rank) and norm; AltUp's router
+       (n, D) and its norm, prediction (n n, n) and correction (n, n) coefficients and
+       correct_output_scale (D), as f32; sparse: the gate is cut below mean + sparse_k std */
+    mlstack__weight laurel_l, laurel_r;
+    const float *laurel_norm, *alt_router, *alt_router_norm, *alt_pred, *alt_corr, *alt_scale;
+    float sparse_k;
+    int sparse;
 } mlstack__layer;
 
 struct mlstack_model {
@@ -29260,7 +29818,7 @@ struct mlstack_model {
     mlstack_dtype embed_dtype;
     const float *final_norm, *final_norm_b; /* final_norm_b: LayerNorm bias, else NULL */
     mlstack__weight lm_head;
-    float *inv_freq; /* (2, rot_dim / 2): rotary frequencies of each table, after scaling */
+    float *inv_freq; /* rope_dim(t) / 2 rotary frequencies of each table t, after scaling, table 1 after 0 */
     float rope_mul[2]; /* cos/sin scale of each table (yarn, longrope attention factor) */
     float *inv_freq_long; /* longrope: (2, rot_dim / 2), used from original_max_position_embeddings on */
     mlstack_tokenizer *tok; /* NULL when the folder has no tokenizer */
@@ -29285,6 +29843,7 @@ struct mlstack_model {
     mlstack_dtype ple_dtype;
     float ple_scale;
     mlstack__weight ple_proj;
+    mlstack__weight *alt_proj; /* Gemma 3n: altup_projections, then altup_unembed_projections ((D, D), n - 1 each) */
     const float *ple_norm, *ones; /* ones: (head_dim) weight of the v norm */
 };
 
@@ -29452,6 +30011,28 @@ static mlstack_result mlstack__cfg_blocks(mlstack__config *c, const mlstack__jso
     return MLSTACK_OK;
 }
 
+/* The FFN width: intermediate_size (or the family's key), a number or (Gemma 3n) a list of one
+   per layer, all equal (different widths per layer are refused by name). */
+static mlstack_result mlstack__cfg_ff(mlstack__config *c, const mlstack__json *root, const char *file,
+                                      mlstack_error *err) {
+    const char *key = c->fam->opt.ff_key ? c->fam->opt.ff_key : "intermediate_size";
+    const mlstack__json *v = mlstack__json_get(root, key), *e;
+    int64_t w, first = -1;
+    if (!v || v->type != MLSTACK__JSON_ARRAY) return mlstack__cfg_int(root, key, 0, &c->n_ff, file, err);
+    for (e = v->child; e; e = e->next) {
+        if (!mlstack__json_int(e, &w) || w < 1 || w > INT_MAX)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s must hold positive integers", file, key);
+        if (first >= 0 && w != first)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: %s with different widths per layer (%lld, %lld) is not supported", file, key,
+                                 (long long)first, (long long)w);
+        first = w;
+    }
+    if (first < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s is an empty list", file, key);
+    c->n_ff = (int)first;
+    return MLSTACK_OK;
+}
+
 /* Sizes: widths, layers, heads and head_dim (with the divisibility the kernels rely on), the
    activation, the norm epsilon. */
 static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -29469,8 +30050,7 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
         return mlstack__cfg_float(root, c->fam->ssm.eps, 1e-5f, &c->eps, file, err);
     }
     if ((r = mlstack__cfg_int(root, "hidden_size", 0, &c->n_embd, file, err)) ||
-        (r = mlstack__cfg_int(root, c->fam->opt.ff_key ? c->fam->opt.ff_key : "intermediate_size", 0, &c->n_ff, file,
-                              err)) ||
+        (r = mlstack__cfg_ff(c, root, file, err)) ||
         (r = c->fam->ssm.layout == MLSTACK__SSM_BLOCKS
                  ? mlstack__cfg_blocks(c, root, file, err)
                  : mlstack__cfg_int(root, "num_hidden_layers", 0, &c->n_layers, file, err)) ||
@@ -29577,7 +30157,7 @@ static mlstack_result mlstack__cfg_rope_one(mlstack__config *c, mlstack__rope_cf
         if ((r = mlstack__cfg_num(rs, "factor", 1, 1e-6, 1e6, &t->factor, file, err)) ||
             (r = mlstack__cfg_num(rs, "partial_rotary_factor", 1, 0, 1, &prf, file, err)))
             return r;
-        t->rot_pairs = (int)floor((double)prf * c->head_dim / 2);
+        t->rot_pairs = (int)floor((double)prf * mlstack__rope_dim(c, t == &c->rope[1]) / 2);
         if (c->rot_dim != c->head_dim)
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: proportional RoPE is supported for %s only", file,
                                  "Gemma 4");
@@ -30157,45 +30737,148 @@ static mlstack_result mlstack__cfg_gemma4_layers(mlstack__config *c, const mlsta
     }
     return MLSTACK_OK;
 }
+/* The inverse error function (double; |x| < 1): Winitzki's approximation, then Newton steps on
+   erf. */
+static double mlstack__erfinv(double x) {
+    double a = 0.147, ln = log(1.0 - x * x), t = 2.0 / (3.14159265358979323846 * a) + ln / 2.0;
+    double y = (x < 0 ? -1.0 : 1.0) * sqrt(sqrt(t * t - ln / a) - t);
+    int i;
+    for (i = 0; i < 4; i++) y -= (erf(y) - x) / (1.1283791670955126 * exp(-y * y));
+    return y;
+}
+
+/* Gemma 3n's options (F_GEMMA3N): altup_num_inputs (default 4) streams, altup_active_idx (0),
+   altup_correct_scale (true), laurel_rank (64), activation_sparsity_pattern (a list of one
+   fraction in [0, 1) per layer; absent or null: 0.95 for the first 10 layers of a model with
+   more than 10, as transformers). altup_coef_clip only clamps weights in training. */
+static mlstack_result mlstack__cfg_gemma3n(mlstack__config *c, const mlstack__json *root, const char *file,
+                                           mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, "activation_sparsity_pattern"), *e;
+    mlstack_result r;
+    float lr, ai;
+    int l = 0;
+    if ((r = mlstack__cfg_int(root, "altup_num_inputs", 4, &c->altup_n, file, err)) ||
+        (r = mlstack__cfg_num(root, "altup_active_idx", 0, 0, 15, &ai, file, err)) ||
+        (r = mlstack__cfg_num(root, "laurel_rank", 64, 1, 1 << 16, &lr, file, err)))
+        return r;
+    c->laurel_rank = (int)lr, c->altup_active = (int)ai;
+    if (c->altup_n < 1 || c->altup_n > 16 || c->altup_active < 0 || c->altup_active >= c->altup_n)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: altup_num_inputs %d (1 to 16) and altup_active_idx %d (below it) out of range", file,
+                             c->altup_n, c->altup_active);
+    c->altup_scale = mlstack__json_bool(mlstack__json_get(root, "altup_correct_scale"), 1);
+    if (mlstack__json_is_null(v)) {
+        for (l = 0; l < c->n_layers; l++) c->act_sparsity[l] = c->n_layers > 10 && l < 10 ? 0.95f : 0.0f;
+        return MLSTACK_OK;
+    }
+    for (e = v->type == MLSTACK__JSON_ARRAY ? v->child : NULL; e && l < c->n_layers; e = e->next, l++)
+        if (e->type != MLSTACK__JSON_NUMBER || !(e->num >= 0 && e->num < 1)) break;
+        else
+            c->act_sparsity[l] = (float)e->num;
+    if (v->type != MLSTACK__JSON_ARRAY || e || l != c->n_layers)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: activation_sparsity_pattern must be a list of %d numbers in [0, 1)", file,
+                             c->n_layers);
+    return MLSTACK_OK;
+}
+
+/* One layer's head size hd and KV heads kvh (-1: keep) into the per-layer shape tables. */
+static mlstack_result mlstack__cfg_layer_heads(mlstack__config *c, int l, int64_t hd, int64_t kvh, const char *file,
+                                               mlstack_error *err) {
+    if (hd >= 0 && (hd < 2 || hd % 2 || hd > 65534 || hd * c->n_heads > (1 << 24)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer %d: head_dim %lld must be even, 2 to 65534", file, l,
+                             (long long)hd);
+    if (kvh >= 0 && (kvh < 1 || kvh > c->n_heads || c->n_heads % kvh))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: layer %d: num_key_value_heads %lld must divide num_attention_heads %d", file, l,
+                             (long long)kvh, c->n_heads);
+    if (hd >= 0) c->layer_head_dim[l] = (unsigned short)(hd == c->head_dim ? 0 : hd);
+    if (kvh >= 0) c->layer_kv_heads[l] = (unsigned short)(kvh == c->n_kv_heads ? 0 : kvh);
+    c->var_heads |= c->layer_head_dim[l] || c->layer_kv_heads[l];
+    return MLSTACK_OK;
+}
+
+/* Gemma 4's per-layer head sizes, as transformers reads them: per_layer_config (layer index ->
+   head_dim / num_key_value_heads, what transformers saves) when present, else every full layer
+   takes global_head_dim (default 512) and, with attention_k_eq_v, num_global_key_value_heads
+   (null: num_key_value_heads). Layers of one type must agree (transformers' rotary tables are
+   per type); the sliding table then has the sliding layers' head size, the full one the full. */
+static mlstack_result mlstack__cfg_gemma4_heads(mlstack__config *c, const mlstack__json *root, const char *file,
+                                                mlstack_error *err) {
+    const mlstack__json *plc = mlstack__json_get(root, "per_layer_config"), *v, *e;
+    mlstack_result r;
+    int64_t hd = 512, kvh = -1;
+    int l, t;
+    if (mlstack__json_is_null(plc)) {
+        v = mlstack__json_get(root, "global_head_dim");
+        if (!mlstack__json_is_null(v) && !mlstack__json_int(v, &hd))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: global_head_dim must be an integer", file);
+        v = mlstack__json_get(root, "num_global_key_value_heads");
+        if (c->k_eq_v && !mlstack__json_is_null(v) && !mlstack__json_int(v, &kvh))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: num_global_key_value_heads must be an integer", file);
+        for (l = 0; l < c->n_layers; l++)
+            if (!c->layer_sliding[l] && (r = mlstack__cfg_layer_heads(c, l, hd, kvh, file, err)) != MLSTACK_OK)
+                return r;
+    } else if (plc->type != MLSTACK__JSON_OBJECT) {
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: per_layer_config must be an object", file);
+    }
+    for (e = plc && plc->type == MLSTACK__JSON_OBJECT ? plc->child : NULL; e; e = e->next) {
+        const mlstack__json *h = mlstack__json_get(e, "head_dim"), *k = mlstack__json_get(e, "num_key_value_heads");
+        char *end = NULL;
+        long li = e->key ? strtol(e->key, &end, 10) : -1;
+        hd = kvh = -1;
+        if (!e->key || end == e->key || *end || li < 0 || li >= c->n_layers || e->type != MLSTACK__JSON_OBJECT ||
+            (!mlstack__json_is_null(h) && !mlstack__json_int(h, &hd)) ||
+            (!mlstack__json_is_null(k) && !mlstack__json_int(k, &kvh)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: per_layer_config: \"%.40s\" must be a layer index 0 to %d with an object of "
+                                 "integers",
+                                 file, e->key ? e->key : "?", c->n_layers - 1);
+        if ((r = mlstack__cfg_layer_heads(c, (int)li, hd, kvh, file, err)) != MLSTACK_OK) return r;
+    }
+    c->rope_dim[0] = c->rope_dim[1] = -1;
+    for (l = 0; l < c->n_layers; l++) {
+        int d = c->layer_head_dim[l] ? c->layer_head_dim[l] : c->head_dim, *rd = &c->rope_dim[c->layer_sliding[l]];
+        int k = c->layer_kv_heads[l] ? c->layer_kv_heads[l] : c->n_kv_heads, k0 = -1;
+        for (t = 0; t < l; t++)
+            if (c->layer_sliding[t] == c->layer_sliding[l])
+                k0 = c->layer_kv_heads[t] ? c->layer_kv_heads[t] : c->n_kv_heads;
+        if ((*rd >= 0 && *rd != d) || (k0 >= 0 && k0 != k))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: layer %d: %s layers with different head sizes are not supported (transformers "
+                                 "needs each layer type homogeneous)",
+                                 file, l, c->layer_sliding[l] ? "sliding" : "full");
+        *rd = d;
+    }
+    for (t = 0; t < 2; t++)
+        if (c->rope_dim[t] < 0) c->rope_dim[t] = c->head_dim;
+    return MLSTACK_OK;
+}
+
 /* Gemma 4's text options (F_GEMMA4): the layer pattern (every 6th layer full unless layer_types
    says otherwise; the last layer always full, as transformers forces it), shared-KV layers,
-   per-layer inputs, k = v layers; what the forward pass does not do (per-layer head sizes, the
+   per-layer inputs, k = v layers, per-layer head sizes; what the forward pass does not do (the
    MoE block, double-wide MLPs, bidirectional attention) is refused by name. */
 static mlstack_result mlstack__cfg_gemma4(mlstack__config *c, const mlstack__json *root, const char *file,
                                           mlstack_error *err) {
-    const mlstack__json *v, *e;
-    int64_t w;
+    mlstack_result r;
     int l;
-    static const char *const keys[2] = {"global_head_dim", "num_global_key_value_heads"};
     c->attn_scale = 1.0f; /* q and k are RMS-normalized: no 1 / sqrt(head_dim) */
     c->v_norm = 1;
     c->k_eq_v = mlstack__json_bool(mlstack__json_get(root, "attention_k_eq_v"), 0);
     if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d layers (at most %d supported for %s)", file, c->n_layers,
                              MLSTACK__MAX_TYPED_LAYERS, c->architecture);
-    if (!c->has_layer_types)
-        for (l = 0; l < c->n_layers; l++) c->layer_sliding[l] = (unsigned char)((l + 1) % 6 != 0);
+    if (!c->has_layer_types) /* Gemma 3n: 4 sliding layers to 1 full, and no last layer forced full */
+        for (l = 0; l < c->n_layers; l++)
+            c->layer_sliding[l] = (unsigned char)((l + 1) % (c->fam->flags & MLSTACK__F_GEMMA3N ? 5 : 6) != 0);
     c->has_layer_types = 1;
+    if (c->fam->flags & MLSTACK__F_GEMMA3N) {
+        if ((r = mlstack__cfg_gemma3n(c, root, file, err)) != MLSTACK_OK) return r;
+        return mlstack__cfg_gemma4_layers(c, root, file, err);
+    }
     c->layer_sliding[c->n_layers - 1] = 0;
-    /* per-layer head sizes: per_layer_config as transformers saves it (the layers that differ),
-       else full layers take global_head_dim (default 512) and, with k = v, num_global_key_value_heads */
-    for (l = 0; l < 2 && mlstack__json_is_null(mlstack__json_get(root, "per_layer_config")); l++) {
-        v = mlstack__json_get(root, keys[l]);
-        w = l ? c->n_kv_heads : 512;
-        if (!mlstack__json_is_null(v) && !mlstack__json_int(v, &w)) w = -1;
-        if (w != (l ? c->n_kv_heads : c->head_dim) && (l == 0 || c->k_eq_v))
-            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                                 "%s: %s different from %s (full layers with other head sizes) is not supported yet",
-                                 file, keys[l], l ? "num_key_value_heads" : "head_dim");
-    }
-    v = mlstack__json_get(root, "per_layer_config");
-    for (e = v && v->type == MLSTACK__JSON_OBJECT ? v->child : NULL; e; e = e->next) {
-        const mlstack__json *hd = mlstack__json_get(e, "head_dim"), *kv = mlstack__json_get(e, "num_key_value_heads");
-        if ((!mlstack__json_is_null(hd) && (!mlstack__json_int(hd, &w) || w != c->head_dim)) ||
-            (!mlstack__json_is_null(kv) && (!mlstack__json_int(kv, &w) || w != c->n_kv_heads)))
-            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                                 "%s: per_layer_config with other head sizes per layer is not supported yet", file);
-    }
+    if ((r = mlstack__cfg_gemma4_heads(c, root, file, err)) != MLSTACK_OK) return r;
     if (mlstack__json_bool(mlstack__json_get(root, "enable_moe_block"), 0) ||
         mlstack__json_is_str(mlstack__json_get(root, "use_bidirectional_attention"), "all"))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
@@ -30543,7 +31226,7 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
    the cos/sin scale (yarn and longrope attention factor, else 1). */
 static float mlstack__rope_freqs(const mlstack__config *c, const mlstack__rope_cfg *t, float *inv_freq,
                                  float *inv_long) {
-    int dim = c->rot_dim, half = dim / 2, i;
+    int dim = mlstack__rope_dim(c, t == &c->rope[1]), half = dim / 2, i;
     double pi = 3.14159265358979323846, low = 0, high = 0;
     float mul = 1.0f;
     if (t->kind == MLSTACK__ROPE_YARN) {
@@ -30600,18 +31283,20 @@ static int mlstack__rope_long_for(const mlstack__config *c, int64_t len) {
     return c->rope[0].kind == MLSTACK__ROPE_LONGROPE && len > c->rope[0].orig_max;
 }
 
-/* The model's rotary tables: (2, rot_dim / 2) frequencies (table 1 only for F_LAYER_ROPE),
+/* The model's rotary tables: rope_dim / 2 frequencies of each (table 1 after table 0; only for F_LAYER_ROPE),
    their cos/sin scales, the long set of longrope. 0, or -1 out of memory. */
 static int mlstack__model_rope(mlstack_model *m) {
     const mlstack__config *c = &m->cfg;
-    int half = c->rot_dim / 2, t,
+    int n = (mlstack__rope_dim(c, 0) + mlstack__rope_dim(c, 1)) / 2, t,
         longrope = c->rope[0].kind == MLSTACK__ROPE_LONGROPE || c->rope[1].kind == MLSTACK__ROPE_LONGROPE;
-    m->inv_freq = (float *)mlstack__calloc((size_t)half * 2, sizeof(float));
-    if (longrope) m->inv_freq_long = (float *)mlstack__calloc((size_t)half * 2, sizeof(float));
+    m->inv_freq = (float *)mlstack__calloc((size_t)n, sizeof(float));
+    if (longrope) m->inv_freq_long = (float *)mlstack__calloc((size_t)n, sizeof(float));
     if (!m->inv_freq || (longrope && !m->inv_freq_long)) return -1;
-    for (t = 0; t < 2; t++)
-        m->rope_mul[t] = mlstack__rope_freqs(c, &c->rope[t], m->inv_freq + (size_t)t * half,
-                                             m->inv_freq_long ? m->inv_freq_long + (size_t)t * half : NULL);
+    for (t = 0; t < 2; t++) {
+        size_t at = (size_t)mlstack__rope_off(c, t) / 2;
+        m->rope_mul[t] =
+            mlstack__rope_freqs(c, &c->rope[t], m->inv_freq + at, m->inv_freq_long ? m->inv_freq_long + at : NULL);
+    }
     return 0;
 }
 
@@ -30889,10 +31574,15 @@ static mlstack_result mlstack__qkv_deinterleave(mlstack_model *m, const mlstack_
 }
 
 /* KV cache elements one position takes over every attention layer: a key and a value of each KV
-   head; latent attention keeps one key (latent | rope key) and no value (>>kvcache). */
+   head (of that layer's size); latent attention keeps one key (latent | rope key) and no value
+   (>>kvcache). */
 static uint64_t mlstack__kv_token_elems(const mlstack__config *c) {
-    uint64_t per_layer = (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (c->mla_rank ? 1u : 2u);
-    return (uint64_t)(c->n_recurrent || c->n_kv_shared ? c->n_kv_layers : c->n_layers) * per_layer;
+    uint64_t n = 0;
+    int l;
+    for (l = 0; l < c->n_layers; l++)
+        if (mlstack__stores_kv(c, l))
+            n += (uint64_t)mlstack__layer_kvh(c, l) * (uint64_t)mlstack__layer_dh(c, l) * (c->mla_rank ? 1u : 2u);
+    return n;
 }
 
 /* Layer l's attention kind: its sliding window (layer_types, else the family's pattern) and
@@ -30906,9 +31596,13 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
     L->rope = slides && (c->fam->flags & MLSTACK__F_LAYER_ROPE) ? 1 : 0;
     L->kind = c->n_recurrent ? c->layer_kind[l] : (int)MLSTACK__LAYER_ATTN;
     L->kv_layer = L->state_off = 0;
+    L->head_dim = mlstack__layer_dh(c, l), L->n_kv_heads = mlstack__layer_kvh(c, l);
     L->kv_shared = c->n_kv_shared && l >= c->n_layers - c->n_kv_shared;
     L->v_from_k = c->k_eq_v && !slides;
     L->layer_scale = 1.0f;
+    L->sparse = l < MLSTACK__MAX_TYPED_LAYERS && c->act_sparsity[l] > 0;
+    if (L->sparse) /* transformers' Normal(0, 1).icdf(p) in float32: erfinv(2 p - 1) sqrt(2) */
+        L->sparse_k = (float)mlstack__erfinv((double)(2.0f * c->act_sparsity[l] - 1.0f)) * 1.41421354f;
     for (i = 0; i < l; i++) { /* the attention layers and the recurrent states before this one */
         int k = c->n_recurrent ? c->layer_kind[i] : (int)MLSTACK__LAYER_ATTN;
         L->kv_layer += (k == MLSTACK__LAYER_ATTN || k == MLSTACK__LAYER_ATTN_SSM) &&
@@ -31061,7 +31755,7 @@ static mlstack_result mlstack__map_layer_attn(mlstack_model *m, mlstack__layer *
                                               int l, mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     const mlstack__family *f = c->fam;
-    int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+    int q_dim = c->n_heads * L->head_dim, kv_dim = L->n_kv_heads * L->head_dim;
     mlstack_result r;
     char name[256], nm[200];
     if (f->fused.qkv) { /* one fused projection, q | k | v rows: three views of it */
@@ -31524,9 +32218,9 @@ static mlstack_result mlstack__map_layer_qk_norm(mlstack_model *m, mlstack__laye
                                                  int l, mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     const mlstack__family *f = c->fam;
-    int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-    int qn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? q_dim : c->head_dim,
-        kn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? kv_dim : c->head_dim;
+    int q_dim = c->n_heads * L->head_dim, kv_dim = L->n_kv_heads * L->head_dim;
+    int qn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? q_dim : L->head_dim,
+        kn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? kv_dim : L->head_dim;
     mlstack_result r;
     char name[256], nm[200];
     if (c->qk_norm ==
@@ -31817,6 +32511,31 @@ static mlstack_result mlstack__map_layer_mixer(mlstack_model *m, mlstack__layer 
     return MLSTACK_OK;
 }
 
+/* Gemma 3n's layer l: Laurel (linear_left, linear_right, post_laurel_norm) and AltUp (the
+   router, its norm, the coefficients, correct_output_scale). */
+static mlstack_result mlstack__map_layer_gemma3n(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                                 mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int n = c->altup_n, D = c->n_embd;
+    mlstack_result r;
+    char name[256];
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME("laurel.linear_left"), c->laurel_rank, D, 0, &L->laurel_l, err)) ||
+        (r = mlstack__model_linear(m, MLSTACK__LNAME("laurel.linear_right"), D, c->laurel_rank, 0, &L->laurel_r,
+                                   err)) ||
+        (r = mlstack__model_norm(m, MLSTACK__LNAME("laurel.post_laurel_norm.weight"), D, &L->laurel_norm, err)) ||
+        (r = mlstack__model_param(m, MLSTACK__LNAME("altup.modality_router.weight"), (int64_t)n * D, &L->alt_router,
+                                  err)) ||
+        (r = mlstack__model_norm(m, MLSTACK__LNAME("altup.router_norm.weight"), D, &L->alt_router_norm, err)) ||
+        (r = mlstack__model_param(m, MLSTACK__LNAME("altup.prediction_coefs.weight"), (int64_t)n * n * n, &L->alt_pred,
+                                  err)) ||
+        (r = mlstack__model_param(m, MLSTACK__LNAME("altup.correction_coefs.weight"), (int64_t)n * n, &L->alt_corr,
+                                  err)))
+        return r;
+    if (c->altup_scale)
+        return mlstack__model_vec(m, MLSTACK__LNAME("altup.correct_output_scale"), D, &L->alt_scale, err);
+    return MLSTACK_OK;
+}
+
 /* Gemma 4's layer l: its layer_scalar and, with per-layer inputs, their gate (P, D), projection
    (D, P) and norm (D). */
 static mlstack_result mlstack__map_layer_gemma4(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
@@ -31825,8 +32544,9 @@ static mlstack_result mlstack__map_layer_gemma4(mlstack_model *m, mlstack__layer
     const float *sc;
     mlstack_result r;
     char name[256];
-    if ((r = mlstack__model_vec(m, MLSTACK__LNAME("layer_scalar"), 1, &sc, err)) != MLSTACK_OK) return r;
-    L->layer_scale = sc[0];
+    if (c->altup_n && (r = mlstack__map_layer_gemma3n(m, L, pre, l, err)) != MLSTACK_OK) return r;
+    if (!c->altup_n && (r = mlstack__model_vec(m, MLSTACK__LNAME("layer_scalar"), 1, &sc, err)) != MLSTACK_OK) return r;
+    if (!c->altup_n) L->layer_scale = sc[0];
     if (!c->ple_dim) return MLSTACK_OK;
     if ((r = mlstack__model_linear(m, MLSTACK__LNAME("per_layer_input_gate"), c->ple_dim, c->n_embd, 0, &L->w_ple_gate,
                                    err)) ||
@@ -31846,11 +32566,22 @@ static mlstack_result mlstack__map_gemma4(mlstack_model *m, const char *pre, mls
     const mlstack__st_tensor *t;
     mlstack_result r;
     char name[256];
-    float *ones = (float *)mlstack__model_own(m, sizeof(float) * (size_t)c->head_dim);
+    float *ones = (float *)mlstack__model_own(m, sizeof(float) * (size_t)mlstack__max_dh(c));
     int i;
     if (!ones) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    for (i = 0; i < c->head_dim; i++) ones[i] = 1.0f;
+    for (i = 0; i < mlstack__max_dh(c); i++) ones[i] = 1.0f;
     m->ones = ones;
+    if (c->altup_n > 1) { /* Gemma 3n: the streams' projections in and out */
+        int k = c->altup_n - 1;
+        m->alt_proj = (mlstack__weight *)mlstack__model_own(m, sizeof(mlstack__weight) * 2 * (size_t)k);
+        if (!m->alt_proj) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        memset(m->alt_proj, 0, sizeof(mlstack__weight) * 2 * (size_t)k);
+        for (i = 0; i < 2 * k; i++) {
+            snprintf(name, sizeof name, "%s.%s.%d", pre, i < k ? "altup_projections" : "altup_unembed_projections",
+                     i % k);
+            if ((r = mlstack__model_linear(m, name, c->n_embd, c->n_embd, 0, &m->alt_proj[i], err))) return r;
+        }
+    }
     if (!c->ple_dim) return MLSTACK_OK;
     snprintf(name, sizeof name, "%s.embed_tokens_per_layer.weight", pre);
     if ((r = mlstack__model_tensor(m, name, 2, c->ple_vocab, (int64_t)c->n_layers * c->ple_dim, &t, err))) return r;
@@ -32963,6 +33694,7 @@ static const struct {
     {"ssm.state_size", "linear_key_head_dim state_size mamba_d_state ssm_state_size"},
     {"ssm.group_count", "linear_num_key_heads n_groups mamba_n_groups"},
     {"ssm.time_step_rank", "linear_num_value_heads num_heads mamba_n_heads mamba_num_heads"},
+    {"ssm.inner_size", "mamba_d_ssm"},
     {"full_attention_interval", "full_attention_interval"},
     {"attention.scale", "attention_multiplier"},
     {"embedding_scale", "embedding_multiplier"},
@@ -33105,6 +33837,11 @@ static int mlstack__gj_derived(mlstack__buf *b, const mlstack__family *f, const 
                          mlstack__gguf_any_layer(g, n_layers, "ssm_conv1d.bias") ? "true" : "false") &&
          mlstack__gj_put(b, "use_bias mamba_proj_bias",
                          mlstack__gguf_any_layer(g, n_layers, "ssm_in.bias") ? "true" : "false") &&
+         mlstack__gj_put(b, "mamba_rms_norm", /* Falcon-H1: llama.cpp gates, then norms when it has the norm */
+                         mlstack__gguf_any_layer(g, n_layers, "ssm_norm.weight") ? "true" : "false") &&
+         mlstack__gj_put(b, "mamba_norm_before_gate", "false") &&
+         mlstack__gj_put(b, "projectors_bias",
+                         mlstack__gguf_any_layer(g, n_layers, "ssm_out.bias") ? "true" : "false") &&
          mlstack__gj_put(b, "use_expert_bias",
                          mlstack__gguf_any_layer(g, n_layers, "exp_probs_b.bias") ? "true" : "false") &&
          mlstack__gj_put(b, "tie_word_embeddings", mlstack__gguf_tensor_find(g, "output.weight") ? "false" : "true") &&
@@ -33356,6 +34093,8 @@ static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gg
         snprintf(name, name_cap, "%s.weight", f->name.head ? f->name.head : "lm_head");
     else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers && strchr(t->name + 4, '.')) {
         const char *rest = strchr(t->name + 4, '.') + 1, *norm = mlstack__gguf_norm_hf(c->fam, rest);
+        if (strcmp(rest, "ffn_norm") == 0) /* llama.cpp's falcon-h1 names it without ".weight" */
+            norm = mlstack__gguf_norm_hf(c->fam, "ffn_norm.weight");
         char hf[96];
         if (norm) snprintf(name, name_cap, "%s.layers.%d.%s.weight", pre, layer, norm);
         else if (f->mix.kind && mlstack__gguf_hybrid_name(f, rest, hf, sizeof hf))
@@ -33713,6 +34452,11 @@ typedef struct mlstack__gw_tensor {
        columns instead (groups of tile_dim elements of each row) */
     int tile_base, tile_dim, tile_hk, tile_g, tile_cols;
     int flat; /* written as one dimension of ne[0] ne[1] elements */
+    /* a MoE layer's experts as one [E, rows, in] tensor (llama.cpp's ffn_*_exps): n_exp experts,
+       expert e's rows from exps[3 e + role] (0 gate, 1 up, 2 down); n_exp 0: a 1-D/2-D tensor */
+    const mlstack__weight *exps;
+    int n_exp, role;
+    int ba_group; /* Qwen3-Next's ssm_ba: per key head, its ba_group beta rows then its alpha rows */
 } mlstack__gw_tensor;
 
 /* t is weight w: written as the GGML type the quantizer made it as, when its rows hold that
@@ -33894,6 +34638,7 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
         t_->type = (ty), t_->n_dims = (nd), t_->ne[0] = (uint64_t)(e0), t_->ne[1] = (uint64_t)(e1); \
         t_->data = (const unsigned char *)(dat), t_->row_bytes = (rb), t_->permute_heads = (perm);  \
         t_->unpack = 0, t_->file_row = (rb), t_->gate_heads = 0, t_->tile_dim = 0, t_->flat = 0;    \
+        t_->exps = NULL, t_->n_exp = 0, t_->role = 0, t_->ba_group = 0;                             \
     } while (0)
 
 /* The embedding table (a tied head's blocks, or a Q8_0 copy of a float table for a Q4_1 head),
@@ -33946,13 +34691,14 @@ static void mlstack__gw_list_mixer(const mlstack__config *c, const mlstack__laye
     const char *in = L->kind == MLSTACK__LAYER_CONV ? "shortconv.in_proj" : "ssm_in",
                *out = L->kind == MLSTACK__LAYER_CONV ? "shortconv.out_proj" : "ssm_out";
     const mlstack__ssm_cfg *s = &c->ssm;
+    const mlstack__weight *wo = L->kind == MLSTACK__LAYER_ATTN_SSM ? &L->w_mix_out : &L->wo; /* Falcon-H1 */
     snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, in);
     MLSTACK__GW_T(nm, mlstack__gw_type(L->w_in.wtype), 2, L->w_in.n_in, L->w_in.n_out, L->w_in.data, L->w_in.row_bytes,
                   0);
     mlstack__gw_made(&ts[*n_t - 1], &L->w_in);
     snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, out);
-    MLSTACK__GW_T(nm, mlstack__gw_type(L->wo.wtype), 2, L->wo.n_in, L->wo.n_out, L->wo.data, L->wo.row_bytes, 0);
-    mlstack__gw_made(&ts[*n_t - 1], &L->wo);
+    MLSTACK__GW_T(nm, mlstack__gw_type(wo->wtype), 2, wo->n_in, wo->n_out, wo->data, wo->row_bytes, 0);
+    mlstack__gw_made(&ts[*n_t - 1], wo);
     if (L->kind == MLSTACK__LAYER_CONV) {
         snprintf(nm, sizeof nm, "blk.%d.shortconv.conv.weight", l);
         MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, c->conv_k, c->n_embd, L->conv_w, (size_t)c->conv_k * 4, 0);
@@ -33970,6 +34716,7 @@ static void mlstack__gw_list_mixer(const mlstack__config *c, const mlstack__laye
     MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, 1, s->heads, L->ssm_a, 4, 0);
     snprintf(nm, sizeof nm, "blk.%d.ssm_d", l);
     MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, 1, s->heads, L->ssm_d, 4, 0);
+    if (!L->ssm_norm) return; /* Falcon-H1 without mamba_rms_norm */
     snprintf(nm, sizeof nm, "blk.%d.ssm_norm.weight", l);
     MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, s->inner / s->groups, s->groups, L->ssm_norm,
                   (size_t)(s->inner / s->groups) * 4, 0);
@@ -33978,7 +34725,7 @@ static void mlstack__gw_list_mixer(const mlstack__config *c, const mlstack__laye
 /* Marks the last listed tensor's value heads to be written tiled (llama.cpp's order) from row
    base on, dim rows (or, cols: elements of each row) per head. */
 static void mlstack__gw_tile(const mlstack__config *c, mlstack__gw_tensor *t, int base, int dim, int cols) {
-    if (c->dn_k_heads == c->dn_v_heads) return;
+    if (c->dn_k_heads == c->dn_v_heads || !(c->fam->flags & MLSTACK__F_GGUF_V_TILED)) return;
     t->tile_base = base, t->tile_dim = dim, t->tile_cols = cols;
     t->tile_hk = c->dn_k_heads, t->tile_g = c->dn_v_heads / c->dn_k_heads;
 }
@@ -33994,12 +34741,17 @@ static void mlstack__gw_list_delta(const mlstack__config *c, const mlstack__laye
     char nm[64];
     rows[0] = C, rows[1] = vd, rows[2] = Hv, rows[3] = Hv;
     first[0] = 0, first[1] = C, first[2] = C + vd, first[3] = C + vd + Hv;
-    for (k = 0; k < 4; k++) {
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, nm4[k]);
-        MLSTACK__GW_T(nm, mlstack__gw_type(L->w_in.wtype), 2, L->w_in.n_in, rows[k],
+    for (k = 0; k < 4; k++) { /* Qwen3-Next: beta and alpha in one ssm_ba, grouped by key head */
+        int ba = k == 2 && !(c->fam->flags & MLSTACK__F_GGUF_V_TILED);
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, ba ? "ssm_ba" : nm4[k]);
+        MLSTACK__GW_T(nm, mlstack__gw_type(L->w_in.wtype), 2, L->w_in.n_in, ba ? 2 * rows[k] : rows[k],
                       (const unsigned char *)L->w_in.data + (size_t)first[k] * rb, rb, 0);
         mlstack__gw_made(&ts[*n_t - 1], &L->w_in);
         mlstack__gw_tile(c, &ts[*n_t - 1], k ? 0 : 2 * kd, k < 2 ? dv : 1, 0);
+        if (ba) {
+            ts[*n_t - 1].ba_group = Hv / c->dn_k_heads;
+            break;
+        }
     }
     snprintf(nm, sizeof nm, "blk.%d.ssm_conv1d.weight", l);
     MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, K, C, L->conv_w, (size_t)K * 4, 0);
@@ -34020,6 +34772,39 @@ static void mlstack__gw_list_delta(const mlstack__config *c, const mlstack__laye
     if (!c->dn_v_tiled) mlstack__gw_tile(c, &ts[*n_t - 1], 0, dv, 1); /* read from GGUF: already tiled */
 }
 
+/* A MoE layer's router, experts (one [E, rows, in] tensor per projection), expert bias, shared
+   expert and its gate, under llama.cpp's names. */
+static void mlstack__gw_list_moe(const mlstack__config *c, const mlstack__layer *L, int l, mlstack__gw_tensor *ts,
+                                 int *n_t) {
+    static const char *const exps[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"},
+                             *shexp[4] = {"ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", "ffn_gate_inp_shexp"};
+    const mlstack__weight *sh[4] = {&L->sh_gate, &L->sh_up, &L->sh_down, &L->sh_router};
+    char nm[64];
+    int k;
+    snprintf(nm, sizeof nm, "blk.%d.ffn_gate_inp.weight", l);
+    MLSTACK__GW_T(nm, mlstack__gw_type(L->router.wtype), 2, L->router.n_in, L->router.n_out, L->router.data,
+                  L->router.row_bytes, 0);
+    for (k = 0; k < 3; k++) {
+        const mlstack__weight *w = &L->experts[k];
+        if (!w->data) continue;
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, exps[k]);
+        MLSTACK__GW_T(nm, mlstack__gw_type(w->wtype), 3, w->n_in, w->n_out, w->data, w->row_bytes, 0);
+        mlstack__gw_made(&ts[*n_t - 1], w);
+        ts[*n_t - 1].exps = L->experts, ts[*n_t - 1].n_exp = c->n_experts, ts[*n_t - 1].role = k;
+    }
+    if (L->expert_bias) {
+        snprintf(nm, sizeof nm, "blk.%d.exp_probs_b.bias", l);
+        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_experts, 1, L->expert_bias, (size_t)c->n_experts * 4, 0);
+    }
+    for (k = 0; k < 4; k++) {
+        if (!sh[k]->data) continue;
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, shexp[k]);
+        MLSTACK__GW_T(nm, mlstack__gw_type(sh[k]->wtype), 2, sh[k]->n_in, sh[k]->n_out, sh[k]->data, sh[k]->row_bytes,
+                      0);
+        mlstack__gw_made(&ts[*n_t - 1], sh[k]);
+    }
+}
+
 /* Each layer's norms, projections (q and k rows permuted for llama.cpp's rope), biases and q/k norms. */
 static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t) {
     const mlstack__config *c = &m->cfg;
@@ -34033,9 +34818,10 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         int k;
         for (k = 0; k < 4; k++) { /* the norms the layer has, by role */
             if (!norms[k]) continue;
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l,
-                     k == 1 && (c->fam->flags & MLSTACK__F_GGUF_POST_ATTN) ? "post_attention_norm"
-                                                                           : mlstack__gguf_norm_names[k]);
+            snprintf(nm, sizeof nm, k == 1 && L->kind == MLSTACK__LAYER_ATTN_SSM ? "blk.%d.%s" : "blk.%d.%s.weight", l,
+                     k == 1 && L->kind == MLSTACK__LAYER_MLP                 ? "attn_norm" /* a block's one norm */
+                     : k == 1 && (c->fam->flags & MLSTACK__F_GGUF_POST_ATTN) ? "post_attention_norm"
+                                                                             : mlstack__gguf_norm_names[k]);
             MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, norms[k], (size_t)c->n_embd * 4, 0);
         }
         for (k = 0; k < 7; k++) {
@@ -34044,7 +34830,8 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
                        : k == 1                    ? c->n_kv_heads
                                                    : 0,
                 role = k == 4 && !L->w_up.data ? 5 : k; /* an ungated MLP's W1 (in w_gate) is ffn_up */
-            if (!ws[k]->data || (k == 3 && L->kind != MLSTACK__LAYER_ATTN)) continue; /* wo: the mixer's */
+            if (!ws[k]->data || (k == 3 && L->kind != MLSTACK__LAYER_ATTN && L->kind != MLSTACK__LAYER_ATTN_SSM))
+                continue; /* wo: the mixer's */
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
             MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in,
                           k == 0 && L->wqg.data ? 2 * ws[k]->n_out : ws[k]->n_out, ws[k]->data, ws[k]->row_bytes, perm);
@@ -34056,10 +34843,12 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
                 MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
             }
         }
+        if (L->moe) mlstack__gw_list_moe(c, L, l, ts, n_t);
         if (L->kind == MLSTACK__LAYER_DELTANET) {
             mlstack__gw_list_delta(c, L, l, ts, n_t);
             continue;
         }
+        if (L->kind == MLSTACK__LAYER_MLP) continue; /* Nemotron-H's MLP blocks: the FFN alone */
         if (L->kind != MLSTACK__LAYER_ATTN) {
             mlstack__gw_list_mixer(c, L, l, ts, n_t);
             continue;
@@ -34072,6 +34861,82 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         }
     }
 #undef MLSTACK__GGUF_NAME
+}
+
+/* The multiplier llama.cpp's converter folds into Falcon-H1 tensor `name` (its second for k, in
+   that order: (W key) attn_in), 1 for others; *mup: in_proj's rows also times ssm_multipliers. */
+static float mlstack__gw_fold_scale(const mlstack__config *c, const char *name, float *second, int *mup) {
+    const char *rest = strncmp(name, "blk.", 4) == 0 && strchr(name + 4, '.') ? strchr(name + 4, '.') + 1 : name;
+    const mlstack__mults *u = &c->mult;
+    *second = 1.0f, *mup = 0;
+    if (strcmp(rest, "token_embd.weight") == 0) return c->embed_scale;
+    if (strcmp(rest, "output.weight") == 0) return u->logits;
+    if (strcmp(rest, "attn_q.weight") == 0 || strcmp(rest, "attn_v.weight") == 0) return u->attn_in;
+    if (strcmp(rest, "attn_k.weight") == 0) return *second = u->attn_in, u->key;
+    if (strcmp(rest, "attn_output.weight") == 0) return u->attn_out;
+    if (strcmp(rest, "ffn_gate.weight") == 0) return u->mlp_gate;
+    if (strcmp(rest, "ffn_down.weight") == 0) return u->mlp_down;
+    if (strcmp(rest, "ssm_out.weight") == 0) return u->ssm_out;
+    if (strcmp(rest, "ssm_in.weight") == 0) return *mup = c->ssm.has_mup, u->ssm_in;
+    return 1.0f;
+}
+
+/* Falcon-H1's multipliers folded into its float weights as llama.cpp's converter folds them (the
+   falcon-h1 graph has none): copies, rounded back to the stored type, in *owned (the caller
+   frees it). A tied head with its own multiplier is written as output.weight. Fails on a
+   quantized weight with a multiplier. */
+static mlstack_result mlstack__gw_fold(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t, unsigned char **owned,
+                                       mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__ssm_cfg *s = &c->ssm;
+    uint64_t total = 0, off = 0, r;
+    int pass, i, k, mup;
+    float second, *row;
+    if (!(c->fam->flags & MLSTACK__F_MUP)) return MLSTACK_OK;
+    if (m->lm_head.data == m->embed && c->mult.logits != c->embed_scale) { /* the tied head, scaled apart */
+        mlstack__gw_tensor *t = &ts[(*n_t)++];
+        *t = ts[0]; /* token_embd.weight */
+        snprintf(t->name, sizeof t->name, "output.weight");
+    }
+    for (pass = 0; pass < 2; pass++) {
+        for (i = 0; i < *n_t; i++) {
+            mlstack__gw_tensor *t = &ts[i];
+            float a = mlstack__gw_fold_scale(c, t->name, &second, &mup);
+            int dt = t->type == MLSTACK__GGML_F32    ? (int)MLSTACK_DTYPE_F32
+                     : t->type == MLSTACK__GGML_F16  ? (int)MLSTACK_DTYPE_F16
+                     : t->type == MLSTACK__GGML_BF16 ? (int)MLSTACK_DTYPE_BF16
+                                                     : -1;
+            if (a == 1.0f && second == 1.0f && !mup) continue;
+            if (dt < 0 || t->unpack || t->permute_heads || t->tile_dim || t->n_exp)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: %s: Falcon-H1's multipliers are folded into float weights only (llama.cpp's "
+                                     "falcon-h1 has none); write the GGUF from the float model, then quantize it",
+                                     m->path, t->name);
+            if (pass == 0) {
+                total += t->row_bytes * t->ne[1];
+                continue;
+            }
+            if (!(row = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)t->ne[0])))
+                return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+            for (r = 0; r < t->ne[1]; r++) { /* each a rounded step, in the converter's order */
+                uint64_t z = (uint64_t)s->inner, g = (uint64_t)s->groups * (uint64_t)s->state, j;
+                k = r < z ? 0 : r < 2 * z ? 1 : r < 2 * z + g ? 2 : r < 2 * z + 2 * g ? 3 : 4; /* z x B C dt */
+                mlstack__to_f32((mlstack_dtype)dt, t->data + r * t->row_bytes, row, (size_t)t->ne[0]);
+                for (j = 0; j < t->ne[0]; j++) {
+                    row[j] *= a;
+                    if (second != 1.0f) row[j] *= second;
+                    if (mup) row[j] *= s->mup[k];
+                }
+                mlstack__from_f32((mlstack_dtype)dt, row, *owned + off + r * t->row_bytes, (size_t)t->ne[0]);
+            }
+            MLSTACK_FREE(row);
+            t->data = *owned + off;
+            off += t->row_bytes * t->ne[1];
+        }
+        if (pass == 0 && !(*owned = (unsigned char *)MLSTACK_MALLOC((size_t)total + 64)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    }
+    return MLSTACK_OK;
 }
 
 /* Llama 3 rope scaling as llama.cpp keeps it: per-frequency divisors. Returns 0 when out of memory. */
@@ -34102,7 +34967,8 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
                              "%s: its RoPE scaling is not written to GGUF (none, linear and llama3 are)", m->path);
     for (l = 0; l < c->n_layers; l++) { /* gated q_proj: q and gate rows of one type */
         const mlstack__layer *L = &m->layers[l];
-        int tiled = L->kind == MLSTACK__LAYER_DELTANET && c->dn_k_heads != c->dn_v_heads && !c->dn_v_tiled;
+        int tiled = L->kind == MLSTACK__LAYER_DELTANET && c->dn_k_heads != c->dn_v_heads && !c->dn_v_tiled &&
+                    (c->fam->flags & MLSTACK__F_GGUF_V_TILED);
         if ((L->wqg.data && (L->wqg.wtype != L->wq.wtype || L->wqg.gtype != L->wq.gtype)) ||
             (tiled && (L->wo.packed || L->wo.gtype || L->wo.row_bytes % (size_t)c->dn_v_heads ||
                        c->dn_v_dim % mlstack__wtype_block(L->wo.wtype))))
@@ -34111,6 +34977,12 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
                                  "in llama.cpp's order in this layout",
                                  m->path, l);
     }
+    if (c->fam->ssm.layout == MLSTACK__SSM_PARALLEL &&
+        (c->ssm.gate_norm == MLSTACK__GATE_NORM_BEFORE || c->ssm.proj_bias || c->ssm.out_bias))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: llama.cpp's %s has no %s", m->path, arch,
+                             c->ssm.gate_norm == MLSTACK__GATE_NORM_BEFORE
+                                 ? "gated norm before the gate (mamba_norm_before_gate)"
+                                 : "Mamba2 projection biases (mamba_proj_bias, projectors_bias)");
     for (l = 0; l < c->n_layers; l++) /* SmolLM3: llama.cpp's NoPE layers are every 4th */
         if ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) && m->layers[l].nope != ((l + 1) % 4 == 0))
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
@@ -34150,11 +35022,15 @@ static int mlstack__gw_head_count_kv(mlstack_model *m, const char *arch, mlstack
     int ok, l;
     if (!c->n_recurrent) return mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv);
     if (c->fam->mix.kind == MLSTACK__LAYER_DELTANET) return mlstack__gw_delta_keys(m, arch, kv, n_kv);
-    ok = mlstack__gw_key(kv, arch, "attention.head_count_kv", MLSTACK__GGUF_ARRAY) &&
-         mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
-    for (l = 0; ok && l < c->n_layers; l++)
-        ok = mlstack__gw_u(kv, m->layers[l].kind == MLSTACK__LAYER_ATTN ? (uint32_t)c->n_kv_heads : 0, 4);
-    ++*n_kv;
+    if (c->fam->ssm.layout == MLSTACK__SSM_PARALLEL) { /* Falcon-H1: every layer attends */
+        ok = mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv);
+    } else {
+        ok = mlstack__gw_key(kv, arch, "attention.head_count_kv", MLSTACK__GGUF_ARRAY) &&
+             mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++)
+            ok = mlstack__gw_u(kv, m->layers[l].kind == MLSTACK__LAYER_ATTN ? (uint32_t)c->n_kv_heads : 0, 4);
+        ++*n_kv;
+    }
     if (ok && c->fam->mix.kind == MLSTACK__LAYER_CONV)
         ok = mlstack__gw_u32(kv, arch, "shortconv.l_cache", (uint32_t)c->conv_k, n_kv);
     if (ok && c->fam->mix.kind == MLSTACK__LAYER_MAMBA2)
@@ -34163,6 +35039,49 @@ static int mlstack__gw_head_count_kv(mlstack_model *m, const char *arch, mlstack
              mlstack__gw_u32(kv, arch, "ssm.group_count", (uint32_t)s->groups, n_kv) &&
              mlstack__gw_u32(kv, arch, "ssm.inner_size", (uint32_t)s->inner, n_kv) &&
              mlstack__gw_u32(kv, arch, "ssm.time_step_rank", (uint32_t)s->heads, n_kv);
+    return ok;
+}
+
+/* feed_forward_length: one number, or (Nemotron-H's blocks) one per layer, 0 but for MLP blocks;
+   the norms' epsilon (Nemotron-H: attention.layer_norm_epsilon, which llama.cpp requires); Granite
+   4.0-H's multipliers and its RoPE switch. Returns 0 when out of memory. */
+static int mlstack__gw_ff_eps(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
+    const mlstack__config *c = &m->cfg;
+    int ok, l, blocks = c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 && c->fam->ssm.layout == MLSTACK__SSM_BLOCKS;
+    if (!blocks) {
+        ok = mlstack__gw_u32(kv, arch, "feed_forward_length", (uint32_t)c->n_ff, n_kv) &&
+             mlstack__gw_f32(kv, arch, "attention.layer_norm_rms_epsilon", c->eps, n_kv);
+    } else {
+        ok = mlstack__gw_key(kv, arch, "feed_forward_length", MLSTACK__GGUF_ARRAY) &&
+             mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++)
+            ok = mlstack__gw_u(kv, m->layers[l].kind == MLSTACK__LAYER_MLP ? (uint32_t)c->n_ff : 0, 4);
+        ++*n_kv;
+        ok = ok && mlstack__gw_f32(kv, arch, "attention.layer_norm_epsilon", c->eps, n_kv);
+    }
+    if (ok && c->n_experts) {
+        int lead = 0;
+        while (lead < c->n_layers && !m->layers[lead].moe) lead++;
+        ok = mlstack__gw_u32(kv, arch, "expert_count", (uint32_t)c->n_experts, n_kv) &&
+             mlstack__gw_u32(kv, arch, "expert_used_count", (uint32_t)c->n_experts_used, n_kv) &&
+             mlstack__gw_u32(kv, arch, "expert_feed_forward_length", (uint32_t)c->moe_ff, n_kv) &&
+             (!c->shared_ff ||
+              mlstack__gw_u32(kv, arch, "expert_shared_feed_forward_length", (uint32_t)c->shared_ff, n_kv)) &&
+             (!lead || mlstack__gw_u32(kv, arch, "leading_dense_block_count", (uint32_t)lead, n_kv)) &&
+             (!c->moe_sigmoid || mlstack__gw_u32(kv, arch, "expert_gating_func", 2, n_kv)); /* 2: sigmoid */
+    }
+    if (ok && (c->fam->flags & MLSTACK__F_MULTIPLIERS))
+        ok = mlstack__gw_f32(kv, arch, "attention.scale", c->attn_scale, n_kv) &&
+             mlstack__gw_f32(kv, arch, "embedding_scale", c->embed_scale, n_kv) &&
+             mlstack__gw_f32(kv, arch, "residual_scale", c->residual_scale, n_kv) &&
+             mlstack__gw_f32(kv, arch, "logit_scale", c->logits_div, n_kv);
+    if (ok && c->fam->ssm.nope == 1) { /* Granite 4.0-H: llama.cpp's switch for RoPE */
+        ok = mlstack__gw_key(kv, arch, "rope.scaling.finetuned", MLSTACK__GGUF_BOOL) &&
+             mlstack__gw_u(kv, !c->nope, 1) &&
+             mlstack__gw_u32(kv, arch, "expert_shared_feed_forward_length", (uint32_t)c->n_ff, n_kv) &&
+             (c->n_experts || mlstack__gw_u32(kv, arch, "expert_count", 0, n_kv)); /* dense: 0 */
+        ++*n_kv;
+    }
     return ok;
 }
 
@@ -34213,15 +35132,14 @@ static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv
          mlstack__gw_u32(kv, arch, "block_count", (uint32_t)c->n_layers, n_kv) &&
          mlstack__gw_u32(kv, arch, "context_length", (uint32_t)c->max_pos, n_kv) &&
          mlstack__gw_u32(kv, arch, "embedding_length", (uint32_t)c->n_embd, n_kv) &&
-         mlstack__gw_u32(kv, arch, "feed_forward_length", (uint32_t)c->n_ff, n_kv) &&
+         mlstack__gw_ff_eps(m, arch, kv, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.head_count", (uint32_t)c->n_heads, n_kv) &&
          mlstack__gw_head_count_kv(m, arch, kv, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.key_length", (uint32_t)c->head_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.value_length", (uint32_t)c->head_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "rope.dimension_count", (uint32_t)c->rot_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "vocab_size", (uint32_t)c->n_vocab, n_kv) &&
-         mlstack__gw_f32(kv, arch, "rope.freq_base", c->rope_theta, n_kv) &&
-         mlstack__gw_f32(kv, arch, "attention.layer_norm_rms_epsilon", c->eps, n_kv);
+         mlstack__gw_f32(kv, arch, "rope.freq_base", c->rope_theta, n_kv);
     if (ok && c->rope_kind == MLSTACK__ROPE_LINEAR)
         ok = mlstack__gw_s(kv, arch, "rope.scaling.type", "linear", 6, n_kv) &&
              mlstack__gw_f32(kv, arch, "rope.scaling.factor", c->rope_factor, n_kv);
@@ -34252,11 +35170,12 @@ static int mlstack__gw_header(mlstack__gw_tensor *ts, int n_t, int n_kv, const m
          mlstack__gw_u(hdr, (uint64_t)n_kv, 8) && mlstack__buf_put(hdr, kv->p, kv->n);
     for (i = 0; ok && i < n_t; i++) {
         mlstack__gw_tensor *t = &ts[i];
-        uint64_t bytes = (uint64_t)t->file_row * t->ne[1];
+        uint64_t bytes = (uint64_t)t->file_row * t->ne[1] * (uint64_t)(t->n_exp ? t->n_exp : 1);
         t->offset = off;
         ok = mlstack__gw_str(hdr, t->name, strlen(t->name)) && mlstack__gw_u(hdr, (uint64_t)t->n_dims, 4) &&
              mlstack__gw_u(hdr, t->flat ? t->ne[0] * t->ne[1] : t->ne[0], 8) &&
-             (t->n_dims < 2 || mlstack__gw_u(hdr, t->ne[1], 8)) && mlstack__gw_u(hdr, t->type, 4) &&
+             (t->n_dims < 2 || mlstack__gw_u(hdr, t->ne[1], 8)) &&
+             (t->n_dims < 3 || mlstack__gw_u(hdr, (uint64_t)t->n_exp, 8)) && mlstack__gw_u(hdr, t->type, 4) &&
              mlstack__gw_u(hdr, off, 8);
         off += (bytes + 31) & ~(uint64_t)31;
     }
@@ -34271,6 +35190,10 @@ static uint64_t mlstack__gw_src_row(const mlstack__gw_tensor *t, uint64_t row, i
     uint64_t h = (uint64_t)hd;
     if (t->permute_heads) return (row / h) * h + ((row % h) & 1) * (h / 2) + (row % h) / 2;
     if (t->gate_heads) return (row / (2 * h)) * h + row % h; /* of data or data2: mlstack__gw_row */
+    if (t->ba_group) { /* beta rows [0, Hv), then alpha rows [Hv, 2 Hv) */
+        uint64_t r = (uint64_t)t->ba_group, g = row / (2 * r), j = row % (2 * r);
+        return j < r ? g * r + j : t->ne[1] / 2 + g * r + (j - r);
+    }
     if (t->tile_dim && !t->tile_cols && row >= (uint64_t)t->tile_base) {
         uint64_t q = row - (uint64_t)t->tile_base, s = q / (uint64_t)t->tile_dim, j = q % (uint64_t)t->tile_dim;
         return (uint64_t)t->tile_base +
@@ -34283,6 +35206,9 @@ static uint64_t mlstack__gw_src_row(const mlstack__gw_tensor *t, uint64_t row, i
 /* The bytes of file row `row`. */
 static const unsigned char *mlstack__gw_row(const mlstack__gw_tensor *t, uint64_t row, int hd) {
     uint64_t src = mlstack__gw_src_row(t, row, hd);
+    if (t->n_exp) /* expert row / ne[1]'s row row % ne[1] */
+        return (const unsigned char *)t->exps[3 * (row / t->ne[1]) + (uint64_t)t->role].data +
+               (row % t->ne[1]) * t->row_bytes;
     const unsigned char *d = t->gate_heads && (row % (2 * (uint64_t)hd)) >= (uint64_t)hd ? t->data2 : t->data;
     return d + src * t->row_bytes;
 }
@@ -34298,7 +35224,7 @@ static int mlstack__gw_write(const mlstack_model *m, FILE *f, const mlstack__buf
     ok = fwrite(hdr->p, 1, hdr->n, f) == hdr->n;
     for (i = 0; ok && i < n_t; i++) {
         const mlstack__gw_tensor *t = &ts[i];
-        uint64_t row, bytes = (uint64_t)t->file_row * t->ne[1];
+        uint64_t row, n_rows = t->ne[1] * (uint64_t)(t->n_exp ? t->n_exp : 1), bytes = (uint64_t)t->file_row * n_rows;
         if (t->unpack) {
             MLSTACK_FREE(conv);
             if (!(conv = (unsigned char *)MLSTACK_MALLOC(t->file_row))) ok = 0;
@@ -34307,7 +35233,7 @@ static int mlstack__gw_write(const mlstack_model *m, FILE *f, const mlstack__buf
             MLSTACK_FREE(conv);
             if (!(conv = (unsigned char *)MLSTACK_MALLOC(t->row_bytes))) ok = 0;
         }
-        for (row = 0; ok && row < t->ne[1]; row++) {
+        for (row = 0; ok && row < n_rows; row++) {
             const unsigned char *rp = mlstack__gw_row(t, row, hd);
             if (t->tile_cols) {
                 size_t gb = t->row_bytes / (size_t)(t->tile_hk * t->tile_g);
@@ -34343,7 +35269,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     mlstack__gw_tensor *ts = NULL;
     mlstack__buf kv = {0, 0, 0}, hdr = {0, 0, 0};
     int n_kv = 0, n_t = 0, ok = 1;
-    unsigned char *head_q8 = NULL;
+    unsigned char *head_q8 = NULL, *folded = NULL;
     char *tmp = NULL;
     FILE *f = NULL;
     mlstack_result r = MLSTACK_OK;
@@ -34365,23 +35291,23 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     if (c->attn_bias && mlstack__gguf_rope_rows(c))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture attention biases are not written to GGUF", m->path, arch);
-    if (c->n_experts || (c->fam->flags & MLSTACK__F_SINKS)) /* read, not written yet (gpt-oss) */
+    /* experts: written for the short-conv and delta-net hybrids (lfm2moe, qwen35moe, qwen3next) */
+    if ((c->n_experts && c->fam->mix.kind != MLSTACK__LAYER_CONV && c->fam->mix.kind != MLSTACK__LAYER_DELTANET) ||
+        (c->fam->flags & MLSTACK__F_SINKS) || c->moe_latent) /* read, not written yet (gpt-oss) */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s models (experts, attention sinks) are read from GGUF but not written yet", m->path,
                              arch);
-    if (c->n_recurrent && !(c->fam->mix.kind == MLSTACK__LAYER_CONV ||
-                            (c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 && c->fam->ssm.layout == MLSTACK__SSM_ALONE) ||
-                            (c->fam->mix.kind == MLSTACK__LAYER_DELTANET && (c->fam->flags & MLSTACK__F_GGUF_V_TILED))))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: %s models are read from GGUF but not written yet (of the hybrids, lfm2, mamba2 and "
-                             "qwen35 are)",
+    if (c->n_recurrent && !(c->fam->mix.kind == MLSTACK__LAYER_CONV || c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 ||
+                            c->fam->mix.kind == MLSTACK__LAYER_DELTANET))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s models are read from GGUF but not written yet",
                              m->path, arch);
     if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
-    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 24 + 8, sizeof *ts);
+    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 40 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     ok = mlstack__gw_list_embed(m, ts, &n_t, &head_q8);
     mlstack__gw_list_layers(m, ts, &n_t);
     ok = mlstack__gw_list_rope(m, ts, &n_t, &rope_factors) && ok;
+    if (ok && (r = mlstack__gw_fold(m, ts, &n_t, &folded, err)) != MLSTACK_OK) ok = 0;
     ok = ok && mlstack__gw_keys(m, arch, &kv, &n_kv, &r, err);
     ok = ok && mlstack__gw_header(ts, n_t, n_kv, &kv, &hdr);
     if (!ok && r == MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -34404,6 +35330,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     MLSTACK_FREE(ts);
     MLSTACK_FREE(rope_factors);
     MLSTACK_FREE(head_q8);
+    MLSTACK_FREE(folded);
     return r;
 }
 /* ---- end of GGUF files as models ---- */
@@ -34799,7 +35726,7 @@ static int mlstack__rand_gemma4(mlstack_model *m, mlstack__pool *pool, mlstack_d
     float *ones;
     int l, ok;
     if (!(c->fam->flags & MLSTACK__F_GEMMA4)) return 1;
-    if (n < (size_t)c->head_dim) n = (size_t)c->head_dim;
+    if (n < (size_t)mlstack__max_dh(c)) n = (size_t)mlstack__max_dh(c);
     if (!(ones = (float *)mlstack__model_own(m, n * sizeof(float)))) return 0;
     for (i = 0; i < n; i++) ones[i] = 1.0f;
     m->ones = ones;
@@ -34863,12 +35790,15 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
         }
         MLSTACK_FREE(text);
     }
+    if (r == MLSTACK_OK && m->cfg.altup_n) /* AltUp and Laurel weights are not made yet */
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: random %s weights are not supported yet", path,
+                          m->cfg.architecture);
     if (r == MLSTACK_OK && mlstack__pool_init(&pool, mlstack__cpu_count()) != 0) {
         mlstack__pool_free(&pool);
         r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start threads to fill the weights");
     } else if (r == MLSTACK_OK) {
         const mlstack__config *c = &m->cfg;
-        int l, qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim, ok;
+        int l, qd = c->n_heads * mlstack__max_dh(c), kvd, ok;
         size_t n_ones = (size_t)(c->n_embd > qd ? c->n_embd : qd), n_zeros = (size_t)c->n_ff, i;
         if ((size_t)c->moe_ff > n_zeros) n_zeros = (size_t)c->moe_ff;
         if ((size_t)c->shared_ff > n_zeros) n_zeros = (size_t)c->shared_ff;
@@ -34908,6 +35838,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             L->post_ffn_norm = c->fam->norm.post_ffn ? ones : NULL;
             if (c->qk_norm != MLSTACK__QK_NORM_NONE) L->q_norm = L->k_norm = ones;
             mlstack__layer_kind(c, l, L);
+            qd = c->n_heads * L->head_dim, kvd = L->n_kv_heads * L->head_dim;
             L->xielu[0] = L->xielu[1] = 0.8f, L->xielu[2] = 0.5f, L->xielu[3] = -1e-6f; /* xIELU's defaults */
             if (L->kind == MLSTACK__LAYER_DELTANET) ok = mlstack__rand_delta(m, &pool, dtype, L, seed, t);
             else if (L->kind != MLSTACK__LAYER_ATTN)
@@ -34945,7 +35876,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
 
 /* ==== 20. KVCACHE ==== */ /* >>kvcache */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* One pool of fixed-size pages allocated once under a byte budget. A page holds the keys and
    values of P consecutive positions of one sequence for every layer, so a sequence's cache is
    just its page table (page ids, one per P positions) and pages come and go in O(1) from a free
@@ -34953,7 +35884,8 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
        [layer][k or v][kv head], keys P x Dh elements [Dh][slot], values P x Dv [slot 0..P-1][Dv]
    i.e. with W = Hkv (Dh + Dv) elements a position of a layer (row_elems), key (l, h, s, d) at
    (l W P + h Dh P) + d P + s and value (l, h, s, d) at (l W P + Hkv Dh P + h Dv P) + s Dv + d.
-   The widths are data (mlstack__kv_widths): Dv = Dh, except for multi-head latent attention
+   The widths are data (mlstack__kv_widths): per layer where layers differ in head size (Gemma 4's
+   full layers: kv->lay, each layer's blocks at its own offset of the page); Dv = Dh, except for multi-head latent attention
    (DeepSeek), whose one KV head's key is the position's normalised latent and rope key (Dh =
    kv_lora_rank + qk_rope_head_dim) and whose values are that key's first kv_lora_rank dims, so
    Dv = 0 and nothing is stored twice (v_of_k; attention reads them from the keys). Attention reads
@@ -34986,6 +35918,15 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
        so carry the state at their ends: a match of m pages restores the snapshot of the m-th
        (a match shortens to the deepest page with one) and computes only the rest, with the same
        bits as a cold run (the state is the exact floats the cold run had there).
+       A prompt the scheduler admits also gets a ladder of snapshots back from its last full
+       page e (snap_end): at pages e, e-1, e-3, e-7, ... (mlstack__snap_rung). A later request
+       that shares the prompt up to g pages before its end then restores at most g + 1 pages back
+       from where it parts, so it recomputes about as much as the earlier prompt had after the
+       shared part (a system prompt with another question: one page), not up to snap_every
+       pages; log2 snapshots per prompt. Like vLLM's and SGLang's hybrid caches, which keep the
+       state at the end of each request's cached prefix. Every wanted snapshot takes a free slot
+       of the pool or, when none is free, evicts least-recently-used unpinned leaves of the tree
+       until one is (the snapshot pool is LRU with the pages).
      - the kept copy (ckpt, ckpt_len positions): what speculative decoding rolls back to.
    All of it is allocated at init and counted in the byte budget with the pages: live and kept
    states per slot first, then pages and a snapshot every snap_every pages. */
@@ -34995,6 +35936,8 @@ typedef struct mlstack__kv_seq {
     int sched; /* owned by the scheduler: the low-level eval API may not touch it */
     int32_t len; /* positions held */
     int32_t ckpt_len; /* hybrids: positions of the kept copy of the state, -1 none */
+    int32_t snap_end; /* hybrids: full pages of the prompt the scheduler admitted here (0: none), the
+                         end of its ladder of snapshots (mlstack__snap_rung) */
     int rope_long; /* longrope: the long factors for every row computed from now on, not only past
                       the original context (a request whose prompt exceeds it, >>forward mlstack__embed) */
     int32_t *pages; /* page table */
@@ -35022,6 +35965,12 @@ typedef struct mlstack__radix {
     uint64_t n_evicted; /* pages dropped from the tree, ever */
 } mlstack__radix;
 
+/* Layer i's blocks with per-layer head sizes: at off elements of a page, nh heads of keys of dh
+   and values of dv. */
+typedef struct mlstack__kv_lay {
+    size_t off, dh, dv, nh;
+} mlstack__kv_lay;
+
 typedef struct mlstack__kv {
     unsigned char *data; /* n_pages * page_bytes */
     mlstack_dtype dtype;
@@ -35031,6 +35980,7 @@ typedef struct mlstack__kv {
     size_t head_elems; /* Dh: a key's width; a page holds [layer][K: kv head][slot][Dh], [V: kv head][slot][Dv] */
     size_t v_elems; /* Dv: a value's width in the cache (Dh; 0 where values are read from the keys) */
     size_t v_of_k; /* latent attention: the values are the keys' first v_of_k dims (the latent); else 0 */
+    mlstack__kv_lay *lay; /* per-layer head sizes (config var_heads, one rank); NULL: every layer row_elems wide */
     int *free_stack;
     int n_free;
     int32_t *ref; /* per page: references (0 = on the free stack) */
@@ -35111,6 +36061,24 @@ static void mlstack__kv_widths(mlstack__kv *kv, const mlstack__config *c, int kv
     kv->row_elems = (size_t)kv_heads * (kv->head_elems + kv->v_elems);
 }
 
+/* Per-layer blocks (c->var_heads, one rank): each layer that stores KV at its own offset of a
+   page, its own heads and widths; page_elems their sum. 0, or -1 out of memory. */
+static int mlstack__kv_layout(mlstack__kv *kv, const mlstack__config *c) {
+    size_t off = 0, P = (size_t)kv->page_tokens;
+    int l, i = 0;
+    kv->lay = (mlstack__kv_lay *)mlstack__calloc((size_t)c->n_layers, sizeof *kv->lay);
+    if (!kv->lay) return -1;
+    for (l = 0; l < c->n_layers; l++)
+        if (mlstack__stores_kv(c, l)) {
+            mlstack__kv_lay *y = &kv->lay[i++];
+            y->off = off, y->nh = (size_t)mlstack__layer_kvh(c, l), y->dh = (size_t)mlstack__layer_dh(c, l);
+            y->dv = c->mla_rank ? 0 : y->dh;
+            off += P * y->nh * (y->dh + y->dv);
+        }
+    kv->page_elems = off;
+    return 0;
+}
+
 /* The pool holds as many pages as `budget` gives pages of all c->n_kv_heads; the data is
    allocated for `kv_heads` of them in `n_layers` layers (one rank's share, >>ranks), so every
    rank has the same page ids. */
@@ -35130,8 +36098,7 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     mlstack__kv_widths(kv, c, c->n_kv_heads);
     /* pages hold the attention layers that store KV (not recurrent ones, not shared-KV ones) */
     if ((c->n_recurrent || c->n_kv_shared) && n_layers == c->n_layers) n_layers = c->n_kv_layers;
-    kv->page_elems =
-        (size_t)(c->n_recurrent || c->n_kv_shared ? c->n_kv_layers : c->n_layers) * (size_t)page_tokens * kv->row_elems;
+    kv->page_elems = (size_t)mlstack__kv_token_elems(c) * (size_t)page_tokens;
     if (!kv->page_elems) kv->page_elems = 1; /* no attention layer (Mamba2): a page carries tokens and snapshots */
     page_bytes = (uint64_t)kv->page_elems * kv->esize;
     if ((r = mlstack__state_budget(kv, c, &budget, &page_bytes, max_seqs, err)) != MLSTACK_OK) return r;
@@ -35144,6 +36111,8 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem too large for this address space");
     mlstack__kv_widths(kv, c, kv_heads);
     kv->page_elems = (size_t)n_layers * (size_t)page_tokens * kv->row_elems;
+    if (c->var_heads && mlstack__kv_layout(kv, c) != 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     if (!kv->page_elems) kv->page_elems = 1;
     here_bytes = (uint64_t)kv->page_elems * kv->esize;
     kv->data = mlstack__kv_alloc((size_t)kv->n_pages * (size_t)here_bytes);
@@ -35173,6 +36142,7 @@ static void mlstack__kv_free(mlstack__kv *kv) {
     MLSTACK_FREE(kv->seqs);
     MLSTACK_FREE(kv->free_stack);
     MLSTACK_FREE(kv->ref);
+    MLSTACK_FREE(kv->lay);
     mlstack__aligned_free(kv->data);
     memset(kv, 0, sizeof *kv);
 }
@@ -35284,14 +36254,25 @@ MLSTACK__FN int32_t mlstack__state_floor(const mlstack__kv *kv, int seq, int32_t
     return best;
 }
 
+/* Whether the page ending `pages` pages into a prompt of `end` full pages is a rung of its
+   ladder: end - pages is 0, 1, 3, 7, 15, ... */
+static int mlstack__snap_rung(int32_t end, int32_t pages) {
+    int32_t gap = end - pages;
+    return gap >= 0 && ((gap + 1) & gap) == 0;
+}
+
+static int mlstack__radix_evict_snap(mlstack__kv *kv);
+
 /* Before a forward pass over positions [from, to) of s: snapshots for the pages that end in that
-   range at a depth that asks for one (while the pool has one free). */
+   range at a depth that asks for one (every snap_every pages, and the rungs of s's prompt
+   ladder), evicting from the tree when the pool has none free. */
 MLSTACK__FN void mlstack__state_plan(mlstack__kv *kv, mlstack__kv_seq *s, int32_t from, int32_t to) {
     int P = kv->page_tokens, d;
     if (!kv->state_floats) return;
     for (d = from / P; (int64_t)(d + 1) * P <= to && d < s->n_pages; d++) {
         int32_t pg = s->pages[d];
-        if ((d + 1) % kv->snap_every || kv->snap_of[pg] >= 0 || !kv->n_snap_free) continue;
+        if (kv->snap_of[pg] >= 0 || ((d + 1) % kv->snap_every && !mlstack__snap_rung(s->snap_end, d + 1))) continue;
+        if (!kv->n_snap_free && !mlstack__radix_evict_snap(kv)) continue;
         kv->snap_of[pg] = kv->snap_free[--kv->n_snap_free];
     }
 }
@@ -35502,6 +36483,18 @@ MLSTACK__FN int mlstack__radix_evict(mlstack__kv *kv, int want) {
     return kv->n_free;
 }
 
+/* Evicts unpinned leaves, least recently used first, until a state snapshot is free. Returns
+   whether one is. */
+static int mlstack__radix_evict_snap(mlstack__kv *kv) {
+    while (!kv->n_snap_free) {
+        mlstack__rnode *v = mlstack__radix_lru_leaf(&kv->radix.root, NULL);
+        if (!v) break;
+        kv->radix.n_evicted += (uint64_t)v->n_pages;
+        mlstack__radix_remove_leaf(kv, v);
+    }
+    return kv->n_snap_free > 0;
+}
+
 /* Pages that evicting every unpinned node would free. */
 static int mlstack__radix_evictable(const mlstack__kv *kv) { return kv->radix.n_cached - kv->radix.n_pinned; }
 
@@ -35521,9 +36514,10 @@ static void mlstack__radix_free_all(mlstack__kv *kv) { mlstack__radix_free_subtr
    kv head h of `layer`, K (kvi = 0) or V (kvi = 1), in the page of position pos of sequence s. */
 static unsigned char *mlstack__kv_block(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kvi, int h,
                                         int32_t pos) {
-    size_t nh = kv->row_elems / (kv->head_elems + kv->v_elems), P = (size_t)kv->page_tokens;
-    size_t at = (size_t)layer * P * kv->row_elems +
-                (kvi ? nh * P * kv->head_elems + (size_t)h * P * kv->v_elems : (size_t)h * P * kv->head_elems);
+    size_t nh = kv->row_elems / (kv->head_elems + kv->v_elems), P = (size_t)kv->page_tokens,
+           at = (size_t)layer * P * kv->row_elems, dh = kv->head_elems, dv = kv->v_elems;
+    if (kv->lay) at = kv->lay[layer].off, nh = kv->lay[layer].nh, dh = kv->lay[layer].dh, dv = kv->lay[layer].dv;
+    at += kvi ? nh * P * dh + (size_t)h * P * dv : (size_t)h * P * dh;
     return kv->data + ((size_t)s->pages[pos / kv->page_tokens] * kv->page_elems + at) * kv->esize;
 }
 
@@ -35533,11 +36527,11 @@ static unsigned char *mlstack__kv_block(const mlstack__kv *kv, const mlstack__kv
 static void mlstack__kv_store(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int h, int32_t pos,
                               const float *key, const float *val,
                               void (*from_f32)(mlstack_dtype, const float *, void *, size_t)) {
-    size_t es = kv->esize, Dh = kv->head_elems, slot = (size_t)(pos % kv->page_tokens),
+    size_t es = kv->esize, Dh = kv->lay ? kv->lay[layer].dh : kv->head_elems,
+           Dv = kv->lay ? kv->lay[layer].dv : kv->v_elems, slot = (size_t)(pos % kv->page_tokens),
            col = (size_t)kv->page_tokens * es, d0, i;
     unsigned char tmp[64 * 4], *kd = mlstack__kv_block(kv, s, layer, 0, h, pos) + slot * es;
-    if (kv->v_elems)
-        from_f32(kv->dtype, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * kv->v_elems * es, kv->v_elems);
+    if (Dv) from_f32(kv->dtype, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * Dv * es, Dv);
     for (d0 = 0; d0 < Dh; d0 += 64) {
         size_t m = Dh - d0 < 64 ? Dh - d0 : 64;
         from_f32(kv->dtype, key + d0, tmp, m);
@@ -35564,7 +36558,7 @@ static void mlstack__fetch_range(const unsigned char *p, size_t n) {
 static int mlstack__kv_chunk_runs(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int32_t t, int n, int h,
                                   const void **k, const void **v, int *len) {
     int P = kv->page_tokens, slot = t % P, nr = 0;
-    size_t es = kv->esize, Dv = kv->v_elems;
+    size_t es = kv->esize, Dv = kv->lay ? kv->lay[layer].dv : kv->v_elems;
     int32_t pg = t / P;
     for (; n > 0; n -= len[nr++], slot = 0, pg++) {
         len[nr] = P - slot < n ? P - slot : n;
@@ -35579,13 +36573,13 @@ static int mlstack__kv_chunk_runs(const mlstack__kv *kv, const mlstack__kv_seq *
    columns close together), they go to f's regions, for kernels to ask for a line per step of
    their loops; else all now. The values fetched apart, before the sums, or the fetch two
    chunks ahead, was no faster. */
-static void mlstack__kv_fetch(const mlstack__kv *kv, const void *const *k, const void *const *v, const int *len, int nr,
-                              mlstack__fetch *f) {
-    size_t es = kv->esize, Dh = kv->head_elems, col = (size_t)kv->page_tokens * es;
+static void mlstack__kv_fetch(const mlstack__kv *kv, int layer, const void *const *k, const void *const *v,
+                              const int *len, int nr, mlstack__fetch *f) {
+    size_t es = kv->esize, Dh = kv->lay ? kv->lay[layer].dh : kv->head_elems, col = (size_t)kv->page_tokens * es;
     int r, d;
     for (r = 0; r < nr; r++) {
         size_t kspan = ((Dh - 1) * (size_t)kv->page_tokens + (size_t)len[r]) * es,
-               vspan = (size_t)len[r] * kv->v_elems * es;
+               vspan = (size_t)len[r] * (kv->lay ? kv->lay[layer].dv : kv->v_elems) * es;
         if (f && col <= 128) {
             mlstack__fetch_add(f, k[r], kspan);
             if (vspan) mlstack__fetch_add(f, v[r], vspan);
@@ -35674,7 +36668,8 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
             direct &= len[r] % 8 == 0;
         while (fe.at != fe.end || fe.i < fe.n) mlstack__fetch_step(&fe); /* this chunk's lines not yet asked for */
         fe.i = fe.n = 0, fe.at = fe.end = NULL;
-        mlstack__kv_fetch(kv, kn_, vn_, lenn, nnext, direct ? &fe : NULL); /* direct: from inside the kernels' loops */
+        mlstack__kv_fetch(kv, layer, kn_, vn_, lenn, nnext,
+                          direct ? &fe : NULL); /* direct: from inside the kernels' loops */
         if (kv->v_of_k) mlstack__kv_chunk_latent(kn, kv->dtype, kr, len, nrun, (size_t)kv->page_tokens, Dh, Dv, kt, vf);
         else if (!direct)
             kn->kv_chunk(kv->dtype, kr, vr, len, nrun, (size_t)kv->page_tokens, Dh, kt, vf);
@@ -35711,7 +36706,7 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
 
 /* ==== 21. COMMUNICATION ==== */ /* >>comm */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* What a rank is and how ranks talk: the state one rank's forward pass reads and writes (its
    share of the model, scratch, the exchanged tensors), the communicator (the rank threads of
    this process, or a mlstack_transport such as MPI) and its primitives: barrier, broadcast,
@@ -35773,6 +36768,7 @@ typedef struct mlstack__scratch {
     /* per-layer inputs (Gemma 4, one rank): every layer's input (B, L P), the gate (B, P), the
        projection back (B, D) */
     float *ple, *ple_g, *ple_y;
+    float *alt, *alt_pred, *alt_t, *alt_r, *laurel, *laurel_t; /* Gemma 3n (>>forward AltUp) */
 } mlstack__scratch;
 
 /* One rank's share of the model: ranges [first, end) of each split dimension. */
@@ -36152,7 +37148,7 @@ static int mlstack__pipe(mlstack__rank *rk, int send, float *buf, size_t n, int 
 
 /* ==== 22. FORWARD ==== */ /* >>forward */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* One forward pass over a ragged batch: B rows, each (sequence, position, token). x = the
    token's embedding * embed_scale; per layer (a norm the family lacks is skipped, see
    mlstack__families; every norm is RMSNorm with its weight as applied, or LayerNorm with
@@ -36202,7 +37198,7 @@ static void mlstack__attn_block(const mlstack__attn_job *j, int i, int kh, int h
     mlstack__rank *rk = j->rk;
     const mlstack__config *c = &rk->model->cfg;
     const mlstack__shard *sh = &rk->sh;
-    int b0 = j->blk[i], R = j->blk[i + 1] - b0, r, Dh = c->head_dim;
+    int b0 = j->blk[i], R = j->blk[i + 1] - b0, r, Dh = rk->layers[j->layer].head_dim;
     const mlstack_batch_row *row = &j->rows[b0];
     size_t ldq = (size_t)(sh->q1 - sh->q0) * Dh, lda = (size_t)c->n_heads * Dh;
     int32_t t1[MLSTACK__ATT_ROWS];
@@ -36212,7 +37208,13 @@ static void mlstack__attn_block(const mlstack__attn_job *j, int i, int kh, int h
                     &rk->kv.seqs[row->seq], rk->layers[j->layer].kv_layer - rk->layers[rk->l0].kv_layer, kh - sh->k0,
                     Dh, mlstack__window_from(rk->layers[j->layer].window, row->pos), t1, c->attn_scale, c->attn_softcap,
                     rk->layers[j->layer].sinks ? rk->layers[j->layer].sinks + h0 : NULL,
-                    rk->s.scores + (size_t)thread * mlstack__attend_scratch(c->n_heads / c->n_kv_heads, Dh));
+                    rk->s.scores + (size_t)thread * mlstack__attend_scratch(mlstack__max_group(c), mlstack__max_dh(c)));
+}
+
+/* The KV heads of layer L the rank holds: its shard's, or with per-layer head sizes (one rank)
+   the layer's own. */
+static int mlstack__kv_heads_here(const mlstack__rank *rk, const mlstack__layer *L) {
+    return rk->model->cfg.var_heads ? L->n_kv_heads : rk->sh.k1 - rk->sh.k0;
 }
 
 /* The rank's query heads that read KV head kh: [*h0, return value). */
@@ -36231,7 +37233,8 @@ static void mlstack__attn_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
     const mlstack__shard *sh = &j->rk->sh;
     const mlstack__config *c = &j->rk->model->cfg;
-    int nkv = sh->k1 - sh->k0, nq = sh->q1 - sh->q0, G = c->n_heads / c->n_kv_heads;
+    const mlstack__layer *L = &j->rk->layers[j->layer];
+    int nkv = mlstack__kv_heads_here(j->rk, L), nq = sh->q1 - sh->q0, G = c->n_heads / L->n_kv_heads;
     if (j->by_head) {
         int64_t P = (int64_t)j->n_blk * nq, p = P * task / n_tasks, p1 = P * (task + 1) / n_tasks;
         while (p < p1) {
@@ -36283,9 +37286,10 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     const mlstack__layer *L = &rk->layers[j->layer];
     const mlstack_batch_row *row = &j->rows[task];
     mlstack__scratch *s = &rk->s;
-    int Dh = c->head_dim, nq = rk->sh.q1 - rk->sh.q0, nkv = rk->sh.k1 - rk->sh.k0, kvd = nkv * Dh, h;
+    int Dh = L->head_dim, nq = rk->sh.q1 - rk->sh.q0, nkv = mlstack__kv_heads_here(rk, L), kvd = nkv * Dh, h,
+        rd = mlstack__rope_dim(c, L->rope);
     float *q = s->q + (size_t)task * nq * Dh, *k = s->k + (size_t)task * kvd;
-    const float *cs = s->rope + (size_t)task * 2 * Dh + (size_t)L->rope * c->rot_dim;
+    const float *cs = s->rope + (size_t)task * 2 * mlstack__max_dh(c) + mlstack__rope_off(c, L->rope);
     const mlstack__kv_seq *sq = &rk->kv.seqs[row->seq];
     int whole = c->qk_norm == MLSTACK__QK_NORM_WHOLE, own = c->qk_norm == MLSTACK__QK_NORM_HEAD_LN;
     float qs = 1.0f;
@@ -36301,7 +37305,7 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
         if (own) mlstack__layernorm(q + h * Dh, q + h * Dh, L->q_norm + (size_t)(rk->sh.q0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->q_norm && !whole)
             rk->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
-        if (!L->nope) rk->k->rope_apply(q + h * Dh, c->rot_dim, cs);
+        if (!L->nope) rk->k->rope_apply(q + h * Dh, rd, cs);
     }
     if (qs != 1.0f)
         for (h = 0; h < nq * Dh; h++) q[h] *= qs;
@@ -36313,7 +37317,7 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
         if (own) mlstack__layernorm(k + h * Dh, k + h * Dh, L->k_norm + (size_t)(rk->sh.k0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->k_norm && !whole)
             rk->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
-        if (!L->nope) rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
+        if (!L->nope) rk->k->rope_apply(k + h * Dh, rd, cs);
     }
     /* the stage's KV holds its layers only */
     for (h = 0; h < nkv; h++)
@@ -36368,8 +37372,7 @@ static void mlstack__rope_dynamic(const mlstack__rope_cfg *t, int dim, int32_t s
 static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int B) {
     const mlstack_model *m = rk->model;
     const mlstack__config *c = &m->cfg;
-    int D = c->n_embd, Dh = c->head_dim, rd = c->rot_dim, n_tab = c->fam->flags & MLSTACK__F_LAYER_ROPE ? 2 : 1, b, t,
-        i;
+    int D = c->n_embd, Dh = mlstack__max_dh(c), rd, n_tab = c->fam->flags & MLSTACK__F_LAYER_ROPE ? 2 : 1, b, t, i;
     float dyn[MLSTACK__MAX_ROPE_PAIRS];
     MLSTACK__PROF_BEGIN(rk->pool, EMBED);
     for (b = 0; b < B && rk->stage == 0; b++) { /* later stages receive x from the one before */
@@ -36380,11 +37383,12 @@ static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int
     }
     for (b = 0; b < B; b++)
         for (t = 0; t < n_tab; t++) {
-            float *cs = rk->s.rope + (size_t)b * 2 * Dh + (size_t)t * rd;
-            const float *inv = m->inv_freq + (size_t)t * (rd / 2);
+            float *cs = rk->s.rope + (size_t)b * 2 * Dh + mlstack__rope_off(c, t);
+            const float *inv = m->inv_freq + mlstack__rope_off(c, t) / 2;
+            rd = mlstack__rope_dim(c, t);
             if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE &&
                 (rows[b].pos >= c->rope[t].orig_max || rk->kv.seqs[rows[b].seq].rope_long))
-                inv = m->inv_freq_long + (size_t)t * (rd / 2);
+                inv = m->inv_freq_long + mlstack__rope_off(c, t) / 2;
             if (c->rope[t].kind == MLSTACK__ROPE_DYNAMIC && rows[b].pos + 1 > c->rope[t].orig_max) {
                 mlstack__rope_dynamic(&c->rope[t], rd, rows[b].pos + 1, dyn);
                 inv = dyn;
@@ -37126,25 +38130,195 @@ static void mlstack__ple_inputs(mlstack__rank *rk, const mlstack_batch_row *rows
     }
 }
 
+/* A layer's per-layer input update (Gemma 4 / 3n, one rank): out (B, D) = RMSNorm((act(src Wg)
+   * ple_l) Wp) of rows src. */
+static void mlstack__ple_update(mlstack__rank *rk, const mlstack__layer *L, const float *src, float *out, int B,
+                                int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    size_t i, P = (size_t)c->ple_dim;
+    int b;
+    mlstack__project(rk, src, B, 1, &L->w_ple_gate, s->ple_g, NULL, NULL, NULL, NULL);
+    mlstack__swiglu_rows(rk, s->ple_g, NULL, B, (int)P, l);
+    for (b = 0; b < B; b++)
+        for (i = 0; i < P; i++)
+            s->ple_g[(size_t)b * P + i] *= s->ple[((size_t)b * (size_t)c->n_layers + (size_t)l) * P + i];
+    mlstack__project(rk, s->ple_g, B, 1, &L->w_ple_proj, s->ple_y, NULL, NULL, NULL, NULL);
+    mlstack__rmsnorm_rows(rk, out, s->ple_y, L->ple_norm, NULL, B, l);
+}
+
 /* The end of a Gemma 4 layer (one rank): with per-layer inputs x += RMSNorm((act(x Wg) * ple_l)
    Wp); then x *= layer_scalar. */
 static void mlstack__gemma4_tail(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
     const mlstack__config *c = &rk->model->cfg;
     mlstack__scratch *s = &rk->s;
-    size_t i, n = (size_t)B * (size_t)c->n_embd, P = (size_t)c->ple_dim;
-    int b;
+    size_t i, n = (size_t)B * (size_t)c->n_embd;
     if (L->w_ple_gate.data) {
-        mlstack__project(rk, s->x, B, 1, &L->w_ple_gate, s->ple_g, NULL, NULL, NULL, NULL);
-        mlstack__swiglu_rows(rk, s->ple_g, NULL, B, (int)P, l);
-        for (b = 0; b < B; b++)
-            for (i = 0; i < P; i++)
-                s->ple_g[(size_t)b * P + i] *= s->ple[((size_t)b * (size_t)c->n_layers + (size_t)l) * P + i];
-        mlstack__project(rk, s->ple_g, B, 1, &L->w_ple_proj, s->ple_y, NULL, NULL, NULL, NULL);
-        mlstack__rmsnorm_rows(rk, s->xn, s->ple_y, L->ple_norm, NULL, B, l);
+        mlstack__ple_update(rk, L, s->x, s->xn, B, l);
         mlstack__residual_add(rk, s->x, s->xn, B, l);
     }
     if (L->layer_scale != 1.0f)
         for (i = 0; i < n; i++) s->x[i] *= L->layer_scale;
+}
+
+/* ---- Gemma 3n: AltUp's residual streams, Laurel, activation sparsity (one rank) ----
+   The residual is n = altup_n streams X_0 .. X_{n-1} (s->alt: stream i of row b at (i B + b) D),
+   and a layer computes on the active one (a = altup_active) between AltUp's prediction and its
+   correction (transformers' Gemma3nTextAltUp, Gemma3nTextDecoderLayer):
+       r = tanh((rmsnorm(X_a) / D) Wrouter^T)  (n,);  c = r Wpred^T  (n n,)
+       pred_i = X_i + sum_j X_j c[i n + j];  x = pred_a
+       xn = norm(x); x += post_norm(attention(xn)); x = (x + xn + norm(xn Wl^T Wr^T)) / sqrt(2)  (Laurel)
+       x += post_norm(mlp(pre_norm(x)))   (a sparse layer's gate g: relu(g - mean(g) - k std(g)) first)
+       r' = tanh((rmsnorm(x) / D) Wrouter^T);  X_i = pred_i + (x - pred_a) (1 + r' Wcorr^T)_i
+       X_1 .. X_{n-1} += RMSNorm((act((X_a * correct_output_scale) Wg) * ple_l) Wp)
+   Streams 1.. start as x0 Wproj_i rescaled to x0's RMS (the embedding's) and end as X_i Wunembed_i
+   rescaled to X_0's; the final norm reads their mean. Every step is per row, in a fixed order. */
+
+/* mean(x^2) of n floats (sums of exact squares in double, rounded once). */
+static float mlstack__mean_sq(const float *x, int n) {
+    double sq = 0;
+    int i;
+    for (i = 0; i < n; i++) sq += (double)x[i] * (double)x[i];
+    return (float)(sq / n);
+}
+/* p (D,) times target / its own RMS (at least sqrt(1e-5)), as transformers rescales the streams. */
+static void mlstack__altup_rescale(float *p, float target, int D) {
+    float ms = mlstack__mean_sq(p, D), nw = sqrtf(ms < 1e-5f ? 1e-5f : ms);
+    int d;
+    for (d = 0; d < D; d++) {
+        float t = p[d] * target;
+        p[d] = t / nw;
+    }
+}
+/* r (B, n) = tanh((rmsnorm(x) / D) Wrouter^T) of rows x (B, D). */
+static void mlstack__altup_route(mlstack__rank *rk, const mlstack__layer *L, const float *x, float *r, int B, int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    int n = c->altup_n, D = c->n_embd, b, i, d;
+    float inv = (float)(1.0 / D), *t = rk->s.alt_t;
+    mlstack__rmsnorm_rows(rk, t, x, L->alt_router_norm, NULL, B, l);
+    for (b = 0; b < B; b++)
+        for (i = 0; i < n; i++) {
+            const float *xr = t + (size_t)b * D, *w = L->alt_router + (size_t)i * D;
+            float acc = 0;
+            for (d = 0; d < D; d++) acc = MLSTACK__FMAF(xr[d] * inv, w[d], acc);
+            r[b * n + i] = mlstack__tanh_canon(acc);
+        }
+}
+/* The streams' prediction into s->alt_pred; x = the active one's. */
+static void mlstack__altup_predict(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int n = c->altup_n, D = c->n_embd, b, i, j, d, k;
+    size_t BD = (size_t)B * (size_t)D;
+    float coef[16 * 16];
+    mlstack__altup_route(rk, L, s->alt + (size_t)c->altup_active * BD, s->alt_r, B, l);
+    for (b = 0; b < B; b++) {
+        for (k = 0; k < n * n; k++) {
+            float acc = 0;
+            for (j = 0; j < n; j++) acc = MLSTACK__FMAF(L->alt_pred[k * n + j], s->alt_r[b * n + j], acc);
+            coef[k] = acc;
+        }
+        for (i = 0; i < n; i++)
+            for (d = 0; d < D; d++) {
+                float acc = 0;
+                for (j = 0; j < n; j++) acc = MLSTACK__FMAF(s->alt[j * BD + (size_t)b * D + d], coef[i * n + j], acc);
+                s->alt_pred[i * BD + (size_t)b * D + d] = acc + s->alt[i * BD + (size_t)b * D + d];
+            }
+    }
+    memcpy(s->x, s->alt_pred + (size_t)c->altup_active * BD, sizeof(float) * BD);
+}
+/* The correction of the predicted streams by the layer's output x into s->alt, then the
+   per-layer input's update of the active stream added to streams 1 .. n - 1. */
+static void mlstack__altup_correct(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int n = c->altup_n, D = c->n_embd, a = c->altup_active, b, i, j, d;
+    size_t BD = (size_t)B * (size_t)D, o;
+    mlstack__altup_route(rk, L, s->x, s->alt_r, B, l);
+    for (b = 0; b < B; b++)
+        for (i = 0; i < n; i++) {
+            float acc = 0;
+            for (j = 0; j < n; j++) acc = MLSTACK__FMAF(L->alt_corr[i * n + j], s->alt_r[b * n + j], acc);
+            acc = acc + 1.0f;
+            for (d = 0; d < D; d++) {
+                o = (size_t)b * D + (size_t)d;
+                s->alt[i * BD + o] = MLSTACK__FMAF(s->x[o] - s->alt_pred[a * BD + o], acc, s->alt_pred[i * BD + o]);
+            }
+        }
+    if (!L->w_ple_gate.data) return;
+    for (o = 0; o < BD; o++)
+        s->alt_t[o] = L->alt_scale ? s->alt[a * BD + o] * L->alt_scale[o % (size_t)D] : s->alt[a * BD + o];
+    mlstack__ple_update(rk, L, s->alt_t, s->xn, B, l);
+    for (i = 1; i < n; i++) mlstack__residual_add(rk, s->alt + i * BD, s->xn, B, l);
+}
+/* Laurel's residual of the normed input xn into s->laurel: xn + norm(xn Wl^T Wr^T). */
+static void mlstack__laurel(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
+    mlstack__scratch *s = &rk->s;
+    size_t i, n = (size_t)B * (size_t)rk->model->cfg.n_embd;
+    mlstack__project(rk, s->xn, B, 1, &L->laurel_l, s->laurel_t, NULL, NULL, NULL, NULL);
+    mlstack__project(rk, s->laurel_t, B, 1, &L->laurel_r, s->laurel, NULL, NULL, NULL, NULL);
+    mlstack__rmsnorm_rows(rk, s->laurel, s->laurel, L->laurel_norm, NULL, B, l);
+    for (i = 0; i < n; i++) s->laurel[i] = s->xn[i] + s->laurel[i];
+}
+/* x = (x + laurel) / sqrt(2), after attention's residual. */
+static void mlstack__laurel_mix(mlstack__rank *rk, int B) {
+    mlstack__scratch *s = &rk->s;
+    size_t i, n = (size_t)B * (size_t)rk->model->cfg.n_embd;
+    for (i = 0; i < n; i++) {
+        float t = s->x[i] + s->laurel[i];
+        s->x[i] = t / 1.41421356f;
+    }
+}
+/* Activation sparsity of a layer's gate rows h (B, n): each cut at mean + sparse_k std (std
+   biased, statistics in double, rounded), relu(h - cut). */
+static void mlstack__gate_cut(const mlstack__layer *L, float *h, int B, int n) {
+    int b, i;
+    for (b = 0; b < B; b++) {
+        float *g = h + (size_t)b * n, mean, sd, cut;
+        double sum = 0, sq = 0;
+        for (i = 0; i < n; i++) sum += g[i];
+        mean = (float)(sum / n);
+        for (i = 0; i < n; i++) {
+            double e = (double)g[i] - (double)mean; /* exact, and so is e * e */
+            sq += e * e;
+        }
+        sd = (float)sqrt(sq / n);
+        cut = MLSTACK__FMAF(sd, L->sparse_k, mean);
+        for (i = 0; i < n; i++) {
+            float v = g[i] - cut;
+            g[i] = v > 0 ? v : 0.0f;
+        }
+    }
+}
+/* The streams from the embeddings x: X_0 = x, X_i = x Wproj_i rescaled to x's RMS. */
+static void mlstack__altup_embed(mlstack__rank *rk, int B) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int D = c->n_embd, i, b;
+    size_t BD = (size_t)B * (size_t)D;
+    memcpy(s->alt, s->x, sizeof(float) * BD);
+    for (i = 1; i < c->altup_n; i++) {
+        mlstack__project(rk, s->x, B, 1, &rk->model->alt_proj[i - 1], s->alt + i * BD, NULL, NULL, NULL, NULL);
+        for (b = 0; b < B; b++)
+            mlstack__altup_rescale(s->alt + i * BD + (size_t)b * D, sqrtf(mlstack__mean_sq(s->x + (size_t)b * D, D)),
+                                   D);
+    }
+}
+/* x = the mean of X_0 and each X_i Wunembed_i rescaled to X_0's RMS. */
+static void mlstack__altup_unembed(mlstack__rank *rk, int B) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int D = c->n_embd, i, b;
+    size_t BD = (size_t)B * (size_t)D, o;
+    memcpy(s->x, s->alt, sizeof(float) * BD);
+    for (i = 1; i < c->altup_n; i++) {
+        mlstack__project(rk, s->alt + i * BD, B, 1, &rk->model->alt_proj[c->altup_n - 2 + i], s->alt_t, NULL, NULL,
+                         NULL, NULL);
+        for (b = 0; b < B; b++)
+            mlstack__altup_rescale(s->alt_t + (size_t)b * D, sqrtf(mlstack__mean_sq(s->alt + (size_t)b * D, D)), D);
+        for (o = 0; o < BD; o++) s->x[o] = s->x[o] + s->alt_t[o];
+    }
+    for (o = 0; o < BD; o++) s->x[o] = s->x[o] / (float)c->altup_n;
 }
 
 /* q, k, v = in Wq, Wk, Wv; rope, KV; a = attention; xo = a Wo (exchanged or reduced over the
@@ -37155,14 +38329,13 @@ static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const m
     mlstack__scratch *s = &rk->s;
     mlstack__xbuf *xb = rk->xb;
     float *o = mlstack__slice(rk, xb->o, s->out);
-    int b, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim;
+    int b, Dh = L->head_dim, nq = (rk->sh.q1 - rk->sh.q0) * Dh, kvd = mlstack__kv_heads_here(rk, L) * Dh;
     if (c->mult.attn_in != 1.0f) in = mlstack__scaled(s->mix_in, in, c->mult.attn_in, (size_t)B * c->n_embd);
     /* shared-KV layers project q alone; k = v layers copy k's projection (Gemma 4) */
     mlstack__project(rk, in, B, L->kv_shared ? 1 : L->v_from_k ? 2 : 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
-    if (L->v_from_k && !L->kv_shared)
-        memcpy(s->v, s->k, sizeof(float) * (size_t)B * (size_t)(rk->sh.k1 - rk->sh.k0) * (size_t)c->head_dim);
+    if (L->v_from_k && !L->kv_shared) memcpy(s->v, s->k, sizeof(float) * (size_t)B * (size_t)kvd);
     if (c->mult.key != 1.0f) /* Falcon-H1: keys times key_multiplier before RoPE */
-        mlstack__scaled(s->k, s->k, c->mult.key, (size_t)B * (size_t)(rk->sh.k1 - rk->sh.k0) * c->head_dim);
+        mlstack__scaled(s->k, s->k, c->mult.key, (size_t)B * (size_t)kvd);
     /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
     mlstack__rope_kv(rk, aj, B);
     mlstack__attention(rk, aj, n_blk, B);
@@ -37170,7 +38343,7 @@ static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const m
     /* xo = a Wo */
     if (rk->reduce) { /* this rank's columns of a (into q, done with) times its columns of Wo */
         float *p = mlstack__partial(rk, 0, B);
-        size_t lda = (size_t)c->n_heads * (size_t)c->head_dim, c0 = (size_t)rk->sh.q0 * (size_t)c->head_dim;
+        size_t lda = (size_t)c->n_heads * (size_t)Dh, c0 = (size_t)rk->sh.q0 * (size_t)Dh;
         for (b = 0; b < B; b++)
             memcpy(s->q + (size_t)b * nq, xb->att + (size_t)b * lda + c0, sizeof(float) * (size_t)nq);
         mlstack__project(rk, s->q, B, 1, &L->wo, p, NULL, NULL, NULL, NULL);
@@ -37217,7 +38390,7 @@ static void mlstack__mla_row_task(void *ctx, int task, int n_tasks, int thread) 
     mlstack__scratch *s = &rk->s;
     int H = c->n_heads, R = c->mla_rank, dr = c->mla_rope, dn = c->mla_nope, Dh = c->head_dim, h;
     float *k = s->k + (size_t)task * Dh, *q = s->q + (size_t)task * H * Dh;
-    const float *qs = s->mla_q + (size_t)task * H * (dn + dr), *cs = s->rope + (size_t)task * 2 * Dh;
+    const float *qs = s->mla_q + (size_t)task * H * (dn + dr), *cs = s->rope + (size_t)task * 2 * mlstack__max_dh(c);
     (void)n_tasks, (void)thread;
     rk->k->rmsnorm(k, k, L->kv_a_norm, R, 1e-6f); /* transformers: the module's default eps */
     mlstack__mla_rope(rk->k, k + R, dr, cs, c->mla_interleave);
@@ -37308,6 +38481,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     aj.blk = s->att_blk;
     mlstack__embed(rk, rows, B);
     if (c->ple_dim) mlstack__ple_inputs(rk, rows, B);
+    if (c->altup_n) mlstack__altup_embed(rk, B);
     if (rk->stage > 0 && mlstack__pipe(rk, 0, s->x, (size_t)B * (size_t)c->n_embd, rk->index - rk->n_ranks)) return -1;
     n_blk = mlstack__attn_blocks(c, rows, B, s->att_blk);
     if (c->n_recurrent) n_run = mlstack__mix_runs(&rk->kv, rows, B, s->mix_run);
@@ -37315,9 +38489,11 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         const mlstack__layer *L = &rk->layers[l];
         const float *in = s->x;
         aj.layer = l;
+        if (c->altup_n) mlstack__altup_predict(rk, L, B, l); /* x = the active stream's prediction */
         /* xn = rmsnorm(x) (or x where the family has no pre-norm); xo = attention, or the
            recurrent layer's mixer (one rank), of xn (post-norm: x += rmsnorm(xo)) */
         if (L->attn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, L->attn_norm_b, B, l), in = s->xn;
+        if (L->laurel_l.data) mlstack__laurel(rk, L, B, l);
         if (L->kind == MLSTACK__LAYER_MLP) goto ffn; /* no token mixing (Nemotron-H "mlp" blocks) */
         if (L->kind == MLSTACK__LAYER_ATTN_SSM) {
             if (mlstack__attn_ssm_layer(rk, &aj, L, rows, in, xo, B, n_run, n_blk)) return -1;
@@ -37333,6 +38509,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
            above), the attention output is added with the MLP's below */
         if (c->parallel == MLSTACK__RESID_SEQUENTIAL)
             mlstack__residual_add(rk, s->x, L->post_attn_norm ? s->xn : xo, B, l);
+        if (L->laurel_l.data) mlstack__laurel_mix(rk, B);
     ffn:
         /* xn = rmsnorm(x); x += (act(xn Wgate) * xn Wup) Wdown (post-norm: of that product) */
         in = c->parallel == MLSTACK__RESID_PARALLEL_LN1 ? s->xn : s->x;
@@ -37348,6 +38525,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         if (L->w_up.data) {
             mlstack__project(rk, in, B, 2, &L->w_gate, h, &L->w_up, s->up, NULL, NULL);
             if (c->mult.mlp_gate != 1.0f) mlstack__scaled(h, h, c->mult.mlp_gate, (size_t)B * nf); /* Falcon-H1 */
+            if (L->sparse) mlstack__gate_cut(L, h, B, nf); /* Gemma 3n (one rank) */
             mlstack__swiglu_rows(rk, h, s->up, B, rk->sh.f1 - rk->sh.f0, l);
         } else { /* no gate: act(xn W1) */
             mlstack__project(rk, in, B, 1, &L->w_gate, h, NULL, NULL, NULL, NULL);
@@ -37377,8 +38555,11 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         if (c->parallel == MLSTACK__RESID_PARALLEL_LN1)
             mlstack__residual_add(rk, s->x, xo, B, l); /* StableLM: (x + attn) + mlp */
         mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : xd, B, l);
-        if (c->v_norm) mlstack__gemma4_tail(rk, L, B, l);
+        if (c->altup_n) mlstack__altup_correct(rk, L, B, l);
+        else if (c->v_norm)
+            mlstack__gemma4_tail(rk, L, B, l);
     }
+    if (c->altup_n) mlstack__altup_unembed(rk, B);
     if (rk->n_stages > 1) { /* the next stage goes on from here; the first computes the logits */
         size_t D = (size_t)c->n_embd;
         int n = 0, k = 0;
@@ -37432,7 +38613,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
 
 /* ==== 23. SAMPLING ==== */ /* >>sampling */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* Order, as transformers applies its processors: penalties (repetition, then frequency and
    presence), temperature, top-k, top-p, min-p, then a draw from the renormalised distribution.
    Temperature 0 is greedy (argmax, lowest id on ties). The RNG is splitmix64-seeded
@@ -37776,7 +38957,7 @@ MLSTACK_API int32_t mlstack_sampler_verify(mlstack_sampler *s, const float *logi
 
 /* ==== 24. ENGINE ==== */ /* >>engine */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* An engine: kernels, the thread pool, the KV page pool and its page tables, logits, the
    scheduler, the profiler, and the ranks that share the model (>>ranks; one by default). */
 
@@ -37865,7 +39046,7 @@ MLSTACK_API void mlstack_cpu_report(char *buf, size_t cap) { mlstack__isa_report
 
 /* ==== 25. RANKS ==== */ /* >>ranks */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* Multi-rank sharded execution. R ranks share one model; rank r holds
      query heads [q0, q1)  split by KV group when R <= Hkv (each rank whole groups), else by
                            query head, a KV head then living on every rank whose heads read it;
@@ -38266,12 +39447,22 @@ static int mlstack__mla_scratch(const mlstack__config *c, mlstack__scratch *s, s
     return s->mla_q && s->mla_x && s->mla_y && s->mla_o ? 0 : -1;
 }
 
+/* The widest k (or v) of a row: the rank's share w, or with per-layer head sizes (one rank) the
+   widest layer's KV heads times its head size. */
+static size_t mlstack__kv_width_max(const mlstack__config *c, size_t w) {
+    int l;
+    for (l = 0; c->var_heads && l < c->n_layers; l++)
+        if ((size_t)mlstack__layer_kvh(c, l) * (size_t)mlstack__layer_dh(c, l) > w)
+            w = (size_t)mlstack__layer_kvh(c, l) * (size_t)mlstack__layer_dh(c, l);
+    return w;
+}
+
 /* Activations of the rank's shapes. */
 static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk) {
     const mlstack__config *c = &e->model->cfg;
     const mlstack__shard *sh = &rk->sh;
     mlstack__scratch *s = &rk->s;
-    size_t B = (size_t)e->max_batch, Dh = (size_t)c->head_dim,
+    size_t B = (size_t)e->max_batch, Dh = (size_t)mlstack__max_dh(c),
            max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
     size_t nout = (size_t)(sh->d1 - sh->d0 > sh->v1 - sh->v0 ? sh->d1 - sh->d0 : sh->v1 - sh->v0);
     int one = rk->n_ranks == 1, k;
@@ -38284,16 +39475,15 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     s->x = mlstack__falloc(B, (size_t)c->n_embd);
     s->xn = mlstack__falloc(B, (size_t)c->n_embd);
     s->q = mlstack__falloc(B, (size_t)(sh->q1 - sh->q0) * Dh);
-    s->k = mlstack__falloc(B, (size_t)(sh->k1 - sh->k0) * Dh);
-    s->v = mlstack__falloc(B, (size_t)(sh->k1 - sh->k0) * Dh);
+    s->k = mlstack__falloc(B, mlstack__kv_width_max(c, (size_t)(sh->k1 - sh->k0) * Dh));
+    s->v = mlstack__falloc(B, mlstack__kv_width_max(c, (size_t)(sh->k1 - sh->k0) * Dh));
     s->gate = one ? mlstack__falloc(1, 1) : mlstack__falloc(B, (size_t)(sh->f1 - sh->f0));
     s->up = mlstack__falloc(B, (size_t)(sh->f1 - sh->f0));
     s->out = one ? mlstack__falloc(1, 1) : mlstack__falloc(B, nout);
     s->mm = mlstack__falloc((size_t)rk->pool->n_threads, MLSTACK__MM_SCRATCH(max_in));
     s->rope = mlstack__falloc(B, 2 * Dh);
     s->xq = (mlstack__q8x *)mlstack__aligned_alloc(B * (max_in / MLSTACK__QK + 1) * sizeof(mlstack__q8x));
-    s->scores =
-        mlstack__falloc((size_t)rk->pool->n_threads, mlstack__attend_scratch(c->n_heads / c->n_kv_heads, c->head_dim));
+    s->scores = mlstack__falloc((size_t)rk->pool->n_threads, mlstack__attend_scratch(mlstack__max_group(c), (int)Dh));
     s->att_blk = (int *)mlstack__calloc(B + 1, sizeof(int));
     if (rk->reduce) {
         s->ro = mlstack__falloc(B, (size_t)c->n_embd);
@@ -38305,6 +39495,13 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     if (c->ple_dim &&
         (!(s->ple = mlstack__falloc(B, (size_t)c->n_layers * (size_t)c->ple_dim)) ||
          !(s->ple_g = mlstack__falloc(B, (size_t)c->ple_dim)) || !(s->ple_y = mlstack__falloc(B, (size_t)c->n_embd))))
+        return MLSTACK_ERR_NO_MEMORY;
+    if (c->altup_n &&
+        (!(s->alt = mlstack__falloc(B * (size_t)c->altup_n, (size_t)c->n_embd)) ||
+         !(s->alt_pred = mlstack__falloc(B * (size_t)c->altup_n, (size_t)c->n_embd)) ||
+         !(s->alt_t = mlstack__falloc(B, (size_t)c->n_embd)) || !(s->alt_r = mlstack__falloc(B, (size_t)c->altup_n)) ||
+         !(s->laurel = mlstack__falloc(B, (size_t)c->n_embd)) ||
+         !(s->laurel_t = mlstack__falloc(B, (size_t)c->laurel_rank))))
         return MLSTACK_ERR_NO_MEMORY;
     if (c->n_experts) { /* MoE scratch (>>forward) */
         size_t fm = (size_t)(c->moe_ff > c->shared_ff ? c->moe_ff : c->shared_ff), D = (size_t)c->n_embd;
@@ -38389,6 +39586,12 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->ple);
     mlstack__aligned_free(s->ple_g);
     mlstack__aligned_free(s->ple_y);
+    mlstack__aligned_free(s->alt);
+    mlstack__aligned_free(s->alt_pred);
+    mlstack__aligned_free(s->alt_t);
+    mlstack__aligned_free(s->alt_r);
+    mlstack__aligned_free(s->laurel);
+    mlstack__aligned_free(s->laurel_t);
     mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(s->att_blk);
@@ -38680,7 +39883,8 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (recurrent layers, %d of %d) runs on one rank only",
                              c->architecture, c->n_recurrent, c->n_layers);
-    if (R > 1 && c->v_norm) /* shared KV, per-layer inputs and v norms are not split yet */
+    if (R > 1 &&
+        (c->v_norm || c->var_heads)) /* shared KV, per-layer inputs, v norms and head sizes are not split yet */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s runs on one rank only",
                              c->architecture);
     if (R > 1 && c->attn_gate) /* the attention gate is not split yet */
@@ -38792,7 +39996,7 @@ static mlstack_result mlstack__ranks_xbufs(mlstack_engine *e, const mlstack_engi
     int T = e->n_tp, g, i;
     for (g = 0; g < e->n_xbs; g++) {
         mlstack__xbuf *xb = &e->xbs[g];
-        xb->att = mlstack__falloc(B, (size_t)c->n_heads * (size_t)c->head_dim);
+        xb->att = mlstack__falloc(B, (size_t)c->n_heads * (size_t)mlstack__max_dh(c));
         xb->o = mlstack__falloc(B, (size_t)c->n_embd);
         xb->d = mlstack__falloc(B, (size_t)c->n_embd);
         xb->h = mlstack__falloc(B, (size_t)c->n_ff);
@@ -39000,7 +40204,7 @@ MLSTACK_API mlstack_result mlstack_engine_follow(mlstack_engine *e) {
 
 /* ==== 26. EVAL ==== */ /* >>eval */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* Sequences and batches on an engine: sequence slots and their page tables, validation of a
    batch of rows, one forward pass over it (the ranks', or a backend's), the logits, and
    mlstack_generate, a one-sequence loop over them. The scheduler (>>scheduler) drives the same
@@ -39017,6 +40221,7 @@ MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *se
             e->kv.seqs[i].ckpt_len = -1;
             (void)mlstack__state_restore(&e->kv, i, 0); /* zeros: cannot fail */
             e->kv.seqs[i].rope_long = 0;
+            e->kv.seqs[i].snap_end = 0;
             *seq = i;
             return MLSTACK_OK;
         }
@@ -39339,7 +40544,7 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
 
 /* ==== 27. SCHEDULER ==== */ /* >>scheduler */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* Continuous batching over the paged KV cache. A request is its token list (prompt, then the
    tokens it generated) and n_computed, the positions whose KV its sequence holds. Every step
    gives each running request the rows [n_computed, n_computed + chunk): a decode is the case
@@ -39675,7 +40880,7 @@ static void mlstack__req_detach(mlstack_engine *e, mlstack__req *r) {
     r->pin = NULL;
     mlstack__kv_resize(&e->kv, s, 0);
     s->active = s->sched = s->rope_long = 0;
-    s->len = 0;
+    s->len = s->snap_end = 0;
     r->seq = -1;
     r->n_computed = 0;
     if (r->dseq >= 0) (void)mlstack_engine_seq_free(e->draft, r->dseq);
@@ -39825,6 +41030,7 @@ static int mlstack__admit(mlstack_engine *e, int w) {
     s->active = s->sched = 1;
     s->n_pages = m;
     s->ckpt_len = -1;
+    s->snap_end = r->n_toks / kv->page_tokens;
     s->rope_long = r->ns == MLSTACK__RADIX_NS_LONGROPE;
     for (m = 0; m < s->n_pages; m++) kv->ref[s->pages[m]]++;
     (void)mlstack__state_restore(kv, slot, s->n_pages); /* the last page has a snapshot */
@@ -40465,7 +41671,7 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
 
 /* ==== 28. ENGINE SETUP ==== */ /* >>setup */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* mlstack_engine_init and mlstack_engine_free: the settings' defaults and checks, then each
    part built in the order the sections above define them (kernels and pool, KV pages, ranks,
    scheduler, draft engine), and released in reverse. */
@@ -40655,7 +41861,7 @@ MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
 
 /* ==== 29. PROFILER ==== */ /* >>profiler */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* Named regions around ops and engine phases, recorded into one event buffer allocated by
    mlstack_engine_profile_start; nothing is allocated while recording. Only the engine's thread
    writes events. Pool workers write into their own cache-line slot (first task start, last
@@ -41190,7 +42396,7 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
 
 /* ==== 30. UNICODE TABLES ==== */ /* >>unicodetables */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 
 /* Generated tables (tools/gen_unicode.py rewrites the text between the markers in place) and the
    functions that read them; versions and layouts are described under >>unicode. */

@@ -502,24 +502,13 @@ def write_gpt_oss_gguf(path: str, n_layers: int, seed: int) -> None:
 
 # ---------------------------------------------------------------- hybrids
 
-# The smallest public checkpoints' shapes (text part): Qwen3.5-0.8B and LFM2-1.2B.
-HYBRID_SHAPES = {
-    "qwen35-0.8b": dict(
-        architectures=["Qwen3_5ForCausalLM"], vocab_size=248320, hidden_size=1024, intermediate_size=3584,
-        num_hidden_layers=24, num_attention_heads=8, num_key_value_heads=2, head_dim=256, hidden_act="silu",
-        max_position_embeddings=262144, rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False,
-        rope_parameters=dict(rope_theta=10000000.0, partial_rotary_factor=0.25, rope_type="default"),
-        linear_conv_kernel_dim=4, linear_key_head_dim=128, linear_value_head_dim=128, linear_num_key_heads=16,
-        linear_num_value_heads=16, eos_token_id=2,
-        layer_types=["full_attention" if i % 4 == 3 else "linear_attention" for i in range(24)]),
-    "lfm2-1.2b": dict(
-        architectures=["Lfm2ForCausalLM"], vocab_size=65536, hidden_size=2048, intermediate_size=12288,
-        num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=128000,
-        norm_eps=1e-5, tie_word_embeddings=True, rope_parameters=dict(rope_theta=1000000.0, rope_type="default"),
-        conv_bias=False, conv_L_cache=3, block_multiple_of=256, block_ffn_dim_multiplier=1.0,
-        block_auto_adjust_ff_dim=True, bos_token_id=1, eos_token_id=2, pad_token_id=0,
-        layer_types=["full_attention" if i in (2, 5, 8, 10, 12, 14) else "conv" for i in range(16)]),
-}
+# The smallest public checkpoints' shapes (text part): Qwen3.5-0.8B and LFM2-1.2B, as config.json
+# files in tools/shapes/ (which `make bench` also runs through `mlstack bench --shape`).
+SHAPES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shapes")
+HYBRID_SHAPES = {}
+for _name in ("qwen35-0.8b", "lfm2-1.2b"):
+    with open(os.path.join(SHAPES_DIR, _name + ".json"), encoding="utf-8") as _f:
+        HYBRID_SHAPES[_name] = json.load(_f)
 
 
 def write_hybrid(a) -> int:
@@ -533,6 +522,7 @@ def write_hybrid(a) -> int:
     import transformers
     cfg = dict(HYBRID_SHAPES[a.shape])
     arch = cfg.pop("architectures")[0]
+    cfg.pop("model_type", None)
     conf = {"Qwen3_5ForCausalLM": transformers.Qwen3_5TextConfig,
             "Lfm2ForCausalLM": transformers.Lfm2Config}[arch](**cfg)
     conf.architectures = [arch]
