@@ -26,7 +26,7 @@
 #   clang      $(B)/clang/       all but test_real_* and    $(CLANG) $(TEST_CFLAGS)
 #                                the limit tests
 #   tsan       $(B)/tsan/        test_threads, test_serve   -O1 -g -fsanitize=thread, $(NO_WIDE)
-# The plain flavour's object is the CLI's six implementation parts joined by `ld -r` (the same
+# The plain flavour's object is the CLI's two implementation parts joined by `ld -r` (the same
 # flags; one -O2 compile of the header serves the CLI, the examples and the tests). A test of
 # compile-time limits (tests/testlimits.h: MLSTACK_MAX_JSON_BYTES and the like, and an allocator
 # hook) is listed in SELF_CONTAINED and links against $(B)/FLAVOUR/limits.o instead, the
@@ -95,8 +95,8 @@ all:
 
 # ---- the mlstack CLI: cli/*.c, one binary, built as a user builds it: the implementation
 # apart from the command files (cli/impl.c), compiled as the header's parts (PARTS in mlstack.h's >>platform:
-# MLSTACK_IMPLEMENTATION_PART=1..6, six translation units that build in parallel) ----
-IMPL_PARTS = 1 2 3 4 5 6
+# MLSTACK_IMPLEMENTATION_PART=1..2, two translation units that build in parallel) ----
+IMPL_PARTS = 1 2
 CLI_IMPL   = $(foreach k,$(IMPL_PARTS),$(B)/cli/cli_impl_part$(k).o)
 CLI_SRCS   = cli/impl.c $(filter-out cli/impl.c,$(wildcard cli/*.c))
 CLI_HDRS   = mlstack.h cli/cli.h cli/http.h cli/width.h tools/quality.h cli/web/chat.html
@@ -583,8 +583,8 @@ TEST_BUILDS += $(B)/optout/ok
 # ---- `make check`: the everyday tier, under 3 minutes from a warm build tree on 2 cores. The
 # unit tests under ASan+UBSan only (no real-model tests, no cross-ISA or port flavours, no CLI
 # Python suites, no fuzz replay), the opt-out builds and the function-length check; the slowest
-# unit tests (test_kernels, test_ranks, test_cuda_emul) run a representative subset under
-# MLSTACK_TEST_QUICK=1. `make test` runs everything, those tests whole, and CI runs `make test`. ----
+# unit tests (test_kernels, test_ranks, test_cuda_emul, test_families, test_hybrid) run a
+# representative subset under MLSTACK_TEST_QUICK=1. `make test` runs everything, those tests whole, and CI runs `make test`. ----
 CHECK_BINS = $(ASAN_BINS) $(FN_LENGTHS_RUN)
 .PHONY: check
 check:
