@@ -29702,6 +29702,8 @@ typedef struct mlstack__config {
     int norm_plus_stored; /* F_NORM_PLUS_ONE norms are stored as 1 + w (GGUF): applied as stored */
     int dn_v_tiled; /* delta-net value heads stored tiled (GGUF, F_GGUF_V_TILED): their input rows are
                        put back grouped at load; outputs go to the tiled columns ssm_out reads */
+    int dn_in_split; /* some delta-net layer keeps q | k | v (w_in) and z | b | a (w_in2) in two
+                        types (llama-quantize's Q4_K_M: attn_qkv Q6_K beside a Q4_K gate) */
     int text_only; /* F_TEXT_CONFIG with a vision_config: its vision tower is not loaded */
     /* F_GEMMA4: v RMSNorm per head (no weight); k_eq_v: layers without v_proj take v = xn Wk
        (full layers with attention_k_eq_v); the last n_kv_shared layers read the KV of the last
@@ -29776,6 +29778,7 @@ typedef struct mlstack__layer {
     int head_dim, n_kv_heads; /* attention: this layer's head size and KV heads (mlstack__layer_dh) */
     size_t state_off;
     mlstack__weight w_in;
+    mlstack__weight w_in2; /* delta-net of two stored types: the z | b | a rows (w_in then q | k | v) */
     const float *conv_w, *conv_b; /* (C, conv_k) causal convolution as f32, its bias (or NULL) */
     /* Mamba2 (in_proj in w_in, out_proj in wo, conv1d in conv_w / conv_b): dt_bias, A =
        -exp(A_log) and the D skip (H each), the gated norm's weight (inner) */
@@ -32401,8 +32404,10 @@ static int mlstack__dn_sources(mlstack_model *m, const char *pre, int l, mlstack
     return n;
 }
 
-/* The rows q | k | v | z | b | a of w_in (W rows) from the n sources, value heads grouped. */
-static void mlstack__dn_gather(const mlstack__config *c, unsigned char *dst, const mlstack__weight *src, int n) {
+/* The rows q | k | v | z | b | a of w_in (W rows) from the n sources, value heads grouped: rows
+   [0, C) into dst, the rest into zba's row 0 on (n >= 3; NULL: dst's row C on). */
+static void mlstack__dn_gather(const mlstack__config *c, unsigned char *dst, unsigned char *zba,
+                               const mlstack__weight *src, int n) {
     int Hk = c->dn_k_heads, Hv = c->dn_v_heads, dk = c->dn_k_dim, dv = c->dn_v_dim, G = Hv / Hk;
     int kd = Hk * dk, vd = Hv * dv, C = 2 * kd + vd, h;
     if (n == 2) {
@@ -32417,19 +32422,20 @@ static void mlstack__dn_gather(const mlstack__config *c, unsigned char *dst, con
         }
         return;
     }
+    if (!zba) zba = dst + (size_t)C * src[0].row_bytes;
     mlstack__copy_rows(dst, 0, &src[0], 0, 2 * kd);
     for (h = 0; h < Hv; h++) { /* value heads back in grouped order where they are stored tiled */
         int s = mlstack__dn_stored_head(c, h);
         mlstack__copy_rows(dst, 2 * kd + h * dv, &src[0], 2 * kd + s * dv, dv);
-        mlstack__copy_rows(dst, C + h * dv, &src[1], s * dv, dv);
+        mlstack__copy_rows(zba, h * dv, &src[1], s * dv, dv);
         if (n == 4) {
-            mlstack__copy_rows(dst, C + vd + h, &src[2], s, 1);
-            mlstack__copy_rows(dst, C + vd + Hv + h, &src[3], s, 1);
+            mlstack__copy_rows(zba, vd + h, &src[2], s, 1);
+            mlstack__copy_rows(zba, vd + Hv + h, &src[3], s, 1);
         }
     }
     for (h = 0; n == 3 && h < Hk; h++) { /* b_h (G) a_h (G) per key head */
-        mlstack__copy_rows(dst, C + vd + h * G, &src[2], h * 2 * G, G);
-        mlstack__copy_rows(dst, C + vd + Hv + h * G, &src[2], h * 2 * G + G, G);
+        mlstack__copy_rows(zba, vd + h * G, &src[2], h * 2 * G, G);
+        mlstack__copy_rows(zba, vd + Hv + h * G, &src[2], h * 2 * G + G, G);
     }
 }
 
@@ -32479,17 +32485,27 @@ static mlstack_result mlstack__map_layer_delta(mlstack_model *m, mlstack__layer 
     char name[256];
     memset(src, 0, sizeof src);
     if (!(n_src = mlstack__dn_sources(m, pre, l, src, &r, err))) return r;
-    for (i = 0; i < n_src; i++)
-        if (src[i].packed || src[i].wtype != src[0].wtype)
+    for (i = 0; i < n_src; i++) /* q | k | v in one type, z | b | a in one (the same or another) */
+        if (src[i].packed || (i > 1 && src[i].wtype != src[1].wtype) || (n_src == 2 && src[1].wtype != src[0].wtype))
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                                 "%s: layer %d: delta-net input projections of different types or in panels", m->path,
-                                 l);
+                                 "%s: layer %d: delta-net input projections z, b and a of different types, or in "
+                                 "panels",
+                                 m->path, l);
     L->w_in = src[0];
     L->w_in.name = NULL;
     L->w_in.n_out = W;
-    dst = (unsigned char *)mlstack__model_own(m, (size_t)W * src[0].row_bytes);
+    if (src[1].wtype != src[0].wtype) { /* two weights: q | k | v, and z | b | a */
+        L->w_in.n_out = C;
+        L->w_in2 = src[1];
+        L->w_in2.name = NULL;
+        L->w_in2.n_out = W - C;
+        L->w_in2.data = mlstack__model_own(m, (size_t)(W - C) * src[1].row_bytes);
+        if (!L->w_in2.data) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        m->cfg.dn_in_split = 1;
+    }
+    dst = (unsigned char *)mlstack__model_own(m, (size_t)L->w_in.n_out * src[0].row_bytes);
     if (!dst) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    mlstack__dn_gather(c, dst, src, n_src);
+    mlstack__dn_gather(c, dst, (unsigned char *)(uintptr_t)L->w_in2.data, src, n_src);
     L->w_in.data = dst;
     if ((r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.out_proj"), c->n_embd, vd, 0, &L->wo, err)) ||
         (r = mlstack__dn_params(m, L, pre, l, err)) ||
@@ -32676,10 +32692,10 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
 /* The projection weights of layer l (l = -1: the LM head) into ws (room for
    MLSTACK__MAX_LAYER_WEIGHTS); returns how many. Absent ones (the dense MLP of a MoE layer, a
    shared expert the family lacks) are left out. */
-#define MLSTACK__MAX_LAYER_WEIGHTS (18 + 3 * MLSTACK__MAX_EXPERTS)
+#define MLSTACK__MAX_LAYER_WEIGHTS (19 + 3 * MLSTACK__MAX_EXPERTS)
 MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
     mlstack__layer *L;
-    mlstack__weight *all[17];
+    mlstack__weight *all[18];
     int n = 0, i;
     if (l < 0) {
         ws[0] = &m->lm_head;
@@ -32690,8 +32706,8 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
     all[4] = &L->w_gate, all[5] = &L->w_up, all[6] = &L->w_down;
     all[7] = &L->router, all[8] = &L->sh_gate, all[9] = &L->sh_up, all[10] = &L->sh_down;
     all[11] = &L->w_in, all[12] = &L->wqg, all[13] = &L->wqa, all[14] = &L->w_mix_out;
-    all[15] = &L->moe_lin, all[16] = &L->moe_lout;
-    for (i = 0; i < 17; i++)
+    all[15] = &L->moe_lin, all[16] = &L->moe_lout, all[17] = &L->w_in2;
+    for (i = 0; i < 18; i++)
         if (all[i]->data) ws[n++] = all[i];
     if (L->sh_router.data) ws[n++] = &L->sh_router;
     for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++)
@@ -34924,16 +34940,17 @@ static void mlstack__gw_list_delta(const mlstack__config *c, const mlstack__laye
     static const char *const nm4[4] = {"attn_qkv", "attn_gate", "ssm_beta", "ssm_alpha"};
     int Hv = c->dn_v_heads, dv = c->dn_v_dim, kd = c->dn_k_heads * c->dn_k_dim, vd = Hv * dv, C = 2 * kd + vd, k;
     int rows[4], first[4], K = c->dn_conv;
-    size_t rb = L->w_in.row_bytes;
     char nm[64];
     rows[0] = C, rows[1] = vd, rows[2] = Hv, rows[3] = Hv;
     first[0] = 0, first[1] = C, first[2] = C + vd, first[3] = C + vd + Hv;
     for (k = 0; k < 4; k++) { /* Qwen3-Next: beta and alpha in one ssm_ba, grouped by key head */
         int ba = k == 2 && !(c->fam->flags & MLSTACK__F_GGUF_V_TILED);
+        const mlstack__weight *w = k && L->w_in2.data ? &L->w_in2 : &L->w_in; /* z | b | a: apart when split */
+        size_t rb = w->row_bytes, at = (size_t)(k && L->w_in2.data ? first[k] - C : first[k]);
         snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, ba ? "ssm_ba" : nm4[k]);
-        MLSTACK__GW_T(nm, mlstack__gw_type(L->w_in.wtype), 2, L->w_in.n_in, ba ? 2 * rows[k] : rows[k],
-                      (const unsigned char *)L->w_in.data + (size_t)first[k] * rb, rb, 0);
-        mlstack__gw_made(&ts[*n_t - 1], &L->w_in);
+        MLSTACK__GW_T(nm, mlstack__gw_type(w->wtype), 2, w->n_in, ba ? 2 * rows[k] : rows[k],
+                      (const unsigned char *)w->data + at * rb, rb, 0);
+        mlstack__gw_made(&ts[*n_t - 1], w);
         mlstack__gw_tile(c, &ts[*n_t - 1], k ? 0 : 2 * kd, k < 2 ? dv : 1, 0);
         if (ba) {
             ts[*n_t - 1].ba_group = Hv / c->dn_k_heads;
@@ -38294,7 +38311,7 @@ static mlstack_result mlstack__mix_scratch(const mlstack__config *c, mlstack__sc
         if (mlstack__mix_out_width(c, k) > wout) wout = mlstack__mix_out_width(c, k);
         if (mlstack__mix_scratch_floats(c, k) > sc) sc = mlstack__mix_scratch_floats(c, k);
     }
-    s->mix_x = mlstack__falloc(B, (size_t)win);
+    s->mix_x = mlstack__falloc(B, (size_t)win * (c->dn_in_split ? 2 : 1)); /* split: the two parts after */
     s->mix_y = mlstack__falloc(B, (size_t)wout);
     s->mix_s = mlstack__falloc((size_t)n_threads, sc);
     s->mix_run = (int *)mlstack__calloc(B + 1, sizeof(int));
@@ -38372,6 +38389,19 @@ static void mlstack__ssm_mup(const mlstack__ssm_cfg *s, float *x, int B) {
             for (i = i0; i < end[k]; i++) x[(size_t)b * s->proj + i] = x[(size_t)b * s->proj + i] * s->mup[k];
 }
 
+/* A delta-net input of two stored types: x (B, W) rows q | k | v from w_in, z | b | a from w_in2,
+   each computed into the second half of mix_x first (the same bits as one weight of W rows:
+   every output column is its own fixed reduction). */
+static void mlstack__project_split(mlstack__rank *rk, const mlstack__layer *L, const float *in, int B, int W) {
+    int C = L->w_in.n_out, Z = L->w_in2.n_out, b;
+    float *a = rk->s.mix_x + (size_t)B * W, *z = a + (size_t)B * C;
+    mlstack__project(rk, in, B, 2, &L->w_in, a, &L->w_in2, z, NULL, NULL);
+    for (b = 0; b < B; b++) {
+        memcpy(rk->s.mix_x + (size_t)b * W, a + (size_t)b * C, sizeof(float) * (size_t)C);
+        memcpy(rk->s.mix_x + (size_t)b * W + C, z + (size_t)b * Z, sizeof(float) * (size_t)Z);
+    }
+}
+
 /* A recurrent layer's token mixing (one rank): out (B, D) = mixer(in Win) Wo, the mixer over the
    batch's n_run runs in order, split over the pool's threads by units (a large enough batch),
    its state copied to a page's snapshot after the run that ends the page. */
@@ -38384,7 +38414,11 @@ static void mlstack__recurrent(mlstack__rank *rk, const mlstack__layer *L, const
     j.rk = rk, j.L = L, j.rows = rows, j.win = mlstack__mix_in_width(c, L->kind);
     j.wout = mlstack__mix_out_width(c, L->kind);
     if (c->mult.ssm_in != 1.0f) in = mlstack__scaled(rk->s.mix_in, in, c->mult.ssm_in, (size_t)B * c->n_embd);
-    mlstack__project(rk, in, B, 1, &L->w_in, rk->s.mix_x, NULL, NULL, NULL, NULL);
+    if (L->w_in2.data) {
+        mlstack__project_split(rk, L, in, B, j.win);
+    } else {
+        mlstack__project(rk, in, B, 1, &L->w_in, rk->s.mix_x, NULL, NULL, NULL, NULL);
+    }
     if (c->ssm.has_mup && L->kind != MLSTACK__LAYER_CONV && L->kind != MLSTACK__LAYER_DELTANET)
         mlstack__ssm_mup(&c->ssm, rk->s.mix_x, B);
     MLSTACK__PROF_BEGIN(rk->pool, MIXER);
