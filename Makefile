@@ -517,7 +517,9 @@ run: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),$(DEFAULT_GGUF))
 # pp128 and tg32 at 1 and 2 threads for the stored weights, Q8_0 and Q4_1 (3 timed runs each);
 # BENCH_ARGS adds or overrides options (e.g. BENCH_ARGS=--json, BENCH_ARGS="--profile prof.json").
 BENCH_ARGS ?=
-# The engine's own benchmark, the tokenizer comparison, and the side-by-side table against
+# The engine's own benchmark (and a hybrid's: random weights in Qwen3.5-0.8B's shape, prefill,
+# decode and the time to first token behind a cached 1,000-token prefix), the tokenizer
+# comparison, and the side-by-side table against
 # llama.cpp on the SmolLM2 shape (all five types; add --shapes smollm2,tinyllama through
 # VS_ARGS for the 1.1B shape) when tools/build_llamacpp.sh has built the peer; then memory
 # (peak RSS, time to first token) and long contexts (pp4096/pp8192, tg32 at depth 4096/8192,
@@ -526,6 +528,8 @@ VS_ARGS ?= --shapes smollm2 -r 2 --spread
 bench: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),model)
 	$(B)/mlstack bench -m $(MODEL) --quant none,q8_0,q4_1 -t 1,2 -p 128 -n 32 -r 3 $(BENCH_ARGS)
 	$(B)/mlstack bench -m $(MODEL) --quant none,q8_0,q4_1 -t 2 --parallel 1,8,32 -n 32
+	$(B)/mlstack bench --shape tools/shapes/qwen35-0.8b.json --quant q8_0 -t 2 -p 128 -n 16 -r 1
+	$(B)/mlstack bench --shape tools/shapes/qwen35-0.8b.json --quant q8_0 -t 2 --shared-prefix 1000 -n 4 -r 1
 	$(PYTHON) tools/bench_spec.py -m $(MODEL) --rounds 3
 	bash tools/bench_tokenizer.sh
 	@if [ -x peer/bin/llama-bench ]; then \
