@@ -9086,6 +9086,9 @@ MLSTACK_API mlstack_result mlstack_tokenizer_open(const char *dir, mlstack_token
     return r;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* mlstack_tokenizer_encode where special tokens overlapping the n_prot byte ranges
    [prot[2k], prot[2k+1]) (ascending, not overlapping) are text. */
 MLSTACK__FN mlstack_result mlstack__tokenizer_encode_prot(mlstack_tokenizer *t, const char *text, size_t len, int flags,
@@ -9190,9 +9193,6 @@ MLSTACK_API const char *mlstack_tokenizer_chat_template(const mlstack_tokenizer 
 }
 MLSTACK_API const char *mlstack_tokenizer_error(const mlstack_tokenizer *t) { return t && t->err ? t->err : ""; }
 
-#if MLSTACK__COLD_O1 /* end of cold code */
-#pragma GCC pop_options
-#endif
 /* ---- streaming decoder ---- */
 struct mlstack_detok {
     const mlstack_tokenizer *t;
