@@ -218,8 +218,17 @@ int main(void) {
     static const struct {
         const char *name;
         int write; /* mlstack writes this family to GGUF */
-    } cases[] = {{"lfm2", 1},   {"lfm2_moe", 1},       {"qwen3_5", 1},    {"qwen3_5_moe", 1}, {"qwen3_next", 1},
-                 {"mamba2", 1}, {"granite_hybrid", 1}, {"nemotron_h", 1}, {"falcon_h1", 1}};
+    } cases[] = {{"lfm2", 1},
+                 {"lfm2_moe", 1},
+                 {"qwen3_5", 1},
+                 {"qwen3_5_moe", 1},
+                 {"qwen3_next", 1},
+                 {"mamba2", 1},
+                 {"granite_hybrid", 1},
+                 {"nemotron_h", 1},
+                 {"falcon_h1", 1},
+                 {"nemotron_h_moe", 1},
+                 {"nemotron_h_moe_latent", 1}};
     size_t i;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) test_read(cases[i].name, cases[i].write);
     test_falcon_fold();
