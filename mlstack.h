@@ -33603,6 +33603,19 @@ static int mlstack__gguf_rope_rows(const mlstack__config *c) {
     return c->fam && (c->fam->flags & MLSTACK__F_GGUF_ROPE_ROWS) != 0;
 }
 
+/* GGUF architectures llama.cpp gives a family's MoE form (its converter picks them when the config
+   has experts): {family's gguf name, the MoE one}. Read as the family; written when it has experts. */
+static const char *const mlstack__gguf_moe_archs[][2] = {{"nemotron_h", "nemotron_h_moe"}};
+
+/* The architecture a model of family f is written under (its MoE form when it has experts). */
+static const char *mlstack__gguf_write_arch(const mlstack__family *f, int n_experts) {
+    size_t k;
+    for (k = 0; f && f->gguf && n_experts && k < sizeof mlstack__gguf_moe_archs / sizeof mlstack__gguf_moe_archs[0];
+         k++)
+        if (strcmp(f->gguf, mlstack__gguf_moe_archs[k][0]) == 0) return mlstack__gguf_moe_archs[k][1];
+    return f ? f->gguf : NULL;
+}
+
 /* The GGUF architectures of the family table, "a, b, c" (each once), for messages. */
 static void mlstack__gguf_arch_list(char *out, size_t cap) {
     size_t k, j, n = 0;
@@ -33729,10 +33742,14 @@ static const struct {
     {"attention.layer_norm_rms_epsilon", "rms_norm_eps norm_eps layer_norm_epsilon"},
     {"attention.layer_norm_epsilon", "rms_norm_eps norm_eps layer_norm_epsilon"},
     {"rope.freq_base", "rope_theta"},
-    {"expert_count", "num_experts num_local_experts"},
+    {"expert_count", "num_experts num_local_experts n_routed_experts"},
     {"expert_used_count", "num_experts_per_tok"},
     {"expert_feed_forward_length", "moe_intermediate_size"},
-    {"expert_shared_feed_forward_length", "shared_expert_intermediate_size shared_intermediate_size"},
+    {"expert_shared_feed_forward_length",
+     "shared_expert_intermediate_size shared_intermediate_size moe_shared_expert_intermediate_size"},
+    {"expert_group_count", "n_group"},
+    {"expert_group_used_count", "topk_group"},
+    {"moe_latent_size", "moe_latent_size"},
     {"leading_dense_block_count", "num_dense_layers"},
     {"expert_weights_scale", "routed_scaling_factor"},
     {"expert_weights_norm", "norm_topk_prob"},
@@ -33836,10 +33853,14 @@ static int mlstack__gj_layers(mlstack__buf *b, const mlstack__family *f, const m
     ok = ok && mlstack__buf_puts(b, ",\"layer_types\":[");
     for (l = 0; ok && l < n_layers; l++) {
         int attends = rec ? !mlstack__gguf_layer_int(g, rec, l) : mlstack__gguf_layer_int(g, kv, l) > 0;
-        const char *t = attends ? "full_attention"
-                        : f->ssm.layout == MLSTACK__SSM_BLOCKS && mlstack__gguf_layer_int(g, ff, l) > 0 ? "mlp"
-                        : f->mix.type                                                                   ? f->mix.type
-                                      : "linear_attention";
+        char gate[48];
+        const char *t;
+        snprintf(gate, sizeof gate, "blk.%d.ffn_gate_inp.weight", l);
+        t = attends ? "full_attention"
+            : f->ssm.layout == MLSTACK__SSM_BLOCKS && mlstack__gguf_layer_int(g, ff, l) > 0
+                ? (mlstack__gguf_tensor_find(g, gate) ? "moe" : "mlp")
+            : f->mix.type ? f->mix.type
+                          : "linear_attention";
         if (attends && f->mix.kind == MLSTACK__LAYER_MAMBA2 && f->ssm.layout == MLSTACK__SSM_HYBRID) t = "attention";
         ok = mlstack__buf_puts(b, l ? ",\"" : "\"") && mlstack__buf_puts(b, t) && mlstack__buf_puts(b, "\"");
     }
@@ -33894,6 +33915,9 @@ static int mlstack__gj_derived(mlstack__buf *b, const mlstack__family *f, const 
          mlstack__gj_put(b, "tie_word_embeddings", mlstack__gguf_tensor_find(g, "output.weight") ? "false" : "true") &&
          mlstack__gj_put(b, "norm_topk_prob", "true") && /* llama.cpp's default (the key, when given, comes first) */
          mlstack__gj_put(b, "mlp_hidden_act", "\"relu2\""); /* Nemotron-H's MLP blocks in llama.cpp */
+    snprintf(key, sizeof key, "%s.expert_group_count", arch); /* no used count: every group is kept */
+    mlstack__gj_value(g, key, num, sizeof num);
+    if (ok && num[0]) ok = mlstack__gj_put(b, "topk_group", num);
     snprintf(key, sizeof key, "%s.rope.scaling.finetuned", arch); /* Granite 4.0-H: RoPE only when set */
     if (ok && mlstack__gguf_bool(g, key, 0)) ok = mlstack__gj_put(b, "position_embedding_type", "\"rope\"");
     return ok;
@@ -34081,8 +34105,9 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     if (!a) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: missing string key general.architecture", path);
     snprintf(arch, sizeof arch, "%.*s", (int)(alen > 60 ? 60 : alen), a);
     for (k = 0; k < sizeof mlstack__families / sizeof mlstack__families[0] && !c->fam; k++) {
-        const char *name = mlstack__families[k].gguf;
-        if (name && strlen(name) == alen && memcmp(name, a, alen) == 0) {
+        const char *name = mlstack__families[k].gguf, *moe = mlstack__gguf_write_arch(&mlstack__families[k], 1);
+        if (name && ((strlen(name) == alen && memcmp(name, a, alen) == 0) ||
+                     (moe != name && strlen(moe) == alen && memcmp(moe, a, alen) == 0))) {
             c->arch = (int)k, c->fam = &mlstack__families[k];
             snprintf(c->architecture, sizeof c->architecture, "%s", c->fam->arch);
         }
@@ -34216,7 +34241,9 @@ static int mlstack__gguf_hybrid_name(const mlstack__family *f, const char *rest,
                                          {"ffn_gate_inp_shexp", "E.shared_expert_gate"},
                                          {"ffn_gate_shexp", "E.shared_expert.gate_proj"},
                                          {"ffn_up_shexp", "E.shared_expert.up_proj"},
-                                         {"ffn_down_shexp", "E.shared_expert.down_proj"}};
+                                         {"ffn_down_shexp", "E.shared_expert.down_proj"},
+                                         {"ffn_latent_down", "E.fc1_latent_proj"},
+                                         {"ffn_latent_up", "E.fc2_latent_proj"}};
     const char *attn = f->name.attn ? f->name.attn : "self_attn", *mlp = f->name.mlp ? f->name.mlp : "mlp";
     const char *moe = f->moe.block ? f->moe.block : mlp, *mx = f->mix.block ? f->mix.block : "mixer", *suffix;
     size_t k, n;
@@ -34228,6 +34255,11 @@ static int mlstack__gguf_hybrid_name(const mlstack__family *f, const char *rest,
         if (strcmp(map[k][0], "ssm_dt") == 0 || strcmp(map[k][0], "exp_probs_b") == 0) suffix = "";
         if (strcmp(map[k][0], "ssm_a") == 0 || strcmp(map[k][0], "ssm_d") == 0) suffix = "";
         part = h + 2;
+        if (f->flags & MLSTACK__F_GROUP_ROUTER) { /* Nemotron-H: the router's bias, an ungated shared expert */
+            if (strcmp(map[k][0], "exp_probs_b") == 0) part = "gate.e_score_correction_bias";
+            if (strcmp(map[k][0], "ffn_up_shexp") == 0) part = "shared_experts.up_proj";
+            if (strcmp(map[k][0], "ffn_down_shexp") == 0) part = "shared_experts.down_proj";
+        }
         if (strcmp(part, "o") == 0) part = f->name.o_proj ? f->name.o_proj : "o_proj";
         else if (strcmp(part, "qn") == 0)
             part = f->name.q_norm ? f->name.q_norm : "q_norm";
@@ -34384,6 +34416,7 @@ static void mlstack__gguf_split_experts(const mlstack__config *c, const mlstack_
     uint64_t slice;
     int e, E = (int)t->ne[2], layer = atoi(t->name + 4);
     hf = strncmp(proj, "gate", 4) == 0 ? f->moe.gate : strncmp(proj, "up", 2) == 0 ? f->moe.up : f->moe.down;
+    if (!hf && strncmp(proj, "up", 2) == 0) hf = f->moe.gate; /* ungated experts: W1 is llama.cpp's up */
     slice = (whole.end - whole.begin) / (uint64_t)E;
     for (e = 0; e < E; e++) {
         char *name = names + (size_t)e * name_cap;
@@ -34718,6 +34751,10 @@ static int mlstack__gw_f32(mlstack__buf *b, const char *arch, const char *key, f
     ++*n_kv;
     return mlstack__gw_key(b, arch, key, MLSTACK__GGUF_F32) && mlstack__gw_u(b, bits, 4);
 }
+static int mlstack__gw_bool(mlstack__buf *b, const char *arch, const char *key, int v, int *n_kv) {
+    ++*n_kv;
+    return mlstack__gw_key(b, arch, key, MLSTACK__GGUF_BOOL) && mlstack__gw_u(b, v != 0, 1);
+}
 static int mlstack__gw_s(mlstack__buf *b, const char *arch, const char *key, const char *v, size_t n, int *n_kv) {
     ++*n_kv;
     return mlstack__gw_key(b, arch, key, MLSTACK__GGUF_STRING) && mlstack__gw_str(b, v, n);
@@ -35001,7 +35038,8 @@ static void mlstack__gw_list_moe(const mlstack__config *c, const mlstack__layer 
                                  int *n_t) {
     static const char *const exps[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"},
                              *shexp[4] = {"ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", "ffn_gate_inp_shexp"};
-    const mlstack__weight *sh[4] = {&L->sh_gate, &L->sh_up, &L->sh_down, &L->sh_router};
+    const mlstack__weight *sh[4] = {&L->sh_gate, &L->sh_up, &L->sh_down, &L->sh_router},
+                          *lat[2] = {&L->moe_lin, &L->moe_lout};
     char nm[64];
     int k;
     if (c->mla_rank) sh[0] = &L->w_gate, sh[1] = &L->w_up, sh[2] = &L->w_down; /* DeepSeek keeps them there */
@@ -35009,7 +35047,8 @@ static void mlstack__gw_list_moe(const mlstack__config *c, const mlstack__layer 
     for (k = 0; k < 3; k++) {
         const mlstack__weight *w = &L->experts[k];
         if (!w->data) continue;
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, exps[k]);
+        /* ungated experts (Nemotron-H): their W1, held as the gate, is llama.cpp's up */
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, exps[k == 0 && !L->experts[1].data ? 1 : k]);
         MLSTACK__GW_T(nm, mlstack__gw_type(w->wtype), 3, w->n_in, w->n_out, w->data, w->row_bytes, 0);
         mlstack__gw_made(&ts[*n_t - 1], w);
         ts[*n_t - 1].exps = L->experts, ts[*n_t - 1].n_exp = c->n_experts, ts[*n_t - 1].role = k;
@@ -35024,10 +35063,17 @@ static void mlstack__gw_list_moe(const mlstack__config *c, const mlstack__layer 
     }
     for (k = 0; k < 4; k++) {
         if (!sh[k]->data) continue;
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, shexp[k]);
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, shexp[k == 0 && !L->sh_up.data ? 1 : k]);
         MLSTACK__GW_T(nm, mlstack__gw_type(sh[k]->wtype), 2, sh[k]->n_in, sh[k]->n_out, sh[k]->data, sh[k]->row_bytes,
                       0);
         mlstack__gw_made(&ts[*n_t - 1], sh[k]);
+    }
+    for (k = 0; k < 2; k++) { /* latent experts: from D to the latent width and back */
+        if (!lat[k]->data) continue;
+        snprintf(nm, sizeof nm, "blk.%d.ffn_latent_%s.weight", l, k ? "up" : "down");
+        MLSTACK__GW_T(nm, mlstack__gw_type(lat[k]->wtype), 2, lat[k]->n_in, lat[k]->n_out, lat[k]->data,
+                      lat[k]->row_bytes, 0);
+        mlstack__gw_made(&ts[*n_t - 1], lat[k]);
     }
 }
 
@@ -35255,6 +35301,24 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
     return MLSTACK_OK;
 }
 
+/* What llama.cpp's nemotron_h_moe has no place for: an MLP block beside the experts (a block with
+   an FFN is a MoE block there) and biases on the experts' side (it loads none). */
+static mlstack_result mlstack__gw_check_moe(mlstack_model *m, const char *arch, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int l;
+    if (!c->n_experts || !(c->fam->flags & MLSTACK__F_GROUP_ROUTER)) return MLSTACK_OK;
+    if (c->mlp_bias)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: llama.cpp's %s has no MLP or expert biases (mlp_bias)",
+                             m->path, arch);
+    for (l = 0; l < c->n_layers; l++)
+        if (m->layers[l].kind == MLSTACK__LAYER_MLP && !m->layers[l].moe)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: block %d is an MLP beside MoE blocks; llama.cpp's %s takes every block with an "
+                                 "FFN as a MoE block",
+                                 m->path, l, arch);
+    return MLSTACK_OK;
+}
+
 /* A delta-net hybrid's keys as llama.cpp's qwen35 reads them: head_count_kv, ssm.* (conv width, key
    head dim, key heads, value heads, value width), recurrent_layers, the M-RoPE sections (text
    positions: any split of the rotary pairs is plain RoPE). Returns 0 when out of memory. */
@@ -35319,7 +35383,11 @@ static int mlstack__gw_ff_eps(mlstack_model *m, const char *arch, mlstack__buf *
         ok = mlstack__gw_key(kv, arch, "feed_forward_length", MLSTACK__GGUF_ARRAY) &&
              mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
         for (l = 0; ok && l < c->n_layers; l++)
-            ok = mlstack__gw_u(kv, m->layers[l].kind == MLSTACK__LAYER_MLP ? (uint32_t)c->n_ff : 0, 4);
+            ok = mlstack__gw_u(kv,
+                               m->layers[l].kind != MLSTACK__LAYER_MLP ? 0
+                               : m->layers[l].moe                      ? (uint32_t)c->moe_ff
+                                                                       : (uint32_t)c->n_ff,
+                               4);
         ++*n_kv;
         ok = ok && mlstack__gw_f32(kv, arch, "attention.layer_norm_epsilon", c->eps, n_kv);
     }
@@ -35334,6 +35402,13 @@ static int mlstack__gw_ff_eps(mlstack_model *m, const char *arch, mlstack__buf *
              (!lead || mlstack__gw_u32(kv, arch, "leading_dense_block_count", (uint32_t)lead, n_kv)) &&
              (!c->moe_sigmoid || mlstack__gw_u32(kv, arch, "expert_gating_func", 2, n_kv)); /* 2: sigmoid */
     }
+    if (ok && c->n_experts && (c->fam->flags & MLSTACK__F_GROUP_ROUTER)) /* Nemotron-H (nemotron_h_moe) */
+        ok = mlstack__gw_u32(kv, arch, "expert_shared_count", c->shared_ff ? 1 : 0, n_kv) &&
+             mlstack__gw_bool(kv, arch, "expert_weights_norm", c->norm_topk, n_kv) &&
+             mlstack__gw_f32(kv, arch, "expert_weights_scale", c->moe_scale, n_kv) &&
+             mlstack__gw_u32(kv, arch, "expert_group_count", (uint32_t)c->moe_groups, n_kv) &&
+             mlstack__gw_u32(kv, arch, "expert_group_used_count", (uint32_t)c->moe_topk_groups, n_kv) &&
+             (!c->moe_latent || mlstack__gw_u32(kv, arch, "moe_latent_size", (uint32_t)c->moe_latent, n_kv));
     if (ok && (c->fam->flags & MLSTACK__F_MULTIPLIERS))
         ok = mlstack__gw_f32(kv, arch, "attention.scale", c->attn_scale, n_kv) &&
              mlstack__gw_f32(kv, arch, "embedding_scale", c->embed_scale, n_kv) &&
@@ -35606,7 +35681,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     if (!m || !path)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save_gguf: model or path is NULL");
     c = &m->cfg;
-    arch = c->fam ? c->fam->gguf : NULL;
+    arch = mlstack__gguf_write_arch(c->fam, c->n_experts);
     if (!arch) {
         char names[200];
         mlstack__gguf_arch_list(names, sizeof names);
@@ -35621,17 +35696,19 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture attention biases are not written to GGUF", m->path, arch);
     /* experts: written for the short-conv and delta-net hybrids (lfm2moe, qwen35moe, qwen3next),
-       deepseek2 and gpt-oss */
+       Nemotron-H's grouped router (nemotron_h_moe), deepseek2 and gpt-oss; latent experts only for
+       Nemotron-H */
     if ((c->n_experts && c->fam->mix.kind != MLSTACK__LAYER_CONV && c->fam->mix.kind != MLSTACK__LAYER_DELTANET &&
-         !(c->fam->flags & (MLSTACK__F_MLA | MLSTACK__F_SINKS))) ||
-        c->moe_latent)
+         !(c->fam->flags & (MLSTACK__F_MLA | MLSTACK__F_SINKS | MLSTACK__F_GROUP_ROUTER))) ||
+        (c->moe_latent && !(c->fam->flags & MLSTACK__F_GROUP_ROUTER)))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s models (experts) are read from GGUF but not written yet", m->path, arch);
     if (c->n_recurrent && !(c->fam->mix.kind == MLSTACK__LAYER_CONV || c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 ||
                             c->fam->mix.kind == MLSTACK__LAYER_DELTANET))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s models are read from GGUF but not written yet",
                              m->path, arch);
-    if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK || (r = mlstack__gw_check_moe(m, arch, err)) != MLSTACK_OK)
+        return r;
     ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 40 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     ok = mlstack__gw_list_embed(m, ts, &n_t, &head_q8);

@@ -259,8 +259,46 @@ static void test_falcon_fold(void) {
     free(l), free(text), free(bin);
 }
 
-/* What llama.cpp's falcon-h1 graph has no place for is refused by name, not written wrong. */
-static void test_falcon_refused(const char *name, const char *what) {
+/* A family fixture written from its folder (nemotron_h_moe_latent: 2 expert groups, the best 1
+   kept, latent experts) reads back with the folder's logits bits at every position. */
+static void test_folder_written(const char *name) {
+    char path[256], tmp[] = "/tmp/mlstack_hybrid_folder_XXXXXX";
+    int32_t ids[32];
+    mlstack_model_desc md;
+    mlstack_engine_desc ed;
+    mlstack_model *m = NULL, *back = NULL;
+    mlstack_engine *e = NULL, *eb = NULL;
+    mlstack_error err;
+    float *l = NULL, *lb = NULL;
+    int i;
+    for (i = 0; i < 32; i++) ids[i] = (int32_t)((i * 37 + 5) % 128);
+    memset(&md, 0, sizeof md);
+    memset(&ed, 0, sizeof ed);
+    ed.kv_type = MLSTACK_KV_F32;
+    snprintf(path, sizeof path, "tests/fixtures/families/%s", name);
+    md.path = path;
+    CHECKF(mlstack_model_open(&md, &m, &err) == MLSTACK_OK, "%s: %s", path, err.message);
+    if (m && temp_file(tmp) == 0) {
+        CHECKF(mlstack_model_save_gguf(m, tmp, &err) == MLSTACK_OK, "%s: write: %s", name, err.message);
+        md.path = tmp;
+        CHECKF(mlstack_model_open(&md, &back, &err) == MLSTACK_OK, "%s: read back: %s", name, err.message);
+        if (back && mlstack_engine_init(back, &ed, &eb, &err) == MLSTACK_OK) lb = fx_eval_all(eb, ids, 32, 128, 1);
+        if (mlstack_engine_init(m, &ed, &e, &err) == MLSTACK_OK) l = fx_eval_all(e, ids, 32, 128, 1);
+        CHECKF(l && lb && !memcmp(l, lb, sizeof(float) * 32 * 128),
+               "%s: the GGUF written from the folder gives other "
+               "logits",
+               name);
+        unlink(tmp);
+    }
+    free(l), free(lb);
+    mlstack_engine_free(eb);
+    mlstack_engine_free(e);
+    mlstack_model_close(back);
+    mlstack_model_close(m);
+}
+
+/* What llama.cpp's graphs have no place for is refused by name, not written wrong. */
+static void test_refused(const char *name, const char *what) {
     char path[256];
     mlstack_model_desc md;
     mlstack_model *m = NULL;
@@ -280,13 +318,24 @@ int main(void) {
     static const struct {
         const char *name;
         int write; /* mlstack writes this family to GGUF */
-    } cases[] = {{"lfm2", 1},   {"lfm2_moe", 1},       {"qwen3_5", 1},    {"qwen3_5_moe", 1}, {"qwen3_next", 1},
-                 {"mamba2", 1}, {"granite_hybrid", 1}, {"nemotron_h", 1}, {"falcon_h1", 1}};
+    } cases[] = {{"lfm2", 1},
+                 {"lfm2_moe", 1},
+                 {"qwen3_5", 1},
+                 {"qwen3_5_moe", 1},
+                 {"qwen3_next", 1},
+                 {"mamba2", 1},
+                 {"granite_hybrid", 1},
+                 {"nemotron_h", 1},
+                 {"falcon_h1", 1},
+                 {"nemotron_h_moe", 1},
+                 {"nemotron_h_moe_latent", 1}};
     size_t i;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) test_read(cases[i].name, cases[i].write);
     test_mixed();
     test_falcon_fold();
-    test_falcon_refused("falcon_h1", "projection biases");
-    test_falcon_refused("falcon_h1_prenorm", "before the gate");
+    test_refused("falcon_h1", "projection biases");
+    test_refused("falcon_h1_prenorm", "before the gate");
+    test_refused("nemotron_h_moe", "MLP beside MoE blocks"); /* nemotron_h_moe: every FFN block is MoE */
+    test_folder_written("nemotron_h_moe_latent");
     return tl_finish();
 }
