@@ -35063,7 +35063,7 @@ static void mlstack__gw_list_moe(const mlstack__config *c, const mlstack__layer 
     }
     for (k = 0; k < 4; k++) {
         if (!sh[k]->data) continue;
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, shexp[k == 0 && !L->sh_up.data ? 1 : k]);
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, shexp[k == 0 && !sh[1]->data ? 1 : k]);
         MLSTACK__GW_T(nm, mlstack__gw_type(sh[k]->wtype), 2, sh[k]->n_in, sh[k]->n_out, sh[k]->data, sh[k]->row_bytes,
                       0);
         mlstack__gw_made(&ts[*n_t - 1], sh[k]);
@@ -35303,7 +35303,7 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
 
 /* What llama.cpp's nemotron_h_moe has no place for: an MLP block beside the experts (a block with
    an FFN is a MoE block there) and biases on the experts' side (it loads none). */
-static mlstack_result mlstack__gw_check_moe(mlstack_model *m, const char *arch, mlstack_error *err) {
+static mlstack_result mlstack__gw_check_group_moe(mlstack_model *m, const char *arch, mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     int l;
     if (!c->n_experts || !(c->fam->flags & MLSTACK__F_GROUP_ROUTER)) return MLSTACK_OK;
@@ -35707,7 +35707,8 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
                             c->fam->mix.kind == MLSTACK__LAYER_DELTANET))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s models are read from GGUF but not written yet",
                              m->path, arch);
-    if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK || (r = mlstack__gw_check_moe(m, arch, err)) != MLSTACK_OK)
+    if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK ||
+        (r = mlstack__gw_check_group_moe(m, arch, err)) != MLSTACK_OK)
         return r;
     ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 40 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
