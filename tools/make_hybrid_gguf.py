@@ -18,6 +18,8 @@ delta-net reorders) is the converter's own code.
         the other way: build/mlstack quantize writes each fixture of WRITTEN as stored, Q8_0, Q4_1
         and Q4_K_M; llama.cpp must load each file and give mlstack's greedy text on it; and Falcon-H1
         written from its folder (multipliers folded) is compared tensor by tensor with the converter's
+With qwen3_5 it also writes files with two types in the delta-net's input projections
+(make_mixed: qwen3_5-mixed16.gguf and its all-F32 copy, qwen3_5-mixed.gguf by llama-quantize).
 PEER is the llama.cpp build of tools/build_llamacpp.sh (PEER/src/vendor/llama.cpp holds the
 converter, PEER/bin/llama-completion runs it). --types f32,f16,q8_0 also converts to F16 / Q8_0
 (into --keep, default a temporary folder) and checks those files: mlstack's logits against
@@ -254,6 +256,22 @@ def check_written(peer, names):
     return bad
 
 
+def make_mixed(peer):
+    """Two types in the delta-net's input projections (llama-quantize's Q4_K_M gives attn_qkv Q6_K
+    beside a Q4_K attn_gate, ssm_alpha and ssm_beta in some layers): qwen3_5-mixed16.gguf (those
+    three F16, the rest F32) and qwen3_5-mixed16-f32.gguf (the same values, all F32), by
+    tools/dequant_gguf.py; qwen3_5-mixed.gguf, llama-quantize's Q8_0 with those three in Q4_1."""
+    src, out = os.path.join(OUT, "qwen3_5-f32.gguf"), os.path.join(OUT, "qwen3_5-mixed.gguf")
+    deq = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "dequant_gguf.py")]
+    m16 = os.path.join(OUT, "qwen3_5-mixed16.gguf")
+    subprocess.run(deq + [src, m16, "attn_gate,ssm_alpha,ssm_beta"], check=True)
+    subprocess.run(deq + [m16, os.path.join(OUT, "qwen3_5-mixed16-f32.gguf")], check=True)
+    types = [a for t in ("attn_gate", "ssm_alpha", "ssm_beta") for a in ("--tensor-type", t + "=q4_1")]
+    subprocess.run([os.path.join(peer, "bin", "llama-quantize"), *types, src, out, "Q8_0", "1"], check=True,
+                   stdout=subprocess.DEVNULL)
+    print("wrote", m16, out)
+
+
 def check_fold(peer):
     """Falcon-H1 written by mlstack from its safetensors folder (multipliers folded into the weights)
     against the converter's file of the same model: each tensor's largest difference, then llama.cpp's
@@ -348,6 +366,8 @@ def main():
             json.dump(ref, f)
             f.write("\n")
         print(name, repr(text))
+        if name == "qwen3_5":
+            make_mixed(a.peer)
 
 
 if __name__ == "__main__":
