@@ -24,7 +24,7 @@
 #include <dirent.h>
 
 #define MAX_PATHS 7
-#define MAX_KEYS 1024
+#define MAX_KEYS 4096
 
 typedef struct repro_path {
     const char *name; /* kernel table name */
@@ -84,7 +84,10 @@ static void record(const char *key, uint64_t h, const char *path) {
                    (unsigned long long)h, (unsigned long long)hashes[i]);
             return;
         }
-    if (n_keys == MAX_KEYS) return;
+    if (n_keys == MAX_KEYS) { /* a key dropped here would be missing from the file the other builds check */
+        CHECKF(0, "%s: more than MAX_KEYS (%d) hashes; raise it", key, MAX_KEYS);
+        return;
+    }
     snprintf(keys[n_keys], sizeof keys[0], "%s", key);
     hashes[n_keys++] = h;
 }
