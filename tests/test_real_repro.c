@@ -24,7 +24,7 @@
 #include <dirent.h>
 
 #define MAX_PATHS 7
-#define MAX_KEYS 1024
+#define MAX_KEYS 4096 /* keys recorded; more is a failure, not a silent drop */
 
 typedef struct repro_path {
     const char *name; /* kernel table name */
@@ -84,6 +84,7 @@ static void record(const char *key, uint64_t h, const char *path) {
                    (unsigned long long)h, (unsigned long long)hashes[i]);
             return;
         }
+    CHECKF(n_keys < MAX_KEYS, "%s: more than %d keys (raise MAX_KEYS)", key, MAX_KEYS);
     if (n_keys == MAX_KEYS) return;
     snprintf(keys[n_keys], sizeof keys[0], "%s", key);
     hashes[n_keys++] = h;
