@@ -24,7 +24,7 @@
 #include <dirent.h>
 
 #define MAX_PATHS 7
-#define MAX_KEYS 4096
+#define MAX_KEYS 4096 /* keys recorded; more is a failure, not a silent drop */
 
 typedef struct repro_path {
     const char *name; /* kernel table name */
