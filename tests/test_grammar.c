@@ -37,6 +37,13 @@ static double now_s(void) {
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* CPU seconds of this process: the sanity bounds below use it, so a loaded machine does not fail them */
+static double cpu_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static int hexval(int c) { return c <= '9' ? c - '0' : (c | 32) - 'a' + 10; }
 static size_t unhex(const char *h, char *out) {
     size_t n = 0;
@@ -1227,7 +1234,7 @@ static void test_hostile(void) {
     mlstack_matcher *m;
     mlstack__buf b = {0, 0, 0};
     uint32_t bits[1];
-    double t0 = now_s();
+    double t0 = cpu_s();
     int i, r;
     /* parentheses 10000 deep */
     for (i = 0; i < 10000; i++) mlstack__buf_puts(&b, "(");
@@ -1324,8 +1331,8 @@ static void test_hostile(void) {
         mlstack_matcher_free(m);
     }
     mlstack_grammar_free(g);
-    CHECKF(now_s() - t0 < 60, "hostile grammars took %.1f s", now_s() - t0);
-    printf("hostile grammars: %.2f s\n", now_s() - t0);
+    CHECKF(cpu_s() - t0 < 60, "hostile grammars took %.1f CPU s", cpu_s() - t0);
+    printf("hostile grammars: %.2f CPU s\n", cpu_s() - t0);
     free(b.p);
     mlstack_vocab_free(v);
 }
@@ -1489,13 +1496,14 @@ static void test_compile_budget(void) {
     g = NULL;
     d.text = b.p;
     d.len = b.n;
-    t0 = now_s();
+    t0 = cpu_s();
     r = mlstack__grammar_compile_work(&d, &g, &err, &work);
     CHECKF(r == MLSTACK_OK, "50000 required properties: %s", err.message);
     CHECKF(work < 200 * (uint64_t)b.n && work < 150 * work_small, "50000 required: %llu units of work (500: %llu)",
            (unsigned long long)work, (unsigned long long)work_small);
-    CHECKF(now_s() - t0 < 60, "50000 required took %.1f s", now_s() - t0); /* a sanity bound, not a speed target */
-    printf("50000 required properties (%zu bytes): %llu units, %.2f s\n", b.n, (unsigned long long)work, now_s() - t0);
+    CHECKF(cpu_s() - t0 < 60, "50000 required took %.1f CPU s", cpu_s() - t0); /* a sanity bound, not a speed target */
+    printf("50000 required properties (%zu bytes): %llu units, %.2f CPU s\n", b.n, (unsigned long long)work,
+           cpu_s() - t0);
     if (g) { /* required in another order than properties: every key is still required, in schema order */
         mlstack_matcher *m;
         if (mlstack_matcher_init(g, &m) == MLSTACK_OK) {
