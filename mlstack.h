@@ -31906,6 +31906,25 @@ static mlstack_result mlstack__map_layer_mla(mlstack_model *m, mlstack__layer *L
     return mlstack__mla_kv_b(m, L, &kvb, err);
 }
 
+/* Granite's experts from a GGUF: gate and up apart, block_sparse_moe.gate_proj / up_proj [E, F, D]
+   (llama.cpp's ffn_gate_exps / ffn_up_exps), viewed per expert. */
+static mlstack_result mlstack__map_experts_split(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                                 mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    static const char *const part[2] = {"gate_proj", "up_proj"};
+    mlstack_result r;
+    char name[256], nm[200];
+    int e, k, F = c->moe_ff;
+    for (k = 0; k < 2; k++) {
+        mlstack__weight w;
+        memset(&w, 0, sizeof w);
+        snprintf(nm, sizeof nm, "%s.%s", c->fam->moe.block, part[k]);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts * F, c->n_embd, 0, &w, err))) return r;
+        for (e = 0; e < c->n_experts; e++) mlstack__weight_view(&L->experts[3 * e + k], &w, F * e, F * (e + 1));
+    }
+    return MLSTACK_OK;
+}
+
 /* Layer l's mixture of experts: router, experts, and the shared expert where there is one. */
 static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
                                              mlstack_error *err) {
@@ -31923,14 +31942,16 @@ static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L
         memset(&gu, 0, sizeof gu), memset(&dn, 0, sizeof dn);
         snprintf(nm, sizeof nm, "%s.router.layer", f->moe.block);
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, D, 0, &L->router, err))) return r;
-        snprintf(nm, sizeof nm, "%s.%s", f->moe.block, f->moe.gate);
-        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts * 2 * F, D, 0, &gu, err))) return r;
         snprintf(nm, sizeof nm, "%s.%s", f->moe.block, f->moe.down);
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts * D, F, 0, &dn, err))) return r;
+        for (e = 0; e < c->n_experts; e++) mlstack__weight_view(&L->experts[3 * e + 2], &dn, D * e, D * (e + 1));
+        snprintf(name, sizeof name, "%s.layers.%d.%s.%s.weight", pre, l, f->moe.block, f->moe.gate);
+        if (!mlstack__st_find(&m->st, name)) return mlstack__map_experts_split(m, L, pre, l, err); /* a GGUF */
+        snprintf(nm, sizeof nm, "%s.%s", f->moe.block, f->moe.gate);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts * 2 * F, D, 0, &gu, err))) return r;
         for (e = 0; e < c->n_experts; e++) {
             mlstack__weight_view(&L->experts[3 * e], &gu, 2 * F * e, 2 * F * e + F);
             mlstack__weight_view(&L->experts[3 * e + 1], &gu, 2 * F * e + F, 2 * F * (e + 1));
-            mlstack__weight_view(&L->experts[3 * e + 2], &dn, D * e, D * (e + 1));
         }
         return MLSTACK_OK;
     }
@@ -34277,6 +34298,26 @@ static int mlstack__gguf_hybrid_name(const mlstack__family *f, const char *rest,
     return 0;
 }
 
+/* A granitehybrid MoE layer's tensor blk.N.<rest> -> its name after model.layers.N. into out (0: not
+   one of these). Granite keeps gate | up of its experts and of its shared MLP in one input_linear;
+   llama.cpp splits them: the expert halves load as block_sparse_moe.gate_proj / up_proj [E, F, D]
+   (>>model mlstack__map_layer_moe), the shared MLP's as the dense MLP's gate_proj / up_proj. */
+static int mlstack__gguf_granite_name(const char *rest, char *out, size_t cap) {
+    static const char *const map[][2] = {
+        {"ffn_gate_inp", "block_sparse_moe.router.layer"}, {"ffn_gate_exps", "block_sparse_moe.gate_proj"},
+        {"ffn_up_exps", "block_sparse_moe.up_proj"},       {"ffn_down_exps", "block_sparse_moe.output_linear"},
+        {"ffn_gate_shexp", "shared_mlp.gate_proj"},        {"ffn_up_shexp", "shared_mlp.up_proj"},
+        {"ffn_down_shexp", "shared_mlp.output_linear"}};
+    size_t k, n;
+    for (k = 0; k < sizeof map / sizeof map[0]; k++) {
+        n = strlen(map[k][0]);
+        if (strncmp(rest, map[k][0], n) != 0 || rest[n] != '.') continue;
+        snprintf(out, cap, "%s%s", map[k][1], rest + n);
+        return 1;
+    }
+    return 0;
+}
+
 /* A deepseek2 layer tensor blk.N.<rest> -> its Hugging Face name after model.layers.N. into out
    (0: not one of these). attn_k_b / attn_v_b are kv_b_proj split as MLA reads it (per head W_UK
    transposed, W_UV: >>model mlstack__mla_kv_b), read as 2-D k_b_proj / v_b_proj. */
@@ -34324,6 +34365,8 @@ static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gg
             norm = mlstack__gguf_norm_hf(c->fam, "ffn_norm.weight");
         char hf[96];
         if (norm) snprintf(name, name_cap, "%s.layers.%d.%s.weight", pre, layer, norm);
+        else if ((f->flags & MLSTACK__F_EXPERTS_3D) && mlstack__gguf_granite_name(rest, hf, sizeof hf))
+            snprintf(name, name_cap, "%s.layers.%d.%s", pre, layer, hf);
         else if (f->mix.kind && mlstack__gguf_hybrid_name(f, rest, hf, sizeof hf))
             snprintf(name, name_cap, "%s.layers.%d.%s", pre, layer, hf);
         else if ((f->flags & MLSTACK__F_MLA) && mlstack__gguf_mla_name(rest, hf, sizeof hf))
@@ -35104,6 +35147,7 @@ static void mlstack__gw_list_mla(const mlstack__config *c, const mlstack__layer 
 }
 
 static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t) {
+    static const char *const granite_sh[3] = {"ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp"};
     const mlstack__config *c = &m->cfg;
     int l;
     for (l = 0; l < c->n_layers; l++) {
@@ -35132,7 +35176,9 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
                 continue; /* wo: the mixer's */
             if (k < 4 && c->mla_rank) continue; /* latent attention: mlstack__gw_list_mla */
             if (k >= 4 && c->mla_rank && L->moe) continue; /* DeepSeek's shared experts: mlstack__gw_list_moe */
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l,
+                     k >= 4 && L->moe ? granite_sh[k - 4] /* Granite: the shared MLP beside the experts */
+                                      : MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
             MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in,
                           k == 0 && L->wqg.data ? 2 * ws[k]->n_out : ws[k]->n_out, ws[k]->data, ws[k]->row_bytes, perm);
             mlstack__gw_made(&ts[*n_t - 1], ws[k]);
@@ -35375,9 +35421,10 @@ static int mlstack__gw_head_count_kv(mlstack_model *m, const char *arch, mlstack
    4.0-H's multipliers and its RoPE switch. Returns 0 when out of memory. */
 static int mlstack__gw_ff_eps(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
     const mlstack__config *c = &m->cfg;
-    int ok, l, blocks = c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 && c->fam->ssm.layout == MLSTACK__SSM_BLOCKS;
-    if (!blocks) {
-        ok = mlstack__gw_u32(kv, arch, "feed_forward_length", (uint32_t)c->n_ff, n_kv) &&
+    int ok, l, blocks = c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 && c->fam->ssm.layout == MLSTACK__SSM_BLOCKS,
+               granite_moe = c->n_experts && (c->fam->flags & MLSTACK__F_EXPERTS_3D);
+    if (!blocks) { /* Granite 4.0-H with experts: an expert's width (the shared MLP's: below) */
+        ok = mlstack__gw_u32(kv, arch, "feed_forward_length", (uint32_t)(granite_moe ? c->moe_ff : c->n_ff), n_kv) &&
              mlstack__gw_f32(kv, arch, "attention.layer_norm_rms_epsilon", c->eps, n_kv);
     } else {
         ok = mlstack__gw_key(kv, arch, "feed_forward_length", MLSTACK__GGUF_ARRAY) &&
@@ -35696,10 +35743,10 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture attention biases are not written to GGUF", m->path, arch);
     /* experts: written for the short-conv and delta-net hybrids (lfm2moe, qwen35moe, qwen3next),
-       Nemotron-H's grouped router (nemotron_h_moe), deepseek2 and gpt-oss; latent experts only for
+       Nemotron-H's grouped router (nemotron_h_moe), Granite 4.0-H, deepseek2 and gpt-oss; latent experts only for
        Nemotron-H */
     if ((c->n_experts && c->fam->mix.kind != MLSTACK__LAYER_CONV && c->fam->mix.kind != MLSTACK__LAYER_DELTANET &&
-         !(c->fam->flags & (MLSTACK__F_MLA | MLSTACK__F_SINKS | MLSTACK__F_GROUP_ROUTER))) ||
+         !(c->fam->flags & (MLSTACK__F_MLA | MLSTACK__F_SINKS | MLSTACK__F_GROUP_ROUTER | MLSTACK__F_EXPERTS_3D))) ||
         (c->moe_latent && !(c->fam->flags & MLSTACK__F_GROUP_ROUTER)))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s models (experts) are read from GGUF but not written yet", m->path, arch);

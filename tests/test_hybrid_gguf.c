@@ -328,7 +328,8 @@ int main(void) {
                  {"nemotron_h", 1},
                  {"falcon_h1", 1},
                  {"nemotron_h_moe", 1},
-                 {"nemotron_h_moe_latent", 1}};
+                 {"nemotron_h_moe_latent", 1},
+                 {"granite_hybrid_moe", 1}};
     size_t i;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) test_read(cases[i].name, cases[i].write);
     test_mixed();
@@ -337,5 +338,6 @@ int main(void) {
     test_refused("falcon_h1_prenorm", "before the gate");
     test_refused("nemotron_h_moe", "MLP beside MoE blocks"); /* nemotron_h_moe: every FFN block is MoE */
     test_folder_written("nemotron_h_moe_latent");
+    test_folder_written("granite_hybrid_top1"); /* experts as Granite's one input_linear: written as llama.cpp's */
     return tl_finish();
 }
