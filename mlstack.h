@@ -848,7 +848,14 @@ MLSTACK_API double mlstack_clock_seconds(void);
      kv_mem            0: bytes for min(max_position_embeddings, 4096) tokens of KV (models with
                        recurrent layers: plus every sequence's state, twice, and a state snapshot
                        per page; a given budget holds those too)
-     kv_type           0: F16 keys and values; MLSTACK_KV_BF16, MLSTACK_KV_F32 (exact, twice the memory)
+     kv_type           0: F16 keys and values; MLSTACK_KV_BF16, MLSTACK_KV_F32 (exact, twice the memory);
+                       MLSTACK_KV_Q8_0 (blocks of 32: f16 scale + int8, 34 bytes: about half F16's
+                       bytes), MLSTACK_KV_Q4_0 (f16 scale + nibbles, 18 bytes: about a quarter), as
+                       llama.cpp's cache types, each new row quantized once as it is stored (the
+                       reference rounding of ggml/gguf-py). Quantized types need head_dim a multiple
+                       of 32 and are refused for multi-head latent attention (DeepSeek)
+     kv_type_k         0: kv_type; the keys' type (any of kv_type's)
+     kv_type_v         0: kv_type; the values' type (any of kv_type's; latent attention: kv_type_k)
      kv_page_tokens    0: 16 tokens per KV page
      max_seqs          0: 16 concurrent sequences
      max_batch_tokens  0: 512 rows per internal forward chunk
@@ -930,7 +937,9 @@ typedef enum mlstack_kv_type {
     MLSTACK_KV_DEFAULT = 0,
     MLSTACK_KV_F16 = 1,
     MLSTACK_KV_BF16 = 2,
-    MLSTACK_KV_F32 = 3
+    MLSTACK_KV_F32 = 3,
+    MLSTACK_KV_Q8_0 = 4,
+    MLSTACK_KV_Q4_0 = 5
 } mlstack_kv_type;
 
 typedef struct mlstack_engine_desc {
@@ -954,6 +963,7 @@ typedef struct mlstack_engine_desc {
     int spec_ngram;
     mlstack_rank_mode rank_mode;
     int n_stages;
+    mlstack_kv_type kv_type_k, kv_type_v; /* see kv_type */
 } mlstack_engine_desc;
 
 /* How ranks in other processes (or machines) talk: collectives that every one of `size` ranks
@@ -34288,8 +34298,14 @@ typedef struct mlstack__radix {
 
 typedef struct mlstack__kv {
     unsigned char *data; /* n_pages * page_bytes */
-    mlstack_dtype dtype;
-    size_t esize;
+    mlstack_dtype dtype; /* the keys' elements (dense keys; latent attention: keys and values) */
+    size_t esize; /* bytes of one of them (dense keys) */
+    mlstack_kv_type ktype, vtype; /* the keys' and the values' types */
+    uint32_t kq, vq; /* quantized keys / values: their GGML block type (Q8_0, Q4_0), else 0 */
+    mlstack_dtype vdtype; /* dense values: their elements */
+    int mixed; /* keys or values quantized, or of different types: kv_chunk_any reads them */
+    size_t k_bytes, v_bytes, row_bytes; /* bytes of one key, one value, one position of a layer */
+    size_t page_bytes; /* bytes of one page (this rank's layers and heads) */
     int n_pages, page_tokens;
     size_t page_elems, row_elems; /* row: one slot of one layer's K and V: Hkv * (Dh + Dv) */
     size_t head_elems; /* Dh: a key's width; a page holds [layer][K: kv head][slot][Dh], [V: kv head][slot][Dv] */
@@ -34365,6 +34381,34 @@ static mlstack_result mlstack__state_alloc(mlstack__kv *kv, mlstack_error *err) 
     return MLSTACK_OK;
 }
 
+/* The cache types (mlstack_kv_type, resolved: never DEFAULT): the dense element type (F16, BF16,
+   F32; the quantized ones: none, F32 as a placeholder), the GGML block type of the quantized
+   ones (Q8_0: f16 scale + 32 int8, 34 bytes; Q4_0: f16 scale + 16 bytes of nibbles, element j
+   low nibble of byte j, j + 16 high, 18 bytes; >>ggmlquant), and the bytes of n elements (n a
+   multiple of 32 for the quantized ones). */
+static mlstack_dtype mlstack__kv_type_dtype(mlstack_kv_type t) {
+    return t == MLSTACK_KV_BF16 ? MLSTACK_DTYPE_BF16 : t == MLSTACK_KV_F16 ? MLSTACK_DTYPE_F16 : MLSTACK_DTYPE_F32;
+}
+static uint32_t mlstack__kv_type_ggml(mlstack_kv_type t) {
+    return t == MLSTACK_KV_Q8_0   ? (uint32_t)MLSTACK__GGML_Q8_0
+           : t == MLSTACK_KV_Q4_0 ? (uint32_t)MLSTACK__GGML_Q4_0
+                                  : 0;
+}
+static size_t mlstack__kv_type_bytes(mlstack_kv_type t, size_t n) {
+    return t == MLSTACK_KV_Q8_0   ? n / 32 * 34
+           : t == MLSTACK_KV_Q4_0 ? n / 32 * 18
+           : t == MLSTACK_KV_F32  ? n * 4
+                                  : n * 2;
+}
+/* Bytes one position takes over every attention layer at key type kt and value type vt (latent
+   attention: one key, no value; >>model mlstack__kv_token_elems). */
+static uint64_t mlstack__kv_token_bytes(const mlstack__config *c, mlstack_kv_type kt, mlstack_kv_type vt) {
+    uint64_t per_layer =
+        (uint64_t)c->n_kv_heads * (mlstack__kv_type_bytes(kt, (size_t)c->head_dim) +
+                                   (c->mla_rank ? 0 : mlstack__kv_type_bytes(vt, (size_t)c->head_dim)));
+    return (uint64_t)(c->n_recurrent || c->n_kv_shared ? c->n_kv_layers : c->n_layers) * per_layer;
+}
+
 /* What a position of one layer holds, as data: kv_heads keys of head_dim and values of v_elems
    (head_dim; latent attention: none, its values are the first mla_rank dims of its one key, the
    latent, beside the rope key). */
@@ -34373,31 +34417,38 @@ static void mlstack__kv_widths(mlstack__kv *kv, const mlstack__config *c, int kv
     kv->v_elems = c->mla_rank ? 0 : (size_t)c->head_dim;
     kv->v_of_k = (size_t)c->mla_rank;
     kv->row_elems = (size_t)kv_heads * (kv->head_elems + kv->v_elems);
+    kv->k_bytes = mlstack__kv_type_bytes(kv->ktype, kv->head_elems);
+    kv->v_bytes = mlstack__kv_type_bytes(kv->vtype, kv->v_elems);
+    kv->row_bytes = (size_t)kv_heads * (kv->k_bytes + kv->v_bytes);
 }
 
 /* The pool holds as many pages as `budget` gives pages of all c->n_kv_heads; the data is
    allocated for `kv_heads` of them in `n_layers` layers (one rank's share, >>ranks), so every
    rank has the same page ids. */
 static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c, uint64_t budget, int page_tokens,
-                                       int max_seqs, mlstack_dtype dtype, int kv_heads, int n_layers,
+                                       int max_seqs, mlstack_kv_type kt, mlstack_kv_type vt, int kv_heads, int n_layers,
                                        mlstack_error *err) {
     uint64_t page_bytes, here_bytes;
     mlstack_result r;
     int i;
     memset(kv, 0, sizeof *kv);
-    if (dtype != MLSTACK_DTYPE_F32 && dtype != MLSTACK_DTYPE_F16 && dtype != MLSTACK_DTYPE_BF16)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "kv_dtype %s not supported (F16, BF16 or F32)",
-                             mlstack_dtype_name(dtype));
-    kv->dtype = dtype;
-    kv->esize = (size_t)mlstack__dtype_sizes[dtype];
+    if (kt < MLSTACK_KV_F16 || kt > MLSTACK_KV_Q4_0 || vt < MLSTACK_KV_F16 || vt > MLSTACK_KV_Q4_0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "kv types %d / %d unknown", (int)kt, (int)vt);
+    if (c->mla_rank) vt = kt; /* the values are the keys' latent */
+    kv->ktype = kt, kv->vtype = vt;
+    kv->kq = mlstack__kv_type_ggml(kt), kv->vq = mlstack__kv_type_ggml(vt);
+    kv->dtype = mlstack__kv_type_dtype(kt), kv->vdtype = mlstack__kv_type_dtype(vt);
+    kv->esize = kv->kq ? 0 : (size_t)mlstack__dtype_sizes[kv->dtype];
+    kv->mixed = kv->kq || kv->vq || kt != vt;
     kv->page_tokens = page_tokens;
     mlstack__kv_widths(kv, c, c->n_kv_heads);
     /* pages hold the attention layers that store KV (not recurrent ones, not shared-KV ones) */
     if ((c->n_recurrent || c->n_kv_shared) && n_layers == c->n_layers) n_layers = c->n_kv_layers;
     kv->page_elems =
         (size_t)(c->n_recurrent || c->n_kv_shared ? c->n_kv_layers : c->n_layers) * (size_t)page_tokens * kv->row_elems;
-    if (!kv->page_elems) kv->page_elems = 1; /* no attention layer (Mamba2): a page carries tokens and snapshots */
-    page_bytes = (uint64_t)kv->page_elems * kv->esize;
+    page_bytes = (uint64_t)(c->n_recurrent || c->n_kv_shared ? c->n_kv_layers : c->n_layers) * (uint64_t)page_tokens *
+                 kv->row_bytes;
+    if (!page_bytes) page_bytes = 1; /* no attention layer (Mamba2): a page carries tokens and snapshots */
     if ((r = mlstack__state_budget(kv, c, &budget, &page_bytes, max_seqs, err)) != MLSTACK_OK) return r;
     if (budget / page_bytes < 1)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem %llu bytes is less than one page (%llu bytes)",
@@ -34408,8 +34459,10 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem too large for this address space");
     mlstack__kv_widths(kv, c, kv_heads);
     kv->page_elems = (size_t)n_layers * (size_t)page_tokens * kv->row_elems;
+    kv->page_bytes = (size_t)n_layers * (size_t)page_tokens * kv->row_bytes;
     if (!kv->page_elems) kv->page_elems = 1;
-    here_bytes = (uint64_t)kv->page_elems * kv->esize;
+    if (!kv->page_bytes) kv->page_bytes = 1;
+    here_bytes = (uint64_t)kv->page_bytes;
     kv->data = mlstack__kv_alloc((size_t)kv->n_pages * (size_t)here_bytes);
     kv->free_stack = (int *)mlstack__calloc((size_t)kv->n_pages, sizeof(int));
     kv->ref = (int32_t *)mlstack__calloc((size_t)kv->n_pages, sizeof(int32_t));
@@ -34781,27 +34834,39 @@ static void mlstack__radix_free_all(mlstack__kv *kv) { mlstack__radix_free_subtr
 /* A page holds page_tokens positions of every layer in blocks [layer][K, V][kv head], each block
    one head's P = page_tokens positions of Dh values: the values block as rows [slot][Dh], the
    keys block transposed, [Dh][slot], so a chunk of keys reaches attention as rows of keys side
-   by side (what its scores kernel reads) with no transpose on the way. Address of the block of
-   kv head h of `layer`, K (kvi = 0) or V (kvi = 1), in the page of position pos of sequence s. */
+   by side (what its scores kernel reads) with no transpose on the way. Quantized keys are rows
+   [slot][Dh / 32 blocks] instead (a block is 32 values of one key), as are quantized values; a
+   block holds P keys (k_bytes each) or P values (v_bytes). Address of the block of kv head h
+   of `layer`, K (kvi = 0) or V (kvi = 1), in the page of position pos of sequence s. */
 static unsigned char *mlstack__kv_block(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kvi, int h,
                                         int32_t pos) {
     size_t nh = kv->row_elems / (kv->head_elems + kv->v_elems), P = (size_t)kv->page_tokens;
-    size_t at = (size_t)layer * P * kv->row_elems +
-                (kvi ? nh * P * kv->head_elems + (size_t)h * P * kv->v_elems : (size_t)h * P * kv->head_elems);
-    return kv->data + ((size_t)s->pages[pos / kv->page_tokens] * kv->page_elems + at) * kv->esize;
+    size_t at = (size_t)layer * P * kv->row_bytes +
+                (kvi ? nh * P * kv->k_bytes + (size_t)h * P * kv->v_bytes : (size_t)h * P * kv->k_bytes);
+    return kv->data + (size_t)s->pages[pos / kv->page_tokens] * kv->page_bytes + at;
 }
 
-/* Stores key (Dh,) and value (Dh,) of kv head h of `layer` at position pos, in the cache's dtype
-   (from_f32: the kernel table's conversion): the value as its block's row, the key down its
-   slot's column, one value every page_tokens. */
+/* Stores key (Dh,) and value (Dh,) of kv head h of `layer` at position pos, in the cache's types
+   (from_f32: the kernel table's conversion; quantized: ggml's reference quantizer, plain C with
+   every product rounded on its own, so the same bytes on every ISA and compiler setting): the
+   value as its block's row, the key down its slot's column, one value every page_tokens (a
+   quantized key: its block's row). */
 static void mlstack__kv_store(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int h, int32_t pos,
                               const float *key, const float *val,
                               void (*from_f32)(mlstack_dtype, const float *, void *, size_t)) {
     size_t es = kv->esize, Dh = kv->head_elems, slot = (size_t)(pos % kv->page_tokens),
            col = (size_t)kv->page_tokens * es, d0, i;
-    unsigned char tmp[64 * 4], *kd = mlstack__kv_block(kv, s, layer, 0, h, pos) + slot * es;
-    if (kv->v_elems)
-        from_f32(kv->dtype, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * kv->v_elems * es, kv->v_elems);
+    unsigned char tmp[64 * 4], *kd = mlstack__kv_block(kv, s, layer, 0, h, pos);
+    if (kv->v_elems && kv->vq)
+        mlstack__ggml_quantize_row(kv->vq, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * kv->v_bytes,
+                                   (int)kv->v_elems);
+    else if (kv->v_elems)
+        from_f32(kv->vdtype, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * kv->v_bytes, kv->v_elems);
+    if (kv->kq) {
+        mlstack__ggml_quantize_row(kv->kq, key, kd + slot * kv->k_bytes, (int)Dh);
+        return;
+    }
+    kd += slot * es;
     for (d0 = 0; d0 < Dh; d0 += 64) {
         size_t m = Dh - d0 < 64 ? Dh - d0 : 64;
         from_f32(kv->dtype, key + d0, tmp, m);
@@ -34828,12 +34893,12 @@ static void mlstack__fetch_range(const unsigned char *p, size_t n) {
 static int mlstack__kv_chunk_runs(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int32_t t, int n, int h,
                                   const void **k, const void **v, int *len) {
     int P = kv->page_tokens, slot = t % P, nr = 0;
-    size_t es = kv->esize, Dv = kv->v_elems;
+    size_t ks = kv->kq ? kv->k_bytes : kv->esize, Dv = kv->v_elems;
     int32_t pg = t / P;
     for (; n > 0; n -= len[nr++], slot = 0, pg++) {
         len[nr] = P - slot < n ? P - slot : n;
-        k[nr] = mlstack__kv_block(kv, s, layer, 0, h, pg * P) + (size_t)slot * es;
-        v[nr] = Dv ? mlstack__kv_block(kv, s, layer, 1, h, pg * P) + (size_t)slot * Dv * es : NULL;
+        k[nr] = mlstack__kv_block(kv, s, layer, 0, h, pg * P) + (size_t)slot * ks;
+        v[nr] = Dv ? mlstack__kv_block(kv, s, layer, 1, h, pg * P) + (size_t)slot * kv->v_bytes : NULL;
     }
     return nr;
 }
@@ -34847,9 +34912,11 @@ static void mlstack__kv_fetch(const mlstack__kv *kv, const void *const *k, const
                               mlstack__fetch *f) {
     size_t es = kv->esize, Dh = kv->head_elems, col = (size_t)kv->page_tokens * es;
     int r, d;
+    if (kv->kq) col = 0; /* quantized keys: rows, one span */
     for (r = 0; r < nr; r++) {
-        size_t kspan = ((Dh - 1) * (size_t)kv->page_tokens + (size_t)len[r]) * es,
-               vspan = (size_t)len[r] * kv->v_elems * es;
+        size_t kspan =
+                   kv->kq ? (size_t)len[r] * kv->k_bytes : ((Dh - 1) * (size_t)kv->page_tokens + (size_t)len[r]) * es,
+               vspan = (size_t)len[r] * kv->v_bytes;
         if (f && col <= 128) {
             mlstack__fetch_add(f, k[r], kspan);
             if (vspan) mlstack__fetch_add(f, v[r], vspan);
@@ -34885,6 +34952,50 @@ static void mlstack__kv_chunk_latent(const mlstack__kernels *kn, mlstack_dtype d
     mlstack__kt_zero(kt, j0, Dh);
     for (j = 0; j < j0; j++)
         for (d = 0; d < Dv; d++) vf[(size_t)j * Dv + d] = kt[(size_t)d * 32 + j];
+}
+
+/* One quantized block (kv->kq or kv->vq: 32 values) -> f32 at dst[0], dst[step], ...: d * q (Q8_0)
+   or d * (q - 8) (Q4_0), one exact product each (an f16 scale times a small integer fits in
+   f32's mantissa), so the same bits on every ISA; what gguf-py's dequantize gives. */
+static void mlstack__kv_deq_block(uint32_t type, const unsigned char *b, float *dst, size_t step) {
+    float d = mlstack__f16le(b);
+    int i;
+    if (type == MLSTACK__GGML_Q8_0)
+        for (i = 0; i < 32; i++) dst[(size_t)i * step] = d * (float)(int8_t)b[2 + i];
+    else
+        for (i = 0; i < 16; i++) {
+            dst[(size_t)i * step] = d * (float)((b[2 + i] & 15) - 8);
+            dst[(size_t)(i + 16) * step] = d * (float)((b[2 + i] >> 4) - 8);
+        }
+}
+
+/* kv_chunk for the caches the table's op does not read (kv->mixed: quantized keys or values, or
+   keys and values of different types): kt (Dh, 32) the keys side by side (zero past the chunk)
+   and vf (n, Dh) the values, in f32. Every conversion is exact (dense: to_f32; quantized:
+   mlstack__kv_deq_block), so attention on them has the same bits on every ISA, and the same
+   as on the f32 cache holding those dequantized values. */
+static void mlstack__kv_chunk_any(const mlstack__kernels *kn, const mlstack__kv *kv, const void *const *k,
+                                  const void *const *v, const int *len, int nr, float *kt, float *vf) {
+    size_t Dh = kv->head_elems, Dv = kv->v_elems, ldk = (size_t)kv->page_tokens * kv->esize, d;
+    int r, j, j0 = 0;
+    for (r = 0; r < nr; j0 += len[r++]) {
+        const unsigned char *kr = (const unsigned char *)k[r], *vr = (const unsigned char *)v[r];
+        if (kv->kq)
+            for (j = 0; j < len[r]; j++)
+                for (d = 0; d < Dh; d += 32)
+                    mlstack__kv_deq_block(kv->kq, kr + (size_t)j * kv->k_bytes + d / 32 * (kv->k_bytes / (Dh / 32)),
+                                          kt + d * 32 + (size_t)(j0 + j), 32);
+        else
+            for (d = 0; d < Dh; d++) kn->to_f32(kv->dtype, kr + d * ldk, kt + d * 32 + (size_t)j0, (size_t)len[r]);
+        if (Dv && kv->vq)
+            for (j = 0; j < len[r]; j++)
+                for (d = 0; d < Dv; d += 32)
+                    mlstack__kv_deq_block(kv->vq, vr + (size_t)j * kv->v_bytes + d / 32 * (kv->v_bytes / (Dv / 32)),
+                                          vf + (size_t)(j0 + j) * Dv + d, 1);
+        else if (Dv)
+            kn->to_f32(kv->vdtype, vr, vf + (size_t)j0 * Dv, (size_t)len[r] * Dv);
+    }
+    mlstack__kt_zero(kt, j0, (int)Dh);
 }
 
 /* Fused attention for R query rows of one sequence and the G query heads that share one KV
@@ -34934,12 +35045,15 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
                                            kv_head, kn_, vn_, lenn);
         else
             nnext = 0;
-        for (direct = R == 1 && kn->attn_scores_kv && Dh % 8 == 0 && !kv->v_of_k, r = 0; r + 1 < nrun; r++)
+        for (direct = R == 1 && kn->attn_scores_kv && Dh % 8 == 0 && !kv->v_of_k && !kv->mixed, r = 0; r + 1 < nrun;
+             r++)
             direct &= len[r] % 8 == 0;
         while (fe.at != fe.end || fe.i < fe.n) mlstack__fetch_step(&fe); /* this chunk's lines not yet asked for */
         fe.i = fe.n = 0, fe.at = fe.end = NULL;
         mlstack__kv_fetch(kv, kn_, vn_, lenn, nnext, direct ? &fe : NULL); /* direct: from inside the kernels' loops */
         if (kv->v_of_k) mlstack__kv_chunk_latent(kn, kv->dtype, kr, len, nrun, (size_t)kv->page_tokens, Dh, Dv, kt, vf);
+        else if (kv->mixed)
+            mlstack__kv_chunk_any(kn, kv, kr, vr, len, nrun, kt, vf);
         else if (!direct)
             kn->kv_chunk(kv->dtype, kr, vr, len, nrun, (size_t)kv->page_tokens, Dh, kt, vf);
         for (r = 0; r < R; r++) {
@@ -37604,7 +37718,7 @@ static void mlstack__rank_setup(mlstack_engine *e, mlstack__rank *rk) {
     if (r == MLSTACK_OK && (r = mlstack__rank_weights(e, rk)) != MLSTACK_OK) what = "no memory for its weights";
     if (r == MLSTACK_OK && (r = mlstack__rank_scratch(e, rk)) != MLSTACK_OK) what = "no memory for its activations";
     if (r == MLSTACK_OK && rk->kv.data == NULL) {
-        size_t bytes = (size_t)rk->kv.n_pages * rk->kv.page_elems * rk->kv.esize;
+        size_t bytes = (size_t)rk->kv.n_pages * rk->kv.page_bytes;
         rk->kv.data = mlstack__kv_alloc(bytes);
         if (!rk->kv.data) {
             r = MLSTACK_ERR_NO_MEMORY;
@@ -37811,7 +37925,8 @@ static uint64_t mlstack__fingerprint(const mlstack_engine *e) {
     v[6] = c->head_dim, v[7] = c->n_vocab, v[8] = c->max_pos, v[9] = c->tied, v[10] = c->qk_norm;
     v[11] = (int64_t)(c->eps * 1e9), v[12] = (int64_t)c->rope_theta, v[13] = c->rope_kind;
     v[14] = m->layers[0].wq.wtype, v[15] = m->lm_head.wtype, v[16] = (int64_t)m->weight_bytes;
-    v[17] = e->kv.n_pages, v[18] = e->kv.page_tokens, v[19] = e->kv.dtype, v[20] = e->max_batch, v[21] = e->n_ranks;
+    v[17] = e->kv.n_pages, v[18] = e->kv.page_tokens, v[19] = e->kv.ktype * 8 + e->kv.vtype, v[20] = e->max_batch,
+    v[21] = e->n_ranks;
     v[22] = e->kv.max_seqs, v[23] = (int64_t)m->n_params, v[24] = e->rank_reduce, v[25] = e->n_stages;
     for (i = 0; i < 26; i++) MLSTACK__FP(&v[i], sizeof v[i]);
     MLSTACK__FP(e->cols, sizeof(int) * (size_t)MLSTACK__X_COUNT_ * (size_t)(e->n_tp + 1));
@@ -38100,6 +38215,7 @@ static void mlstack__ranks_fill(mlstack_engine *e, const mlstack_engine_desc *d,
             rk->kv.data = NULL;
             mlstack__kv_widths(&rk->kv, c, rk->sh.k1 - rk->sh.k0);
             rk->kv.page_elems = (size_t)(rk->l1 - rk->l0) * (size_t)e->kv.page_tokens * rk->kv.row_elems;
+            rk->kv.page_bytes = (size_t)(rk->l1 - rk->l0) * (size_t)e->kv.page_tokens * rk->kv.row_bytes;
         }
         gi = t ? 0 : rk->stage;
         rk->xb = &e->xbs[gi];
@@ -38157,9 +38273,6 @@ static mlstack_result mlstack__ranks_start(mlstack_engine *e, const mlstack_engi
 static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
     const mlstack__config *c = &e->model->cfg;
     const mlstack_transport *t = d->transport;
-    mlstack_dtype kv_dtype = d->kv_type == MLSTACK_KV_BF16  ? MLSTACK_DTYPE_BF16
-                             : d->kv_type == MLSTACK_KV_F32 ? MLSTACK_DTYPE_F32
-                                                            : MLSTACK_DTYPE_F16;
     mlstack_result r;
     int R = 1, S = 1, T, me, tpr, *cuts;
     if ((r = mlstack__ranks_check(c, d, &R, &S, err)) != MLSTACK_OK) return r;
@@ -38176,7 +38289,7 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
     if (!(cuts = e->stage_cuts = (int *)mlstack__calloc((size_t)S + 1, sizeof(int))))
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     mlstack__stage_cuts(e->model, S, cuts);
-    r = mlstack__kv_init(&e->kv, c, d->kv_mem, d->kv_page_tokens, d->max_seqs, kv_dtype,
+    r = mlstack__kv_init(&e->kv, c, d->kv_mem, d->kv_page_tokens, d->max_seqs, d->kv_type_k, d->kv_type_v,
                          e->shards[me % T].k1 - e->shards[me % T].k0, cuts[me / T + 1] - cuts[me / T], err);
     if (r != MLSTACK_OK || (r = mlstack__ranks_xbufs(e, d, err)) != MLSTACK_OK) return r;
     mlstack__ranks_fill(e, d, me, tpr);
@@ -38244,7 +38357,7 @@ MLSTACK_API mlstack_result mlstack_engine_rank_info(const mlstack_engine *e, int
     o->replicated_bytes = rk->replicated_bytes;
     o->packed_bytes = rk->packed_bytes;
     o->checkpoint_bytes = rk->read_bytes + e->model->load_read_bytes;
-    o->kv_page_bytes = (uint64_t)rk->kv.page_elems * rk->kv.esize;
+    o->kv_page_bytes = (uint64_t)rk->kv.page_bytes;
     o->kv_pages = e->kv.n_pages;
     o->bytes_in = rk->bytes_in;
     o->bytes_out = rk->bytes_out;
@@ -39249,7 +39362,7 @@ static void mlstack__sched_publish(mlstack_engine *e) {
     }
     st->n_pages = kv->n_pages;
     st->page_tokens = kv->page_tokens;
-    st->page_bytes = mlstack__kv_token_elems(&e->model->cfg) * (uint64_t)kv->page_tokens * kv->esize +
+    st->page_bytes = mlstack__kv_token_bytes(&e->model->cfg, kv->ktype, kv->vtype) * (uint64_t)kv->page_tokens +
                      ((uint64_t)kv->state_floats * 4 + (uint64_t)kv->snap_every - 1) /
                          (uint64_t)kv->snap_every; /* of all ranks together, with its share of a snapshot */
     st->pages_free = kv->n_free;
@@ -39735,10 +39848,35 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
    scheduler, draft engine), and released in reverse. */
 
 /* The descriptor with its defaults filled in; MLSTACK_OK or the reason it is refused. */
+/* The cache types of d resolved (kv_type_k / kv_type_v: 0 takes kv_type, 0 there F16) and checked
+   against the model: blocks of 32 need head_dim a multiple of 32; latent attention keeps its
+   values inside its keys (one type) and is not quantized. */
+static mlstack_result mlstack__kv_types(const mlstack__config *c, mlstack_engine_desc *d, mlstack_error *err) {
+    static const char *const names[] = {"default", "f16", "bf16", "f32", "q8_0", "q4_0"};
+    mlstack_kv_type t = d->kv_type ? d->kv_type : MLSTACK_KV_F16;
+    if ((int)d->kv_type < 0 || (int)d->kv_type > MLSTACK_KV_Q4_0 || (int)d->kv_type_k < 0 ||
+        (int)d->kv_type_k > MLSTACK_KV_Q4_0 || (int)d->kv_type_v < 0 || (int)d->kv_type_v > MLSTACK_KV_Q4_0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: unknown kv_type %d / %d / %d",
+                             (int)d->kv_type, (int)d->kv_type_k, (int)d->kv_type_v);
+    if (!d->kv_type_k) d->kv_type_k = t;
+    if (!d->kv_type_v) d->kv_type_v = c->mla_rank ? d->kv_type_k : t;
+    if (c->mla_rank && (d->kv_type_k != d->kv_type_v || mlstack__kv_type_ggml(d->kv_type_k)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: KV cache types %s / %s: %s's latent attention stores its values "
+                             "inside its keys, one dense type (f16, bf16 or f32), not quantized",
+                             names[d->kv_type_k], names[d->kv_type_v], c->architecture);
+    if ((mlstack__kv_type_ggml(d->kv_type_k) || mlstack__kv_type_ggml(d->kv_type_v)) && c->head_dim % 32)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: KV cache types %s / %s: quantized blocks of 32 need a head size "
+                             "that is a multiple of 32 (%s has %d)",
+                             names[d->kv_type_k], names[d->kv_type_v], c->architecture, c->head_dim);
+    return MLSTACK_OK;
+}
+
 static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, const mlstack_engine_desc *desc,
                                                     mlstack_engine_desc *d, mlstack_error *err) {
     const mlstack__config *c = &model->cfg;
-    int kv_size = 2;
+    mlstack_result r;
     memset(d, 0, sizeof *d);
     if (desc) *d = *desc;
     if (d->n_threads < 0 || d->kv_page_tokens < 0 || d->max_seqs < 0 || d->max_batch_tokens < 0 || d->step_tokens < 0 ||
@@ -39817,18 +39955,11 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
                                  "max_batch_tokens %d x width %zu of this model exceeds %d elements",
                                  d->max_batch_tokens, max_in, INT_MAX);
     }
-    switch (d->kv_type) {
-    case MLSTACK_KV_DEFAULT:
-    case MLSTACK_KV_F16:
-    case MLSTACK_KV_BF16: break;
-    case MLSTACK_KV_F32: kv_size = 4; break;
-    default:
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: unknown kv_type %d", (int)d->kv_type);
-    }
+    if ((r = mlstack__kv_types(c, d, err)) != MLSTACK_OK) return r;
     if (d->kv_mem == 0) {
         uint64_t ctx = (uint64_t)(c->max_pos < 4096 ? c->max_pos : 4096);
         ctx = (ctx + (uint64_t)d->kv_page_tokens - 1) / (uint64_t)d->kv_page_tokens * (uint64_t)d->kv_page_tokens;
-        d->kv_mem = ctx * mlstack__kv_token_elems(c) * (uint64_t)kv_size;
+        d->kv_mem = ctx * mlstack__kv_token_bytes(c, d->kv_type_k, d->kv_type_v);
         /* hybrids: every slot's live and kept state, and a snapshot per page (at most) */
         d->kv_mem += (uint64_t)c->state_floats * 4 * (2 * (uint64_t)d->max_seqs + ctx / (uint64_t)d->kv_page_tokens);
     }
@@ -39881,6 +40012,8 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
         memset(&dd, 0, sizeof dd);
         dd.n_threads = d.n_threads;
         dd.kv_type = d.kv_type;
+        dd.kv_type_k = d.kv_type_k;
+        dd.kv_type_v = d.kv_type_v;
         dd.kv_page_tokens = d.kv_page_tokens;
         dd.max_seqs = d.max_seqs;
         dd.max_batch_tokens = d.max_batch_tokens;
