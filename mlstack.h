@@ -34306,6 +34306,7 @@ typedef struct mlstack__kv {
     int mixed; /* keys or values quantized, or of different types: kv_chunk_any reads them */
     size_t k_bytes, v_bytes, row_bytes; /* bytes of one key, one value, one position of a layer */
     size_t page_bytes; /* bytes of one page (this rank's layers and heads) */
+    int rot_k, rot_v; /* quantized keys / values stored rotated (mlstack__kv_rot) */
     int n_pages, page_tokens;
     size_t page_elems, row_elems; /* row: one slot of one layer's K and V: Hkv * (Dh + Dv) */
     size_t head_elems; /* Dh: a key's width; a page holds [layer][K: kv head][slot][Dh], [V: kv head][slot][Dv] */
@@ -34386,6 +34387,7 @@ static mlstack_result mlstack__state_alloc(mlstack__kv *kv, mlstack_error *err) 
    ones (Q8_0: f16 scale + 32 int8, 34 bytes; Q4_0: f16 scale + 16 bytes of nibbles, element j
    low nibble of byte j, j + 16 high, 18 bytes; >>ggmlquant), and the bytes of n elements (n a
    multiple of 32 for the quantized ones). */
+#define MLSTACK__KV_QMAX 1024 /* the widest head a quantized cache takes */
 static mlstack_dtype mlstack__kv_type_dtype(mlstack_kv_type t) {
     return t == MLSTACK_KV_BF16 ? MLSTACK_DTYPE_BF16 : t == MLSTACK_KV_F16 ? MLSTACK_DTYPE_F16 : MLSTACK_DTYPE_F32;
 }
@@ -34438,8 +34440,10 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->ktype = kt, kv->vtype = vt;
     kv->kq = mlstack__kv_type_ggml(kt), kv->vq = mlstack__kv_type_ggml(vt);
     kv->dtype = mlstack__kv_type_dtype(kt), kv->vdtype = mlstack__kv_type_dtype(vt);
-    kv->esize = kv->kq ? 0 : (size_t)mlstack__dtype_sizes[kv->dtype];
+    kv->esize = kv->kq ? 1 : (size_t)mlstack__dtype_sizes[kv->dtype]; /* quantized keys: bytes, transposed */
     kv->mixed = kv->kq || kv->vq || kt != vt;
+    kv->rot_k = kv->kq && c->head_dim % 64 == 0;
+    kv->rot_v = kv->vq && !c->mla_rank && c->head_dim % 64 == 0;
     kv->page_tokens = page_tokens;
     mlstack__kv_widths(kv, c, c->n_kv_heads);
     /* pages hold the attention layers that store KV (not recurrent ones, not shared-KV ones) */
@@ -34834,9 +34838,11 @@ static void mlstack__radix_free_all(mlstack__kv *kv) { mlstack__radix_free_subtr
 /* A page holds page_tokens positions of every layer in blocks [layer][K, V][kv head], each block
    one head's P = page_tokens positions of Dh values: the values block as rows [slot][Dh], the
    keys block transposed, [Dh][slot], so a chunk of keys reaches attention as rows of keys side
-   by side (what its scores kernel reads) with no transpose on the way. Quantized keys are rows
-   [slot][Dh / 32 blocks] instead (a block is 32 values of one key), as are quantized values; a
-   block holds P keys (k_bytes each) or P values (v_bytes). Address of the block of kv head h
+   by side (what its scores kernel reads) with no transpose on the way. Quantized keys are
+   transposed likewise, byte by byte: byte t of a key's row of blocks (k_bytes: per 32 dims an
+   f16 scale and the quantized values, as ggml stores them) at [t][slot], so a chunk's scales and
+   then each dim lie across its keys; quantized values are rows [slot][v_bytes]. A block holds
+   P keys (k_bytes each) or P values (v_bytes). Address of the block of kv head h
    of `layer`, K (kvi = 0) or V (kvi = 1), in the page of position pos of sequence s. */
 static unsigned char *mlstack__kv_block(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kvi, int h,
                                         int32_t pos) {
@@ -34844,6 +34850,27 @@ static unsigned char *mlstack__kv_block(const mlstack__kv *kv, const mlstack__kv
     size_t at = (size_t)layer * P * kv->row_bytes +
                 (kvi ? nh * P * kv->k_bytes + (size_t)h * P * kv->v_bytes : (size_t)h * P * kv->k_bytes);
     return kv->data + (size_t)s->pages[pos / kv->page_tokens] * kv->page_bytes + at;
+}
+
+/* x (n,) rotated in place, each 64 values by the orthonormal Walsh-Hadamard matrix H (Sylvester
+   order; H = H^T = H^-1): the butterflies (a + b, a - b) of the fast transform in a fixed order,
+   then times 1/8 (exact), so the same bits everywhere. A quantized cache stores H k and H v and
+   attention takes H q (q . k unchanged) and H of its output: the rotation spreads a head's
+   outlier dims over its block, so the blocks' scales fit the rest (llama.cpp rotates its
+   quantized caches so too; SmolLM2-135M, 1,024 tokens, Q4_0 K and V: mean KL 0.134 -> see
+   docs/performance-log.md). */
+static void mlstack__kv_rot(float *x, size_t n) {
+    size_t b, h, i, j;
+    for (b = 0; b + 64 <= n; b += 64) {
+        float *y = x + b;
+        for (h = 1; h < 64; h *= 2)
+            for (i = 0; i < 64; i += 2 * h)
+                for (j = i; j < i + h; j++) {
+                    float a = y[j], c = y[j + h];
+                    y[j] = a + c, y[j + h] = a - c;
+                }
+        for (i = 0; i < 64; i++) y[i] *= 0.125f;
+    }
 }
 
 /* Stores key (Dh,) and value (Dh,) of kv head h of `layer` at position pos, in the cache's types
@@ -34856,17 +34883,29 @@ static void mlstack__kv_store(const mlstack__kv *kv, const mlstack__kv_seq *s, i
                               void (*from_f32)(mlstack_dtype, const float *, void *, size_t)) {
     size_t es = kv->esize, Dh = kv->head_elems, slot = (size_t)(pos % kv->page_tokens),
            col = (size_t)kv->page_tokens * es, d0, i;
-    unsigned char tmp[64 * 4], *kd = mlstack__kv_block(kv, s, layer, 0, h, pos);
+    unsigned char tmp[64 * 4], qb[MLSTACK__KV_QMAX / 32 * 34], *kd = mlstack__kv_block(kv, s, layer, 0, h, pos);
+    float xr[MLSTACK__KV_QMAX];
+    if (kv->rot_v) {
+        memcpy(xr, val, sizeof(float) * kv->v_elems);
+        mlstack__kv_rot(xr, kv->v_elems);
+        val = xr;
+    }
     if (kv->v_elems && kv->vq)
         mlstack__ggml_quantize_row(kv->vq, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * kv->v_bytes,
                                    (int)kv->v_elems);
     else if (kv->v_elems)
         from_f32(kv->vdtype, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * kv->v_bytes, kv->v_elems);
-    if (kv->kq) {
-        mlstack__ggml_quantize_row(kv->kq, key, kd + slot * kv->k_bytes, (int)Dh);
+    kd += slot * es;
+    if (kv->kq) { /* the row's block bytes, byte t at row t of the block (one every page_tokens) */
+        if (kv->rot_k) {
+            memcpy(xr, key, sizeof(float) * Dh);
+            mlstack__kv_rot(xr, Dh);
+            key = xr;
+        }
+        mlstack__ggml_quantize_row(kv->kq, key, qb, (int)Dh);
+        for (i = 0; i < kv->k_bytes; i++) kd[i * col] = qb[i];
         return;
     }
-    kd += slot * es;
     for (d0 = 0; d0 < Dh; d0 += 64) {
         size_t m = Dh - d0 < 64 ? Dh - d0 : 64;
         from_f32(kv->dtype, key + d0, tmp, m);
@@ -34893,7 +34932,7 @@ static void mlstack__fetch_range(const unsigned char *p, size_t n) {
 static int mlstack__kv_chunk_runs(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int32_t t, int n, int h,
                                   const void **k, const void **v, int *len) {
     int P = kv->page_tokens, slot = t % P, nr = 0;
-    size_t ks = kv->kq ? kv->k_bytes : kv->esize, Dv = kv->v_elems;
+    size_t ks = kv->esize, Dv = kv->v_elems;
     int32_t pg = t / P;
     for (; n > 0; n -= len[nr++], slot = 0, pg++) {
         len[nr] = P - slot < n ? P - slot : n;
@@ -34912,11 +34951,9 @@ static void mlstack__kv_fetch(const mlstack__kv *kv, const void *const *k, const
                               mlstack__fetch *f) {
     size_t es = kv->esize, Dh = kv->head_elems, col = (size_t)kv->page_tokens * es;
     int r, d;
-    if (kv->kq) col = 0; /* quantized keys: rows, one span */
+    if (kv->kq) Dh = kv->k_bytes; /* quantized keys: k_bytes rows of bytes */
     for (r = 0; r < nr; r++) {
-        size_t kspan =
-                   kv->kq ? (size_t)len[r] * kv->k_bytes : ((Dh - 1) * (size_t)kv->page_tokens + (size_t)len[r]) * es,
-               vspan = (size_t)len[r] * kv->v_bytes;
+        size_t kspan = ((Dh - 1) * (size_t)kv->page_tokens + (size_t)len[r]) * es, vspan = (size_t)len[r] * kv->v_bytes;
         if (f && col <= 128) {
             mlstack__fetch_add(f, k[r], kspan);
             if (vspan) mlstack__fetch_add(f, v[r], vspan);
@@ -34934,8 +34971,9 @@ static void mlstack__kv_fetch(const mlstack__kv *kv, const void *const *k, const
    corrections of G heads, and the running state (G x Dh sums, maxima, denominators) of
    MLSTACK__ATT_ROWS rows. */
 static size_t mlstack__attend_scratch(int G, int Dh) {
-    return (size_t)2 * MLSTACK__ATT_CHUNK * (size_t)Dh + (size_t)G * (MLSTACK__ATT_CHUNK + 1) +
-           (size_t)MLSTACK__ATT_ROWS * (size_t)G * ((size_t)Dh + 2);
+    return (size_t)MLSTACK__ATT_ROWS * (size_t)G * (size_t)Dh +
+           /* rotated queries (kv->rot_k) */ (size_t)2 * MLSTACK__ATT_CHUNK * (size_t)Dh +
+           (size_t)G * (MLSTACK__ATT_CHUNK + 1) + (size_t)MLSTACK__ATT_ROWS * (size_t)G * ((size_t)Dh + 2);
 }
 
 /* kv_chunk for latent attention (kv->v_of_k): the keys (Dh, 32) as kv_chunk makes them, and the
@@ -34954,44 +34992,68 @@ static void mlstack__kv_chunk_latent(const mlstack__kernels *kn, mlstack_dtype d
         for (d = 0; d < Dv; d++) vf[(size_t)j * Dv + d] = kt[(size_t)d * 32 + j];
 }
 
-/* One quantized block (kv->kq or kv->vq: 32 values) -> f32 at dst[0], dst[step], ...: d * q (Q8_0)
-   or d * (q - 8) (Q4_0), one exact product each (an f16 scale times a small integer fits in
-   f32's mantissa), so the same bits on every ISA; what gguf-py's dequantize gives. */
-static void mlstack__kv_deq_block(uint32_t type, const unsigned char *b, float *dst, size_t step) {
+/* One quantized block (kv->vq: 32 values of a value row) -> dst (32,) in f32: d * q (Q8_0) or
+   d * (q - 8) (Q4_0), one exact product each (an f16 scale times a small integer fits in f32's
+   mantissa), so the same bits on every ISA; what gguf-py's dequantize gives. */
+static void mlstack__kv_deq_block(uint32_t type, const unsigned char *b, float *dst) {
     float d = mlstack__f16le(b);
     int i;
     if (type == MLSTACK__GGML_Q8_0)
-        for (i = 0; i < 32; i++) dst[(size_t)i * step] = d * (float)(int8_t)b[2 + i];
+        for (i = 0; i < 32; i++) dst[i] = d * (float)(int8_t)b[2 + i];
     else
         for (i = 0; i < 16; i++) {
-            dst[(size_t)i * step] = d * (float)((b[2 + i] & 15) - 8);
-            dst[(size_t)(i + 16) * step] = d * (float)((b[2 + i] >> 4) - 8);
+            dst[i] = d * (float)((b[2 + i] & 15) - 8);
+            dst[i + 16] = d * (float)((b[2 + i] >> 4) - 8);
         }
+}
+
+/* Quantized keys of one run (n <= 32 keys, side by side: byte t of key j at k + t * ldk + j, the
+   transposed layout of >>kvcache mlstack__kv_block) -> kt (Dh, 32) from column j0: per block its
+   n scales first, then each of its 32 dims across the n keys, d * q (Q8_0) or d * (q - 8)
+   (Q4_0, byte i: dim i low nibble, dim i + 16 high), loops over the keys that compilers vectorize;
+   each value one exact product, as mlstack__kv_deq_block. */
+static void mlstack__kv_deq_keys(uint32_t type, const unsigned char *k, size_t ldk, int n, size_t Dh, float *kt,
+                                 int j0) {
+    size_t bs = type == MLSTACK__GGML_Q8_0 ? 34 : 18, b, i;
+    float sc[32];
+    int j;
+    for (b = 0; b < Dh / 32; b++) {
+        const unsigned char *lo = k + b * bs * ldk, *hi = lo + ldk;
+        float *o = kt + b * 32 * 32 + j0;
+        for (j = 0; j < n; j++) sc[j] = mlstack__f16_to_f32((uint16_t)(lo[j] | hi[j] << 8));
+        if (type == MLSTACK__GGML_Q8_0)
+            for (i = 0; i < 32; i++) {
+                const int8_t *q = (const int8_t *)(const void *)(lo + (2 + i) * ldk);
+                for (j = 0; j < n; j++) o[i * 32 + (size_t)j] = sc[j] * (float)q[j];
+            }
+        else
+            for (i = 0; i < 16; i++) {
+                const unsigned char *q = lo + (2 + i) * ldk;
+                for (j = 0; j < n; j++) o[i * 32 + (size_t)j] = sc[j] * (float)((q[j] & 15) - 8);
+                for (j = 0; j < n; j++) o[(i + 16) * 32 + (size_t)j] = sc[j] * (float)((q[j] >> 4) - 8);
+            }
+    }
 }
 
 /* kv_chunk for the caches the table's op does not read (kv->mixed: quantized keys or values, or
    keys and values of different types): kt (Dh, 32) the keys side by side (zero past the chunk)
    and vf (n, Dh) the values, in f32. Every conversion is exact (dense: to_f32; quantized:
-   mlstack__kv_deq_block), so attention on them has the same bits on every ISA, and the same
-   as on the f32 cache holding those dequantized values. */
+   mlstack__kv_deq_keys, mlstack__kv_deq_block), so attention on them has the same bits on
+   every ISA, and the same as on the f32 cache holding those dequantized values. */
 static void mlstack__kv_chunk_any(const mlstack__kernels *kn, const mlstack__kv *kv, const void *const *k,
                                   const void *const *v, const int *len, int nr, float *kt, float *vf) {
     size_t Dh = kv->head_elems, Dv = kv->v_elems, ldk = (size_t)kv->page_tokens * kv->esize, d;
     int r, j, j0 = 0;
     for (r = 0; r < nr; j0 += len[r++]) {
         const unsigned char *kr = (const unsigned char *)k[r], *vr = (const unsigned char *)v[r];
-        if (kv->kq)
-            for (j = 0; j < len[r]; j++)
-                for (d = 0; d < Dh; d += 32)
-                    mlstack__kv_deq_block(kv->kq, kr + (size_t)j * kv->k_bytes + d / 32 * (kv->k_bytes / (Dh / 32)),
-                                          kt + d * 32 + (size_t)(j0 + j), 32);
+        if (kv->kq) mlstack__kv_deq_keys(kv->kq, kr, ldk, len[r], Dh, kt, j0);
         else
             for (d = 0; d < Dh; d++) kn->to_f32(kv->dtype, kr + d * ldk, kt + d * 32 + (size_t)j0, (size_t)len[r]);
         if (Dv && kv->vq)
             for (j = 0; j < len[r]; j++)
                 for (d = 0; d < Dv; d += 32)
                     mlstack__kv_deq_block(kv->vq, vr + (size_t)j * kv->v_bytes + d / 32 * (kv->v_bytes / (Dv / 32)),
-                                          vf + (size_t)(j0 + j) * Dv + d, 1);
+                                          vf + (size_t)(j0 + j) * Dv + d);
         else if (Dv)
             kn->to_f32(kv->vdtype, vr, vf + (size_t)j0 * Dv, (size_t)len[r] * Dv);
     }
@@ -35029,6 +35091,14 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
     int32_t t, tmax = t1[R - 1];
     int r, g, j, d, Dv = kv->v_of_k ? (int)kv->v_of_k : Dh;
     for (r = 0; r < R; r++) tmax = t1[r] > tmax ? t1[r] : tmax;
+    if (kv->rot_k) { /* keys stored rotated: the queries too (scratch past den) */
+        float *qr = den + (size_t)R * G;
+        for (g = 0; g < R * G; g++) {
+            memcpy(qr + (size_t)g * Dh, q + (size_t)(g / G) * ldq + (size_t)(g % G) * Dh, sizeof(float) * (size_t)Dh);
+            mlstack__kv_rot(qr + (size_t)g * Dh, (size_t)Dh);
+        }
+        q = qr, ldq = (size_t)G * Dh;
+    }
     fe.i = fe.n = 0, fe.at = fe.end = NULL;
     for (g = 0; g < R * G; g++) { /* a sink: a logit with a zero value, seen before every key */
         mx[g] = sinks ? sinks[g % G] : -FLT_MAX;
@@ -35084,6 +35154,7 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
             float inv = 1.0f / den[r * G + g];
             for (d = 0; d < Dv; d++)
                 out[(size_t)r * ldo + (size_t)g * Dh + d] = acc[((size_t)r * G + g) * Dv + d] * inv;
+            if (kv->rot_v) mlstack__kv_rot(out + (size_t)r * ldo + (size_t)g * Dh, (size_t)Dv); /* values rotated */
         }
 }
 
@@ -39865,10 +39936,11 @@ static mlstack_result mlstack__kv_types(const mlstack__config *c, mlstack_engine
                              "mlstack_engine_init: KV cache types %s / %s: %s's latent attention stores its values "
                              "inside its keys, one dense type (f16, bf16 or f32), not quantized",
                              names[d->kv_type_k], names[d->kv_type_v], c->architecture);
-    if ((mlstack__kv_type_ggml(d->kv_type_k) || mlstack__kv_type_ggml(d->kv_type_v)) && c->head_dim % 32)
+    if ((mlstack__kv_type_ggml(d->kv_type_k) || mlstack__kv_type_ggml(d->kv_type_v)) &&
+        (c->head_dim % 32 || c->head_dim > MLSTACK__KV_QMAX))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: KV cache types %s / %s: quantized blocks of 32 need a head size "
-                             "that is a multiple of 32 (%s has %d)",
+                             "that is a multiple of 32, at most 1024 (%s has %d)",
                              names[d->kv_type_k], names[d->kv_type_v], c->architecture, c->head_dim);
     return MLSTACK_OK;
 }

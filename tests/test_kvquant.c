@@ -1,7 +1,8 @@
 /* The quantized KV cache (kv_type_k / kv_type_v Q8_0 and Q4_0, llama.cpp's cache types):
    - stored rows: keys and values written by mlstack__kv_store are the bytes gguf-py's quantizer
-     makes of the same rows (tests/fixtures/kvquant, tools/make_kvquant_fixture.py), for both
-     types and both places (keys, values), in a page of two kv heads;
+     makes of the same rows rotated (tests/fixtures/kvquant, tools/make_kvquant_fixture.py: the
+     Walsh-Hadamard rotation in numpy float32), for both types and both places, in a page of two
+     kv heads;
    - attention on a quantized cache (mlstack__attend, one and several query rows, GQA) against a
      double-precision reference computed from gguf-py's dequantized rows, within 2e-5; and the
      same bits from every kernel path this build and CPU have as from the scalar one;
@@ -70,9 +71,11 @@ static void check_store(mlstack_kv_type t) {
         mlstack__kv_store(&kv, &kv.seqs[0], 0, i % 2, i, rows + (size_t)i * D, rows + (size_t)(n_rows - 1 - i) * D,
                           mlstack__from_f32);
     for (i = 0; i < n_rows; i++) {
-        size_t slot = (size_t)(i % 16);
-        const unsigned char *k = mlstack__kv_block(&kv, &kv.seqs[0], 0, 0, i % 2, i) + slot * rb,
+        size_t slot = (size_t)(i % 16), b;
+        const unsigned char *kb = mlstack__kv_block(&kv, &kv.seqs[0], 0, 0, i % 2, i) + slot,
                             *v = mlstack__kv_block(&kv, &kv.seqs[0], 0, 1, i % 2, i) + slot * rb;
+        unsigned char k[68];
+        for (b = 0; b < rb; b++) k[b] = kb[b * 16]; /* keys lie transposed, byte by byte */
         if (memcmp(k, ref + (size_t)i * rb, rb) || memcmp(v, ref + (size_t)(n_rows - 1 - i) * rb, rb)) bad++;
     }
     CHECKF(bad == 0, "%s: %d of %d stored rows differ from gguf-py's quantization",
@@ -80,7 +83,21 @@ static void check_store(mlstack_kv_type t) {
     mlstack__kv_free(&kv);
 }
 
-/* What row i of type t holds once stored: gguf-py's dequantization, or the f16/bf16 rounding. */
+/* x (64,) times the orthonormal Hadamard matrix, in double (the reference's rotation). */
+static void hd(double *x) {
+    int h, i, j;
+    for (h = 1; h < 64; h *= 2)
+        for (i = 0; i < 64; i += 2 * h)
+            for (j = i; j < i + h; j++) {
+                double a = x[j], b = x[j + h];
+                x[j] = a + b, x[j + h] = a - b;
+            }
+    for (i = 0; i < 64; i++) x[i] *= 0.125;
+}
+#define QUANT(t) ((t) == MLSTACK_KV_Q8_0 || (t) == MLSTACK_KV_Q4_0)
+
+/* What row i of type t holds once stored: gguf-py's dequantization (of the rotated row), or the
+   f16/bf16 rounding. */
 static float stored(mlstack_kv_type t, int i, int d) {
     float x = rows[(size_t)i * D + d];
     if (t == MLSTACK_KV_Q8_0) return deq8[(size_t)i * D + d];
@@ -128,20 +145,23 @@ static void check_attend(mlstack_kv_type kt, mlstack_kv_type vt) {
     }
     for (r = 0; r < NQ; r++) /* the reference, in double, from the stored (dequantized) values */
         for (g = 0; g < G; g++) {
-            double s[64], mx = -1e300, den = 0, o;
+            double s[64], mx = -1e300, den = 0, o, qv[D];
+            for (d = 0; d < D; d++) qv[d] = q[((size_t)r * G + g) * D + d];
+            if (QUANT(kt)) hd(qv); /* quantized keys are stored rotated: q . k = Hq . Hk */
             for (j = 0; j <= t1[r]; j++) {
                 double a = 0;
-                for (d = 0; d < D; d++) a += (double)q[((size_t)r * G + g) * D + d] * stored(kt, j, d);
+                for (d = 0; d < D; d++) a += qv[d] * stored(kt, j, d);
                 s[j] = a * 0.125;
                 mx = s[j] > mx ? s[j] : mx;
             }
             double ref[D];
             for (j = 0; j <= t1[r]; j++) den += exp(s[j] - mx);
-            for (top = 0, d = 0; d < D; d++) {
+            for (d = 0; d < D; d++) {
                 for (o = 0, j = 0; j <= t1[r]; j++) o += exp(s[j] - mx) / den * stored(vt, (j + 7) % n, d);
                 ref[d] = o;
-                top = fabs(o) > top ? fabs(o) : top;
             }
+            if (QUANT(vt)) hd(ref); /* values stored rotated: the output rotated back */
+            for (top = 0, d = 0; d < D; d++) top = fabs(ref[d]) > top ? fabs(ref[d]) : top;
             for (d = 0; d < D; d++) { /* off by a share of the head's largest output */
                 double e = fabs(ref[d] - first[((size_t)r * G + g) * D + d]) / top;
                 worst = e <= worst ? worst : e; /* NaN stays */

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Fixture for tests/test_kvquant.c: K/V rows and what gguf-py (the independent reference of
-ggml's quantizers) makes of them as llama.cpp's KV cache types Q8_0 and Q4_0.
+ggml's quantizers) makes of them as llama.cpp's KV cache types Q8_0 and Q4_0, after the
+rotation a quantized cache applies to rows of a multiple of 64 values (each 64 by the
+orthonormal Walsh-Hadamard matrix: the fast transform's butterflies in float32, then / 8, as
+mlstack__kv_rot computes them).
 
 Writes tests/fixtures/kvquant/:
   rows.f32       R rows of D = 64 float32 values (little-endian): random rows of varied scale,
                  and rows that reach the quantizers' edges (all zero, a lone value, values on
                  rounding ties of Q8_0, the largest magnitude negative, huge and tiny values)
-  q8_0.bin       gguf.quants.quantize(rows, Q8_0): R x 2 blocks of 34 bytes
-  q4_0.bin       gguf.quants.quantize(rows, Q4_0): R x 2 blocks of 18 bytes
+  q8_0.bin       gguf.quants.quantize(H rows, Q8_0): R x 2 blocks of 34 bytes
+  q4_0.bin       gguf.quants.quantize(H rows, Q4_0): R x 2 blocks of 18 bytes
   q8_0.f32, q4_0.f32   gguf.quants.dequantize of those bytes (R x D float32)
 
   python3 tools/make_kvquant_fixture.py   (rerunnable: a fixed seed)"""
@@ -42,12 +45,25 @@ def rows():
     return np.stack(out).astype(np.float32)
 
 
+def rotate(x):
+    """Each 64 values times the orthonormal Sylvester Hadamard matrix, in float32: log2(64)
+    stages of butterflies (a + b, a - b), then times 1/8 (exact)."""
+    y = x.astype(np.float32).reshape(-1, 64).copy()
+    h = 1
+    while h < 64:
+        for i in range(0, 64, 2 * h):
+            a, b = y[:, i:i + h].copy(), y[:, i + h:i + 2 * h].copy()
+            y[:, i:i + h], y[:, i + h:i + 2 * h] = a + b, a - b
+        h *= 2
+    return (y * np.float32(0.125)).reshape(x.shape)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     x = rows()
     x.tofile(os.path.join(OUT, "rows.f32"))
     for name, t in (("q8_0", GGMLQuantizationType.Q8_0), ("q4_0", GGMLQuantizationType.Q4_0)):
-        q = quants.quantize(x, t)
+        q = quants.quantize(rotate(x), t)
         q.tofile(os.path.join(OUT, name + ".bin"))
         quants.dequantize(q, t).astype(np.float32).tofile(os.path.join(OUT, name + ".f32"))
     print("%d rows of %d -> %s" % (x.shape[0], D, OUT))
