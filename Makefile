@@ -26,7 +26,7 @@
 #   clang      $(B)/clang/       all but test_real_* and    $(CLANG) $(TEST_CFLAGS)
 #                                the limit tests
 #   tsan       $(B)/tsan/        test_threads, test_serve   -O1 -g -fsanitize=thread, $(NO_WIDE)
-# The plain flavour's object is the CLI's six implementation parts joined by `ld -r` (the same
+# The plain flavour's object is the CLI's two implementation parts joined by `ld -r` (the same
 # flags; one -O2 compile of the header serves the CLI, the examples and the tests). A test of
 # compile-time limits (tests/testlimits.h: MLSTACK_MAX_JSON_BYTES and the like, and an allocator
 # hook) is listed in SELF_CONTAINED and links against $(B)/FLAVOUR/limits.o instead, the
@@ -96,8 +96,8 @@ all:
 
 # ---- the mlstack CLI: cli/*.c, one binary, built as a user builds it: the implementation
 # apart from the command files (cli/impl.c), compiled as the header's parts (PARTS in mlstack.h's >>platform:
-# MLSTACK_IMPLEMENTATION_PART=1..6, six translation units that build in parallel) ----
-IMPL_PARTS = 1 2 3 4 5 6
+# MLSTACK_IMPLEMENTATION_PART=1..2, two translation units that build in parallel) ----
+IMPL_PARTS = 1 2
 CLI_IMPL   = $(foreach k,$(IMPL_PARTS),$(B)/cli/cli_impl_part$(k).o)
 CLI_SRCS   = cli/impl.c $(filter-out cli/impl.c,$(wildcard cli/*.c))
 CLI_HDRS   = mlstack.h cli/cli.h cli/http.h cli/width.h tools/quality.h cli/web/chat.html
@@ -518,7 +518,9 @@ run: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),$(DEFAULT_GGUF))
 # pp128 and tg32 at 1 and 2 threads for the stored weights, Q8_0 and Q4_1 (3 timed runs each);
 # BENCH_ARGS adds or overrides options (e.g. BENCH_ARGS=--json, BENCH_ARGS="--profile prof.json").
 BENCH_ARGS ?=
-# The engine's own benchmark, the tokenizer comparison, and the side-by-side table against
+# The engine's own benchmark (and a hybrid's: random weights in Qwen3.5-0.8B's shape, prefill,
+# decode and the time to first token behind a cached 1,000-token prefix), the tokenizer
+# comparison, and the side-by-side table against
 # llama.cpp on the SmolLM2 shape (all five types; add --shapes smollm2,tinyllama through
 # VS_ARGS for the 1.1B shape) when tools/build_llamacpp.sh has built the peer; then memory
 # (peak RSS, time to first token) and long contexts (pp4096/pp8192, tg32 at depth 4096/8192,
@@ -527,6 +529,8 @@ VS_ARGS ?= --shapes smollm2 -r 2 --spread
 bench: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),model)
 	$(B)/mlstack bench -m $(MODEL) --quant none,q8_0,q4_1 -t 1,2 -p 128 -n 32 -r 3 $(BENCH_ARGS)
 	$(B)/mlstack bench -m $(MODEL) --quant none,q8_0,q4_1 -t 2 --parallel 1,8,32 -n 32
+	$(B)/mlstack bench --shape tools/shapes/qwen35-0.8b.json --quant q8_0 -t 2 -p 128 -n 16 -r 1
+	$(B)/mlstack bench --shape tools/shapes/qwen35-0.8b.json --quant q8_0 -t 2 --shared-prefix 1000 -n 4 -r 1
 	$(PYTHON) tools/bench_spec.py -m $(MODEL) --rounds 3
 	bash tools/bench_tokenizer.sh
 	@if [ -x peer/bin/llama-bench ]; then \
@@ -580,8 +584,8 @@ TEST_BUILDS += $(B)/optout/ok
 # ---- `make check`: the everyday tier, under 3 minutes from a warm build tree on 2 cores. The
 # unit tests under ASan+UBSan only (no real-model tests, no cross-ISA or port flavours, no CLI
 # Python suites, no fuzz replay), the opt-out builds and the function-length check; the slowest
-# unit tests (test_kernels, test_ranks, test_cuda_emul) run a representative subset under
-# MLSTACK_TEST_QUICK=1. `make test` runs everything, those tests whole, and CI runs `make test`. ----
+# unit tests (test_kernels, test_ranks, test_cuda_emul, test_families, test_hybrid) run a
+# representative subset under MLSTACK_TEST_QUICK=1. `make test` runs everything, those tests whole, and CI runs `make test`. ----
 CHECK_BINS = $(ASAN_BINS) $(FN_LENGTHS_RUN)
 .PHONY: check
 check:

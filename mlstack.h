@@ -96,10 +96,13 @@
    BUILD OPTIONS
      macro                      default     where                    effect
      MLSTACK_IMPLEMENTATION     undefined   one .c file              emit the implementation
-     MLSTACK_IMPLEMENTATION_PART undefined  six .c files, 1..6       emit one part of it, for parallel
+     MLSTACK_IMPLEMENTATION_PART undefined  two .c files, 1..2       emit one part of it, for parallel
                                                                      builds (GCC, clang; PARTS in >>platform)
                                                                      (every section compiles in one part:
                                                                      moving a function? PARTS has the rules)
+     MLSTACK_FULL_OPT           undefined   implementation file      GCC: compile the cold code (COLD CODE in
+                                                                     >>platform) at the command line's -O too,
+                                                                     not at -O1
      MLSTACK_STATIC             undefined   every file that includes make all public functions static
      MLSTACK_SHARED             undefined   every file               default visibility for a shared lib
      MLSTACK_MALLOC/REALLOC/FREE libc       implementation file      allocator (define all three or none)
@@ -1730,9 +1733,10 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
    2. A function that a section of another part calls (directly or as a function pointer in a
       kernel table) is MLSTACK__FN (or MLSTACK_API): compiled once, in its own part. A plain
       static works too, but is compiled again in every part that reaches it, callees included:
-      the AVX2 attention helpers that the AVX-512 table names once cost part 5 a fifth of its
-      compile that way. `nm build/cli/cli_impl_part*.o | grep ' t '` lists each part's statics;
-      a name in two parts is such a copy.
+      the AVX2 attention helpers that the AVX-512 table names once cost the AVX-512 part a fifth
+      of its compile that way (with six parts).
+      `nm build/cli/cli_impl_part*.o | grep ' t '` lists each part's statics; a name in two parts
+      is such a copy.
    3. MLSTACK__FN is not inlined into other parts: a tiny helper on a hot path that other parts
       call stays static (MLSTACK__ALWAYS_INLINE), and is then compiled where it is used.
    4. No plain static holds mutable state (each part would have its own); shared objects are
@@ -1743,9 +1747,12 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
       rather than inlining them all into one switch: compile time grows faster than a function.
       Each shape costs a compile: a rare one (a matrix's last outputs) is made of a common one
       (mlstack__tile_nvec) rather than compiled for itself.
-   7. Check with `make build/mlstack` (the six parts, gcc) and `make compile-tests` (each part
-      with clang); the slowest part sets the build's wall time, their sum its CPU time. */
-#define MLSTACK__N_PARTS 6
+   7. Check with `make build/mlstack` (the two parts, gcc) and `make compile-tests` (each part
+      with clang); the slowest part sets the build's wall time, their sum its CPU time.
+   8. Code that runs once per file, model, request or schema, not per token, goes inside a cold
+      region (COLD CODE below: "#if MLSTACK__COLD_O1" marks), compiled at -O1; a function on
+      the per-token path, or one with float arithmetic that reaches logits, stays outside. */
+#define MLSTACK__N_PARTS 2
 #define MLSTACK__PART_SEL(k, here, elsewhere) MLSTACK__PART_SEL_(k, here, elsewhere)
 #define MLSTACK__PART_SEL_(k, here, elsewhere) MLSTACK__PART_##k(here, elsewhere)
 #define MLSTACK__HIDDEN __attribute__((visibility("hidden")))
@@ -1762,14 +1769,10 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #error "mlstack.h: MLSTACK_IMPLEMENTATION_PART needs GCC or clang and excludes MLSTACK_STATIC"
 #endif
 #if MLSTACK_IMPLEMENTATION_PART < 1 || MLSTACK_IMPLEMENTATION_PART > MLSTACK__N_PARTS
-#error "mlstack.h: MLSTACK_IMPLEMENTATION_PART must be 1 .. MLSTACK__N_PARTS (6)"
+#error "mlstack.h: MLSTACK_IMPLEMENTATION_PART must be 1 .. MLSTACK__N_PARTS (2)"
 #endif
 #define MLSTACK__PART_1(here, elsewhere) elsewhere
 #define MLSTACK__PART_2(here, elsewhere) elsewhere
-#define MLSTACK__PART_3(here, elsewhere) elsewhere
-#define MLSTACK__PART_4(here, elsewhere) elsewhere
-#define MLSTACK__PART_5(here, elsewhere) elsewhere
-#define MLSTACK__PART_6(here, elsewhere) elsewhere
 #if MLSTACK_IMPLEMENTATION_PART == 1
 #undef MLSTACK__PART_1
 #define MLSTACK__PART_1(here, elsewhere) here
@@ -1777,22 +1780,6 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #if MLSTACK_IMPLEMENTATION_PART == 2
 #undef MLSTACK__PART_2
 #define MLSTACK__PART_2(here, elsewhere) here
-#endif
-#if MLSTACK_IMPLEMENTATION_PART == 3
-#undef MLSTACK__PART_3
-#define MLSTACK__PART_3(here, elsewhere) here
-#endif
-#if MLSTACK_IMPLEMENTATION_PART == 4
-#undef MLSTACK__PART_4
-#define MLSTACK__PART_4(here, elsewhere) here
-#endif
-#if MLSTACK_IMPLEMENTATION_PART == 5
-#undef MLSTACK__PART_5
-#define MLSTACK__PART_5(here, elsewhere) here
-#endif
-#if MLSTACK_IMPLEMENTATION_PART == 6
-#undef MLSTACK__PART_6
-#define MLSTACK__PART_6(here, elsewhere) here
 #endif
 #endif
 /* MLSTACK__OWNS_DATA: whether this translation unit defines the current section's shared
@@ -1803,6 +1790,21 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #define MLSTACK__OWNS_DATA 0 /* a test: the flavour's object defines them */
 #else
 #define MLSTACK__OWNS_DATA 1
+#endif
+/* COLD CODE (PARTS rule 8). Under GCC, when optimising for speed, the code that runs once per
+   file, model, request or schema rather than once per token (the JSON, safetensors and GGUF
+   parsers, the regex compiler, tokenizer loading, the template interpreter, the GBNF, regex and
+   JSON Schema compilers) is compiled at -O1 (#pragma GCC optimize between the marks
+   "#if MLSTACK__COLD_O1"): at -O2 it was about half of the implementation's compile time, for no
+   speed any benchmark sees. Per-token code (kernels, forward pass, sampling, the grammar matcher,
+   the tokenizer's encoder and the regex matcher) keeps the command line's level. -O1 forms no
+   fused multiply-adds where -O2 -ffp-contract=fast would, so cold code holds no float arithmetic
+   that reaches logits. Define MLSTACK_FULL_OPT to compile it at the command line's level. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(MLSTACK_FULL_OPT)
+#define MLSTACK__COLD_O1 1
+#else
+#define MLSTACK__COLD_O1 0
 #endif
 
 MLSTACK_API const char *mlstack_result_string(mlstack_result r) {
@@ -2914,6 +2916,10 @@ MLSTACK__FN void mlstack__pool_free(mlstack__pool *p) {
 /* ==== 3. JSON ==== */ /* >>json */
 #undef MLSTACK__PART
 #define MLSTACK__PART 1
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* A DOM parser (RFC 8259) used for every JSON the engine reads. Strings are decoded (escapes,
    \u surrogate pairs) into NUL-terminated UTF-8; invalid UTF-8, lone surrogates and control
    characters are errors. Depth and size are limited; errors give line, column and byte offset.
@@ -3905,7 +3911,15 @@ enum {
     MLSTACK__GGML_Q5_K = 13,
     MLSTACK__GGML_Q6_K = 14,
     MLSTACK__GGML_Q8_K = 15,
+    MLSTACK__GGML_IQ2_XXS = 16,
+    MLSTACK__GGML_IQ2_XS = 17,
+    MLSTACK__GGML_IQ3_XXS = 18,
+    MLSTACK__GGML_IQ1_S = 19,
     MLSTACK__GGML_IQ4_NL = 20,
+    MLSTACK__GGML_IQ3_S = 21,
+    MLSTACK__GGML_IQ2_S = 22,
+    MLSTACK__GGML_IQ4_XS = 23,
+    MLSTACK__GGML_IQ1_M = 29,
     MLSTACK__GGML_BF16 = 30,
     MLSTACK__GGML_MXFP4 = 39,
     MLSTACK__GGML_NTYPES = 42
@@ -4499,6 +4513,9 @@ MLSTACK__FN mlstack_result mlstack__not_gguf(const char *path, mlstack_error *er
                          path, hex, text);
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* ==== 6. UNICODE ==== */ /* >>unicode */
 #undef MLSTACK__PART
 #define MLSTACK__PART 1
@@ -4882,6 +4899,10 @@ static int mlstack__re_test(const mlstack__regex *re, int mop, int32_t a, uint32
     }
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* ---- compiler ---- */
 
 typedef struct {
@@ -5738,6 +5759,9 @@ MLSTACK__FN MLSTACK__UNUSED mlstack_result mlstack__regex_compile(const char *pa
     return MLSTACK_OK;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* ---- matcher ---- */
 
 enum { MLSTACK__RE_BT_PC, MLSTACK__RE_BT_REG, MLSTACK__RE_BT_GREEDY, MLSTACK__RE_BT_LAZY };
@@ -7527,6 +7551,10 @@ done:
     return r;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* ---- loading ---- */
 static int mlstack__jbool(const mlstack__json *o, const char *key, int def) {
     const mlstack__json *v = mlstack__json_get(o, key);
@@ -8343,6 +8371,9 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
     return mlstack__tok_build_pipeline(t, root, added, cfg, err);
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* ---- public API ---- */
 MLSTACK_API void mlstack_tokenizer_close(mlstack_tokenizer *t) {
     int i;
@@ -8522,6 +8553,10 @@ done:
     return r;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* ---- tokenizers from GGUF metadata (tokenizer.ggml.*) ----
    llama.cpp keeps the vocabulary as parallel arrays: tokens (strings), token_type (1 normal,
    2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte), scores (SentencePiece) and merges
@@ -9165,6 +9200,9 @@ MLSTACK_API const char *mlstack_tokenizer_chat_template(const mlstack_tokenizer 
 }
 MLSTACK_API const char *mlstack_tokenizer_error(const mlstack_tokenizer *t) { return t && t->err ? t->err : ""; }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* ---- streaming decoder ---- */
 struct mlstack_detok {
     const mlstack_tokenizer *t;
@@ -9253,7 +9291,11 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d) {
 
 /* ==== 9. TEMPLATE ==== */ /* >>template */
 #undef MLSTACK__PART
-#define MLSTACK__PART 2
+#define MLSTACK__PART 1
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* A Jinja subset for chat templates, aiming at what transformers renders: jinja2's
    ImmutableSandboxedEnvironment with trim_blocks and lstrip_blocks, the loopcontrols extension,
    and transformers' own tojson, raise_exception, strftime_now, namespace and dict.
@@ -15653,9 +15695,12 @@ MLSTACK_API mlstack_result mlstack_chat_template_encode(const mlstack_chat_templ
     return r;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* ==== 10. KERNELS ==== */ /* >>kernels */
 #undef MLSTACK__PART
-#define MLSTACK__PART 4
+#define MLSTACK__PART 2
 /* Shapes: B rows in the batch, D model dim, F feed-forward dim, H heads, Hkv key/value heads,
    Dh head dim, V vocab, T positions attended.
    Scalar reference kernels. Every faster kernel is checked against these.
@@ -15775,12 +15820,25 @@ typedef enum mlstack__wtype {
     MLSTACK__W_Q4_K = 16 + 12,
     MLSTACK__W_Q5_K = 16 + 13,
     MLSTACK__W_Q6_K = 16 + 14,
+    /* the i-quants: row kernels only (no KQ panels), like MXFP4 */
+    MLSTACK__W_IQ2_XXS = 16 + 16,
+    MLSTACK__W_IQ2_XS = 16 + 17,
+    MLSTACK__W_IQ3_XXS = 16 + 18,
+    MLSTACK__W_IQ1_S = 16 + 19,
+    MLSTACK__W_IQ3_S = 16 + 21,
+    MLSTACK__W_IQ2_S = 16 + 22,
+    MLSTACK__W_IQ4_XS = 16 + 23,
+    MLSTACK__W_IQ1_M = 16 + 29,
     MLSTACK__W_MXFP4 = 16 + 39 /* row kernels only (no KQ panels): the rows stay mapped as stored */
 } mlstack__wtype;
+/* Whether wtype is an i-quant (above). */
+#define MLSTACK__W_IS_IQ(wt)                                                                           \
+    (((wt) >= MLSTACK__W_IQ2_XXS && (wt) <= MLSTACK__W_IQ4_XS && (wt) != 16 + MLSTACK__GGML_IQ4_NL) || \
+     (wt) == MLSTACK__W_IQ1_M)
 /* Whether wtype is one of the native GGML formats above. */
 #define MLSTACK__W_IS_GGML(wt)                                                                                     \
     ((wt) == MLSTACK__W_Q5_0 || (wt) == MLSTACK__W_Q5_1 || ((wt) >= MLSTACK__W_Q2_K && (wt) <= MLSTACK__W_Q6_K) || \
-     (wt) == MLSTACK__W_MXFP4)
+     (wt) == MLSTACK__W_MXFP4 || MLSTACK__W_IS_IQ(wt))
 /* Whether a kernel table's `packs` bits (below) name wtype (types past bit 31 have no panels). */
 #define MLSTACK__PACKS_HAS(packs, wt) ((wt) < 32 && ((packs) >> (wt) & 1u))
 /* Whether weights of wtype meet Q8 activation blocks (every block format). */
@@ -16273,6 +16331,9 @@ typedef struct mlstack__kqg {
 enum { MLSTACK__KQ_NONE = 0, MLSTACK__KQ_OW = 1, MLSTACK__KQ_IMIN = 2 };
 /* MXFP4's E2M1 code -> the value doubled, and its E8M0 exponent byte -> dw (above). */
 static const int8_t mlstack__mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+/* IQ4_NL's fixed non-linear levels (IQ4_NL, IQ4_XS). */
+static const int8_t mlstack__iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                 1,    13,   25,  38,  53,  69,  89,  113};
 static float mlstack__e8m0_half(unsigned char e) {
     uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
     float f;
@@ -16286,10 +16347,530 @@ MLSTACK__FN int mlstack__kq_kind(int wtype) {
 }
 static float mlstack__kq_f16(const unsigned char *p) { return mlstack__f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
 
+/* I-quants (llama.cpp's IQ formats; block layouts in >>ggmlquant) decode into the same groups,
+   every weight an integer multiple of the group's float factor, so they take the rule above
+   with no offset term (kind NONE), each group's q and sa, sb exact:
+     IQ4_XS  q = the IQ4_NL level of the nibble (mlstack__iq4nl_values), sa = sb = the 6-bit
+             scale - 32, dw = d                                     (w = d (sc - 32) level)
+     IQ2_XXS q = a grid point's value (8, 25 or 43) with its sign, sa = sb = 2 s + 1 (s the
+             group's 4-bit scale), dw = d * 0.125 (exact)           (w = d (s + 1/2) / 4 q)
+     IQ2_XS, IQ2_S  as IQ2_XXS with a 4-bit scale per 16 inputs: sa, sb
+     IQ3_XXS q = a grid value (4, 12, .., 52, 62) with its sign, sa = sb = 2 s + 1, dw = d * 0.25
+     IQ3_S   q = a grid value (1, 3, .., 15) with its sign, sa = sb = 2 s + 1, dw = d
+     IQ1_S   q = 8 g + e, g in {-1, 0, 1} the grid value and e = +-1 the block's delta sign,
+             sa = sb = 2 s + 1 (3-bit s), dw = d * 0.125             (w = d (2 s + 1) (g +- 1/8))
+     IQ1_M   as IQ1_S with a 3-bit scale and a delta sign per 8 inputs: sa, sb per 16; d is an
+             f16 assembled from the top nibbles of the four scale words
+   Grid points are the uint16 codes below (tools/gen_iq_tables.py, checked there against
+   llama.cpp's expanded tables): element j of an 8-value point is bits 2j..2j+1, an index into
+   the format's value map; of a 4-value point bits 3j..3j+2. A 7-bit sign index i stands for
+   the 8 signs i | parity(i) << 7 (bit j set: element j negative). */
+static const uint16_t mlstack__iq_grid_iq2xxs[256] = {
+    0x0000, 0x0002, 0x0005, 0x0008, 0x000a, 0x0011, 0x0014, 0x0020, 0x0022, 0x0028, 0x002a, 0x0041, 0x0044, 0x0050,
+    0x0058, 0x0061, 0x0064, 0x0080, 0x0082, 0x008a, 0x00a2, 0x0101, 0x0104, 0x0110, 0x0115, 0x0140, 0x0184, 0x0198,
+    0x0200, 0x0202, 0x0222, 0x0282, 0x0401, 0x0404, 0x0410, 0x0421, 0x0424, 0x0440, 0x0442, 0x0448, 0x0460, 0x0481,
+    0x0484, 0x0490, 0x04a4, 0x0500, 0x0502, 0x0508, 0x0520, 0x0546, 0x0569, 0x0580, 0x0591, 0x0609, 0x0610, 0x0640,
+    0x0684, 0x06a4, 0x0800, 0x0805, 0x0808, 0x0814, 0x0828, 0x0841, 0x0844, 0x0850, 0x0852, 0x0888, 0x0904, 0x0940,
+    0x0a02, 0x0a14, 0x1001, 0x1004, 0x1010, 0x1021, 0x1040, 0x1060, 0x1084, 0x1090, 0x1095, 0x1100, 0x1108, 0x1120,
+    0x1150, 0x115a, 0x1180, 0x1224, 0x1245, 0x1400, 0x1408, 0x1420, 0x1425, 0x1449, 0x1480, 0x1518, 0x1562, 0x1600,
+    0x1616, 0x1801, 0x1804, 0x1810, 0x1840, 0x1881, 0x1900, 0x1905, 0x19a0, 0x1a51, 0x2000, 0x2002, 0x200a, 0x2044,
+    0x2061, 0x2080, 0x2082, 0x2129, 0x2148, 0x2200, 0x2202, 0x2401, 0x2404, 0x2410, 0x2440, 0x2456, 0x2500, 0x2541,
+    0x2564, 0x2690, 0x2808, 0x2820, 0x2894, 0x2a44, 0x4001, 0x4004, 0x4010, 0x4018, 0x4021, 0x4024, 0x4040, 0x4048,
+    0x4056, 0x4060, 0x4081, 0x4084, 0x4090, 0x4100, 0x4120, 0x4161, 0x4180, 0x4185, 0x4201, 0x4210, 0x4248, 0x4256,
+    0x4268, 0x4400, 0x4408, 0x4420, 0x4480, 0x4499, 0x4512, 0x4524, 0x4600, 0x4801, 0x4804, 0x4810, 0x4840, 0x4845,
+    0x4900, 0x4958, 0x4961, 0x4982, 0x4a45, 0x4a90, 0x5000, 0x5008, 0x5011, 0x5019, 0x5020, 0x5080, 0x5088, 0x5104,
+    0x5142, 0x51a4, 0x5291, 0x5490, 0x5492, 0x550a, 0x5601, 0x5654, 0x5800, 0x5811, 0x5819, 0x5864, 0x5940, 0x5a08,
+    0x6004, 0x6010, 0x6040, 0x6068, 0x6100, 0x6155, 0x6218, 0x6260, 0x6400, 0x6405, 0x6510, 0x6512, 0x6584, 0x6842,
+    0x8000, 0x8002, 0x800a, 0x8041, 0x8082, 0x8104, 0x8118, 0x8140, 0x8211, 0x8401, 0x8404, 0x8410, 0x8415, 0x8440,
+    0x8460, 0x8500, 0x8546, 0x8594, 0x8609, 0x8640, 0x8660, 0x8802, 0x8904, 0x8a11, 0x9004, 0x9010, 0x9024, 0x9040,
+    0x90a1, 0x9116, 0x9180, 0x9245, 0x9400, 0x9422, 0x9444, 0x9551, 0x9881, 0x9920, 0xa002, 0xa050, 0xa085, 0xa109,
+    0xa200, 0xa418, 0xa850, 0xa904,
+};
+static const uint16_t mlstack__iq_grid_iq2xs[512] = {
+    0x0000, 0x0002, 0x0005, 0x0008, 0x000a, 0x0011, 0x0014, 0x0016, 0x0019, 0x0020, 0x0022, 0x0025, 0x0028, 0x0041,
+    0x0044, 0x0046, 0x0049, 0x0050, 0x0052, 0x0055, 0x0058, 0x0061, 0x0064, 0x0080, 0x0082, 0x0085, 0x0088, 0x0091,
+    0x0094, 0x0099, 0x00a0, 0x0101, 0x0104, 0x0106, 0x0109, 0x0110, 0x0112, 0x0115, 0x0118, 0x011a, 0x0121, 0x0124,
+    0x0140, 0x0142, 0x0145, 0x0148, 0x0151, 0x0154, 0x0160, 0x0168, 0x0181, 0x0184, 0x0190, 0x0200, 0x0202, 0x0205,
+    0x0208, 0x0211, 0x0214, 0x0220, 0x0241, 0x0244, 0x0250, 0x0255, 0x0280, 0x028a, 0x0401, 0x0404, 0x0406, 0x0409,
+    0x0410, 0x0412, 0x0415, 0x0418, 0x0421, 0x0424, 0x0440, 0x0442, 0x0445, 0x0448, 0x0451, 0x0454, 0x0456, 0x0460,
+    0x0481, 0x0484, 0x0490, 0x0500, 0x0502, 0x0505, 0x0508, 0x0511, 0x0514, 0x0520, 0x0541, 0x0544, 0x0550, 0x0561,
+    0x0580, 0x0601, 0x0604, 0x0610, 0x0626, 0x0640, 0x0642, 0x0684, 0x0800, 0x0802, 0x0805, 0x0808, 0x080a, 0x0811,
+    0x0814, 0x0820, 0x0825, 0x0841, 0x0844, 0x0850, 0x0858, 0x0880, 0x08a0, 0x08aa, 0x0901, 0x0904, 0x0910, 0x0940,
+    0x0981, 0x0989, 0x0a00, 0x0a20, 0x0a28, 0x0a96, 0x0aa0, 0x1001, 0x1004, 0x1006, 0x1009, 0x1010, 0x1012, 0x1015,
+    0x1018, 0x1021, 0x1024, 0x1040, 0x1042, 0x1045, 0x1048, 0x1051, 0x1054, 0x1060, 0x106a, 0x1081, 0x1084, 0x1090,
+    0x1100, 0x1102, 0x1105, 0x1108, 0x1111, 0x1114, 0x1120, 0x1141, 0x1144, 0x1150, 0x1180, 0x1194, 0x1196, 0x1201,
+    0x1204, 0x1206, 0x1210, 0x1240, 0x1260, 0x1400, 0x1402, 0x1405, 0x1408, 0x1411, 0x1414, 0x1420, 0x1441, 0x1444,
+    0x1449, 0x1450, 0x1464, 0x1480, 0x1501, 0x1504, 0x1510, 0x1540, 0x1600, 0x1614, 0x1649, 0x1801, 0x1804, 0x1810,
+    0x1812, 0x1840, 0x1854, 0x1886, 0x1900, 0x1905, 0x1966, 0x1a51, 0x1aa9, 0x2000, 0x2002, 0x2005, 0x2008, 0x200a,
+    0x2011, 0x2014, 0x2020, 0x2041, 0x2044, 0x2050, 0x2080, 0x20a0, 0x2101, 0x2104, 0x2110, 0x2140, 0x2148, 0x2165,
+    0x2200, 0x2222, 0x2280, 0x22a8, 0x2401, 0x2404, 0x2410, 0x2429, 0x2440, 0x2500, 0x2541, 0x2552, 0x2599, 0x2601,
+    0x261a, 0x26a6, 0x2800, 0x2808, 0x280a, 0x2820, 0x2855, 0x2888, 0x28a2, 0x2968, 0x2990, 0x2a08, 0x2a20, 0x2a82,
+    0x2a88, 0x2a8a, 0x4001, 0x4004, 0x4006, 0x4009, 0x4010, 0x4012, 0x4015, 0x4018, 0x4021, 0x4024, 0x4040, 0x4042,
+    0x4045, 0x4048, 0x404a, 0x4051, 0x4054, 0x4060, 0x4065, 0x4081, 0x4084, 0x4090, 0x4100, 0x4102, 0x4105, 0x4108,
+    0x4111, 0x4114, 0x4120, 0x4141, 0x4144, 0x4150, 0x4180, 0x4185, 0x41a2, 0x4201, 0x4204, 0x4210, 0x4212, 0x4229,
+    0x4240, 0x4400, 0x4402, 0x4405, 0x4408, 0x4411, 0x4414, 0x4419, 0x4420, 0x4441, 0x4444, 0x4450, 0x4480, 0x4494,
+    0x4501, 0x4504, 0x4510, 0x4524, 0x4540, 0x459a, 0x4600, 0x460a, 0x4644, 0x4650, 0x4801, 0x4804, 0x4810, 0x4840,
+    0x4845, 0x4854, 0x4862, 0x4900, 0x4911, 0x4944, 0x4950, 0x4969, 0x4a04, 0x5000, 0x5002, 0x5005, 0x5008, 0x5011,
+    0x5014, 0x5020, 0x5028, 0x5041, 0x5044, 0x5050, 0x5080, 0x5101, 0x5104, 0x5110, 0x5115, 0x5140, 0x5142, 0x5200,
+    0x5244, 0x52aa, 0x5401, 0x5404, 0x5410, 0x5421, 0x5440, 0x5460, 0x5481, 0x54a1, 0x5500, 0x5508, 0x5580, 0x5588,
+    0x5621, 0x5668, 0x56a1, 0x5800, 0x5814, 0x5841, 0x5850, 0x5899, 0x591a, 0x5940, 0x5942, 0x5a85, 0x6001, 0x6004,
+    0x6010, 0x6040, 0x6054, 0x6062, 0x6086, 0x60a9, 0x6100, 0x6224, 0x624a, 0x6292, 0x6400, 0x6416, 0x6510, 0x6540,
+    0x6545, 0x65a4, 0x6801, 0x686a, 0x6925, 0x6a06, 0x6a54, 0x6a62, 0x8000, 0x8002, 0x8005, 0x8008, 0x8011, 0x8014,
+    0x8020, 0x802a, 0x8041, 0x8044, 0x8050, 0x8080, 0x8082, 0x80a8, 0x80aa, 0x8101, 0x8104, 0x8106, 0x8110, 0x8140,
+    0x8151, 0x8159, 0x8200, 0x8220, 0x8280, 0x8282, 0x82a0, 0x82a8, 0x8401, 0x8404, 0x8410, 0x8412, 0x8415, 0x8440,
+    0x8460, 0x8489, 0x8500, 0x8544, 0x85a5, 0x8618, 0x866a, 0x8800, 0x8808, 0x8825, 0x885a, 0x8880, 0x8882, 0x88a8,
+    0x8906, 0x8a22, 0x8a80, 0x8a88, 0x8a96, 0x8aa8, 0x9001, 0x9004, 0x9010, 0x9040, 0x9056, 0x9084, 0x9100, 0x9122,
+    0x9164, 0x9256, 0x9289, 0x9400, 0x9405, 0x9444, 0x9450, 0x9458, 0x9529, 0x9590, 0x9592, 0x9641, 0x9851, 0x98a6,
+    0x9949, 0x9a15, 0x9a60, 0xa000, 0xa002, 0xa008, 0xa00a, 0xa020, 0xa02a, 0xa0a0, 0xa151, 0xa159, 0xa1a6, 0xa200,
+    0xa202, 0xa208, 0xa22a, 0xa280, 0xa2a0, 0xa440, 0xa495, 0xa665, 0xa698, 0xa80a, 0xa820, 0xa822, 0xa828, 0xa8a0,
+    0xa8a8, 0xa904, 0xa984, 0xa986, 0xaa28, 0xaa2a, 0xaa91, 0xaaaa,
+};
+static const uint16_t mlstack__iq_grid_iq2s[1024] = {
+    0x0000, 0x0002, 0x0005, 0x0008, 0x000a, 0x0011, 0x0014, 0x0016, 0x0019, 0x0020, 0x0022, 0x0025, 0x0028, 0x0041,
+    0x0044, 0x0046, 0x0049, 0x0050, 0x0052, 0x0055, 0x0058, 0x0061, 0x0064, 0x0066, 0x0069, 0x0080, 0x0082, 0x0085,
+    0x0088, 0x0091, 0x0094, 0x00a0, 0x00a5, 0x00aa, 0x0101, 0x0104, 0x0106, 0x0109, 0x0110, 0x0112, 0x0115, 0x0118,
+    0x0121, 0x0124, 0x0140, 0x0142, 0x0145, 0x0148, 0x0151, 0x0154, 0x0156, 0x0159, 0x0160, 0x0165, 0x0168, 0x0181,
+    0x0184, 0x0190, 0x0192, 0x0195, 0x01a1, 0x01a4, 0x0200, 0x0202, 0x0205, 0x0208, 0x0211, 0x0214, 0x0220, 0x022a,
+    0x0241, 0x0244, 0x0246, 0x0249, 0x0250, 0x0255, 0x0280, 0x0285, 0x028a, 0x0294, 0x02a2, 0x0401, 0x0404, 0x0406,
+    0x0409, 0x0410, 0x0412, 0x0415, 0x0418, 0x0421, 0x0424, 0x0426, 0x0429, 0x0440, 0x0442, 0x0445, 0x0448, 0x044a,
+    0x0451, 0x0454, 0x0456, 0x0459, 0x0460, 0x0462, 0x0465, 0x0481, 0x0484, 0x0486, 0x0489, 0x0490, 0x0495, 0x0498,
+    0x04a1, 0x04a4, 0x0500, 0x0502, 0x0505, 0x0508, 0x050a, 0x0511, 0x0514, 0x0516, 0x0519, 0x0520, 0x0525, 0x0528,
+    0x0541, 0x0544, 0x0546, 0x0549, 0x0550, 0x0552, 0x0555, 0x0558, 0x0561, 0x0564, 0x0580, 0x0582, 0x0585, 0x0588,
+    0x0591, 0x0594, 0x05a0, 0x0601, 0x0604, 0x0606, 0x0609, 0x0610, 0x0615, 0x0640, 0x0645, 0x0648, 0x0651, 0x0654,
+    0x0660, 0x0681, 0x0684, 0x0690, 0x0800, 0x0802, 0x0805, 0x0808, 0x0811, 0x0814, 0x0816, 0x0819, 0x0820, 0x0825,
+    0x082a, 0x0841, 0x0844, 0x0846, 0x0849, 0x0850, 0x0852, 0x0855, 0x0858, 0x0861, 0x0864, 0x0880, 0x0885, 0x0894,
+    0x08aa, 0x0901, 0x0904, 0x0910, 0x0912, 0x0915, 0x0918, 0x0921, 0x0940, 0x0945, 0x0948, 0x0951, 0x0954, 0x0960,
+    0x0981, 0x0990, 0x0a00, 0x0a11, 0x0a14, 0x0a22, 0x0a28, 0x0a2a, 0x0a50, 0x0a99, 0x1001, 0x1004, 0x1006, 0x1009,
+    0x1010, 0x1012, 0x1015, 0x1018, 0x1021, 0x1024, 0x1026, 0x1040, 0x1042, 0x1045, 0x1048, 0x1051, 0x1054, 0x1056,
+    0x1059, 0x1060, 0x1062, 0x1065, 0x1068, 0x1081, 0x1084, 0x1086, 0x1090, 0x1095, 0x1098, 0x10a1, 0x10a4, 0x1100,
+    0x1102, 0x1105, 0x1108, 0x110a, 0x1111, 0x1114, 0x1116, 0x1119, 0x1120, 0x1122, 0x1125, 0x1128, 0x1141, 0x1144,
+    0x1146, 0x1149, 0x1150, 0x1152, 0x1155, 0x1158, 0x1161, 0x1164, 0x1180, 0x1182, 0x1185, 0x1188, 0x1191, 0x1194,
+    0x1201, 0x1204, 0x1209, 0x1210, 0x1215, 0x1221, 0x1224, 0x1240, 0x1245, 0x1251, 0x1254, 0x1281, 0x1284, 0x1290,
+    0x1400, 0x1402, 0x1405, 0x1408, 0x1411, 0x1414, 0x1416, 0x1419, 0x1420, 0x1425, 0x1428, 0x1441, 0x1444, 0x1446,
+    0x1449, 0x1450, 0x1452, 0x1455, 0x1458, 0x1461, 0x1464, 0x1480, 0x1482, 0x1485, 0x1488, 0x1491, 0x1494, 0x14a0,
+    0x1501, 0x1504, 0x1506, 0x1509, 0x1510, 0x1512, 0x1515, 0x1518, 0x1521, 0x1524, 0x1540, 0x1542, 0x1545, 0x1548,
+    0x1551, 0x1554, 0x1560, 0x1581, 0x1584, 0x1590, 0x1600, 0x1605, 0x1608, 0x1611, 0x1614, 0x1620, 0x1641, 0x1644,
+    0x1650, 0x1680, 0x16aa, 0x1801, 0x1804, 0x1806, 0x1809, 0x1810, 0x1815, 0x1818, 0x1821, 0x1840, 0x1842, 0x1845,
+    0x1848, 0x1851, 0x1854, 0x1860, 0x1881, 0x1884, 0x1900, 0x1902, 0x1905, 0x1908, 0x1911, 0x1914, 0x1920, 0x1941,
+    0x1944, 0x1950, 0x1969, 0x19a2, 0x1a04, 0x1a10, 0x1a40, 0x1a56, 0x2000, 0x2002, 0x2005, 0x2008, 0x2011, 0x2014,
+    0x2016, 0x2019, 0x2020, 0x2025, 0x202a, 0x2041, 0x2044, 0x2050, 0x2052, 0x2055, 0x2064, 0x2080, 0x208a, 0x2094,
+    0x20aa, 0x2101, 0x2104, 0x2110, 0x2112, 0x2115, 0x2121, 0x2140, 0x2142, 0x2145, 0x2151, 0x2154, 0x2160, 0x2181,
+    0x2184, 0x2190, 0x2200, 0x220a, 0x2222, 0x2228, 0x222a, 0x2244, 0x2250, 0x2288, 0x228a, 0x22a8, 0x2401, 0x2404,
+    0x2406, 0x2409, 0x2410, 0x2415, 0x2418, 0x2421, 0x2424, 0x2440, 0x2442, 0x2445, 0x2448, 0x2451, 0x2454, 0x2460,
+    0x2481, 0x2484, 0x2490, 0x2500, 0x2505, 0x2508, 0x2511, 0x2514, 0x2520, 0x2541, 0x2544, 0x2550, 0x2566, 0x2580,
+    0x2601, 0x2604, 0x2610, 0x2640, 0x2659, 0x2800, 0x2805, 0x2811, 0x2814, 0x2841, 0x2844, 0x2850, 0x288a, 0x28aa,
+    0x2901, 0x2904, 0x2910, 0x2995, 0x2a0a, 0x2a22, 0x2a64, 0x2a88, 0x2a8a, 0x4001, 0x4004, 0x4006, 0x4009, 0x4010,
+    0x4012, 0x4015, 0x4018, 0x401a, 0x4021, 0x4024, 0x4026, 0x4040, 0x4042, 0x4045, 0x4048, 0x404a, 0x4051, 0x4054,
+    0x4056, 0x4059, 0x4060, 0x4062, 0x4065, 0x4081, 0x4084, 0x4090, 0x4095, 0x4098, 0x40a1, 0x40a4, 0x4100, 0x4102,
+    0x4105, 0x4108, 0x4111, 0x4114, 0x4116, 0x4119, 0x4120, 0x4122, 0x4125, 0x4141, 0x4144, 0x4146, 0x4149, 0x4150,
+    0x4152, 0x4155, 0x4158, 0x4161, 0x4164, 0x4180, 0x4182, 0x4185, 0x4188, 0x4191, 0x4194, 0x41a0, 0x4201, 0x4204,
+    0x4210, 0x4212, 0x4215, 0x4218, 0x4224, 0x4240, 0x4245, 0x4248, 0x4251, 0x4254, 0x4260, 0x4281, 0x4284, 0x4400,
+    0x4402, 0x4405, 0x4408, 0x440a, 0x4411, 0x4414, 0x4416, 0x4419, 0x4420, 0x4422, 0x4425, 0x4428, 0x4441, 0x4444,
+    0x4446, 0x4449, 0x4450, 0x4452, 0x4455, 0x4458, 0x4461, 0x4464, 0x4480, 0x4482, 0x4485, 0x4488, 0x4491, 0x4494,
+    0x44a0, 0x4501, 0x4504, 0x4506, 0x4509, 0x4510, 0x4512, 0x4515, 0x4518, 0x4521, 0x4524, 0x4540, 0x4542, 0x4545,
+    0x4548, 0x4551, 0x4554, 0x4560, 0x456a, 0x4581, 0x4584, 0x4590, 0x4600, 0x4602, 0x4605, 0x4608, 0x4611, 0x4614,
+    0x4620, 0x4641, 0x4644, 0x4650, 0x4680, 0x46a5, 0x4801, 0x4804, 0x4809, 0x4810, 0x4812, 0x4815, 0x4818, 0x4821,
+    0x4824, 0x4840, 0x4842, 0x4845, 0x4848, 0x4851, 0x4854, 0x4860, 0x4884, 0x4890, 0x4900, 0x4902, 0x4905, 0x4908,
+    0x4911, 0x4914, 0x4920, 0x4941, 0x4944, 0x4950, 0x4980, 0x4996, 0x4a01, 0x4a04, 0x4a10, 0x4a40, 0x5000, 0x5002,
+    0x5005, 0x5008, 0x5011, 0x5014, 0x5016, 0x5019, 0x5020, 0x5022, 0x5025, 0x5028, 0x5041, 0x5044, 0x5046, 0x5049,
+    0x5050, 0x5052, 0x5055, 0x5058, 0x5061, 0x5064, 0x5080, 0x5082, 0x5085, 0x5088, 0x5091, 0x5094, 0x5101, 0x5104,
+    0x5106, 0x5109, 0x5110, 0x5112, 0x5115, 0x5118, 0x5121, 0x5124, 0x5140, 0x5142, 0x5145, 0x5148, 0x5151, 0x5154,
+    0x5160, 0x5181, 0x5184, 0x5190, 0x5200, 0x5205, 0x5208, 0x5211, 0x5214, 0x5220, 0x5241, 0x5244, 0x5250, 0x5269,
+    0x5280, 0x5401, 0x5404, 0x5406, 0x5409, 0x5410, 0x5412, 0x5415, 0x5418, 0x5421, 0x5424, 0x5440, 0x5442, 0x5445,
+    0x5448, 0x5451, 0x5454, 0x5460, 0x5481, 0x5484, 0x5490, 0x5500, 0x5502, 0x5505, 0x5508, 0x5511, 0x5514, 0x5520,
+    0x5541, 0x5544, 0x5550, 0x5580, 0x5601, 0x5604, 0x5610, 0x5626, 0x5640, 0x5800, 0x5802, 0x5805, 0x5808, 0x5811,
+    0x5814, 0x5820, 0x5841, 0x5844, 0x5850, 0x585a, 0x5880, 0x5901, 0x5904, 0x5910, 0x5940, 0x5a00, 0x5a19, 0x5a85,
+    0x5aa8, 0x6001, 0x6004, 0x6006, 0x6010, 0x6012, 0x6015, 0x6018, 0x6021, 0x6024, 0x6040, 0x6045, 0x6048, 0x6051,
+    0x6054, 0x6060, 0x6084, 0x6090, 0x6100, 0x6102, 0x6105, 0x6108, 0x6111, 0x6114, 0x6120, 0x6141, 0x6144, 0x6150,
+    0x6180, 0x6199, 0x6204, 0x6210, 0x6240, 0x6256, 0x62a1, 0x6400, 0x6405, 0x6408, 0x6411, 0x6414, 0x6420, 0x6441,
+    0x6444, 0x6450, 0x6480, 0x6501, 0x6504, 0x6510, 0x6540, 0x654a, 0x6568, 0x6592, 0x6600, 0x6694, 0x6801, 0x6804,
+    0x6810, 0x6865, 0x6898, 0x6900, 0x692a, 0x6a42, 0x6aa1, 0x8000, 0x8002, 0x8005, 0x8008, 0x8011, 0x8014, 0x8019,
+    0x8020, 0x8025, 0x8041, 0x8044, 0x8050, 0x8052, 0x8055, 0x8058, 0x8061, 0x8080, 0x8085, 0x8091, 0x8094, 0x8101,
+    0x8104, 0x8109, 0x8110, 0x8112, 0x8115, 0x8118, 0x8121, 0x8124, 0x8140, 0x8142, 0x8145, 0x8148, 0x8151, 0x8154,
+    0x8181, 0x8184, 0x8190, 0x81a9, 0x8200, 0x8205, 0x820a, 0x8211, 0x8214, 0x8241, 0x8244, 0x8250, 0x8401, 0x8404,
+    0x8406, 0x8409, 0x8410, 0x8412, 0x8415, 0x8418, 0x8421, 0x8440, 0x8442, 0x8445, 0x8448, 0x8451, 0x8454, 0x8460,
+    0x8481, 0x8484, 0x8490, 0x8500, 0x8502, 0x8505, 0x8508, 0x8511, 0x8514, 0x8520, 0x8541, 0x8544, 0x8550, 0x8580,
+    0x858a, 0x8601, 0x8604, 0x8610, 0x8629, 0x8640, 0x8800, 0x8805, 0x8811, 0x8814, 0x8841, 0x8844, 0x8850, 0x88a2,
+    0x8901, 0x8904, 0x8940, 0x8965, 0x8a22, 0x8a58, 0x8a5a, 0x8a82, 0x8aa2, 0x9001, 0x9004, 0x9009, 0x9010, 0x9012,
+    0x9015, 0x9018, 0x9024, 0x9040, 0x9042, 0x9045, 0x9048, 0x9051, 0x9054, 0x9060, 0x9081, 0x9084, 0x9090, 0x9100,
+    0x9105, 0x9111, 0x9114, 0x9141, 0x9144, 0x9150, 0x915a, 0x9201, 0x9204, 0x9210, 0x9240, 0x92a6, 0x9400, 0x9402,
+    0x9405, 0x9408, 0x9411, 0x9414, 0x9420, 0x9441, 0x9444, 0x9450, 0x9480, 0x9496, 0x9501, 0x9504, 0x9510, 0x9540,
+    0x9598, 0x95a1, 0x9600, 0x9646, 0x9664, 0x9801, 0x9804, 0x9810, 0x9826, 0x9840, 0x98a9, 0x9900, 0x9949, 0x9952,
+    0x9a90, 0xa000, 0xa005, 0xa00a, 0xa014, 0xa022, 0xa02a, 0xa041, 0xa044, 0xa050, 0xa0a2, 0xa0aa, 0xa140, 0xa165,
+    0xa202, 0xa20a, 0xa222, 0xa228, 0xa22a, 0xa282, 0xa288, 0xa28a, 0xa2a8, 0xa401, 0xa404, 0xa410, 0xa440, 0xa489,
+    0xa4a4, 0xa500, 0xa519, 0xa651, 0xa80a, 0xa828, 0xa8a2, 0xa954, 0xa986, 0xaa08, 0xaa0a, 0xaa20, 0xaa22, 0xaa28,
+    0xaa88, 0xaaaa,
+};
+static const uint16_t mlstack__iq_grid_iq3xxs[256] = {
+    0x0000, 0x0002, 0x0004, 0x0009, 0x000b, 0x000f, 0x0010, 0x0012, 0x0019, 0x0022, 0x003b, 0x003d, 0x0041, 0x0043,
+    0x0048, 0x004a, 0x0051, 0x0055, 0x0058, 0x005a, 0x0061, 0x006c, 0x0078, 0x0080, 0x0082, 0x0084, 0x0089, 0x0090,
+    0x0092, 0x0099, 0x009b, 0x009f, 0x00a9, 0x00af, 0x00bd, 0x00c1, 0x00c7, 0x00c8, 0x00ca, 0x00d5, 0x00f8, 0x010b,
+    0x011f, 0x0124, 0x012f, 0x013b, 0x013d, 0x0141, 0x0147, 0x015a, 0x016a, 0x019d, 0x01b4, 0x01c8, 0x01cc, 0x01ce,
+    0x01e3, 0x01f1, 0x0201, 0x0203, 0x0208, 0x020a, 0x0211, 0x0213, 0x0218, 0x021a, 0x021c, 0x0227, 0x0228, 0x0240,
+    0x0242, 0x0249, 0x0250, 0x0252, 0x0281, 0x0283, 0x0288, 0x028a, 0x0291, 0x0298, 0x02ba, 0x02c0, 0x02c2, 0x02d0,
+    0x02d9, 0x02e6, 0x02f6, 0x0301, 0x0305, 0x0328, 0x0350, 0x0354, 0x0366, 0x0379, 0x0385, 0x03d2, 0x03e0, 0x0400,
+    0x0402, 0x0409, 0x040b, 0x0410, 0x0412, 0x0416, 0x0419, 0x0422, 0x0441, 0x0443, 0x0445, 0x0448, 0x044a, 0x0451,
+    0x0458, 0x0473, 0x0477, 0x0478, 0x0480, 0x0482, 0x0489, 0x048f, 0x0490, 0x0492, 0x049f, 0x04a0, 0x04ad, 0x04c1,
+    0x04c8, 0x04cc, 0x04f8, 0x04fc, 0x051d, 0x052b, 0x0543, 0x0557, 0x0561, 0x057c, 0x05c1, 0x05c3, 0x05ce, 0x05e5,
+    0x0601, 0x0608, 0x060a, 0x0611, 0x0613, 0x0628, 0x0635, 0x063a, 0x0640, 0x0642, 0x0650, 0x0659, 0x0664, 0x0666,
+    0x0681, 0x0683, 0x0688, 0x0695, 0x06aa, 0x06ba, 0x06c9, 0x06db, 0x0718, 0x0727, 0x073a, 0x0740, 0x0746, 0x0752,
+    0x076d, 0x078c, 0x079e, 0x07b3, 0x07db, 0x07f0, 0x0804, 0x080f, 0x081d, 0x081f, 0x082b, 0x082f, 0x087c, 0x0890,
+    0x089f, 0x08a0, 0x08b0, 0x08b6, 0x08c7, 0x08e5, 0x0904, 0x0929, 0x0934, 0x0955, 0x0963, 0x0978, 0x09c5, 0x09c8,
+    0x09ca, 0x09d8, 0x0a0a, 0x0a21, 0x0a38, 0x0a40, 0x0a46, 0x0a56, 0x0a6d, 0x0a8c, 0x0a9a, 0x0aba, 0x0ac2, 0x0aeb,
+    0x0b08, 0x0b13, 0x0b17, 0x0b3a, 0x0b42, 0x0b59, 0x0ba8, 0x0bd4, 0x0be2, 0x0c14, 0x0c24, 0x0c26, 0x0c34, 0x0c51,
+    0x0c71, 0x0c8f, 0x0cb4, 0x0cd8, 0x0cde, 0x0d24, 0x0d45, 0x0d6a, 0x0d9b, 0x0dc3, 0x0dd1, 0x0e03, 0x0e05, 0x0e07,
+    0x0e08, 0x0e1a, 0x0e2a, 0x0e56, 0x0e60, 0x0e8a, 0x0ea5, 0x0eaa, 0x0ec0, 0x0ecd, 0x0edb, 0x0ef0, 0x0f11, 0x0f21,
+    0x0f40, 0x0f42, 0x0f54, 0x0f98,
+};
+static const uint16_t mlstack__iq_grid_iq3s[512] = {
+    0x0000, 0x0001, 0x0002, 0x0005, 0x0007, 0x0008, 0x0009, 0x000a, 0x000c, 0x000e, 0x0010, 0x0011, 0x0015, 0x001b,
+    0x0020, 0x0022, 0x0025, 0x0027, 0x0029, 0x002b, 0x0030, 0x0032, 0x0039, 0x003c, 0x003f, 0x0040, 0x0041, 0x0042,
+    0x0044, 0x0048, 0x0049, 0x004d, 0x0050, 0x0053, 0x0057, 0x0059, 0x005d, 0x0064, 0x0071, 0x0075, 0x007a, 0x0080,
+    0x0081, 0x0085, 0x0087, 0x0088, 0x008b, 0x008e, 0x0091, 0x0095, 0x0098, 0x009c, 0x00a2, 0x00a5, 0x00a7, 0x00a9,
+    0x00ab, 0x00b8, 0x00bb, 0x00c3, 0x00c9, 0x00cd, 0x00d0, 0x00d2, 0x00d9, 0x00db, 0x00de, 0x00e4, 0x00e8, 0x00ea,
+    0x00f7, 0x00f9, 0x00fd, 0x0100, 0x010b, 0x010f, 0x0111, 0x0114, 0x011a, 0x0120, 0x0123, 0x0129, 0x0138, 0x0142,
+    0x0144, 0x0150, 0x0152, 0x0156, 0x015b, 0x0161, 0x0165, 0x0167, 0x0176, 0x017b, 0x0186, 0x0189, 0x018b, 0x0199,
+    0x01aa, 0x01b9, 0x01c0, 0x01c2, 0x01c4, 0x01d0, 0x01d2, 0x01d6, 0x01db, 0x01e8, 0x01ec, 0x0200, 0x0201, 0x0202,
+    0x0204, 0x0208, 0x0209, 0x020b, 0x020d, 0x020f, 0x0210, 0x0212, 0x0219, 0x021c, 0x021e, 0x022c, 0x022e, 0x0231,
+    0x023a, 0x0240, 0x0241, 0x0243, 0x0246, 0x0248, 0x024c, 0x0251, 0x0258, 0x025b, 0x0261, 0x0268, 0x026a, 0x0278,
+    0x027e, 0x0280, 0x028a, 0x028d, 0x028f, 0x0290, 0x0294, 0x029a, 0x02a0, 0x02a3, 0x02ad, 0x02b0, 0x02ba, 0x02c1,
+    0x02c4, 0x02c7, 0x02c8, 0x02cb, 0x02d1, 0x02d7, 0x02d8, 0x02dc, 0x02e1, 0x02f2, 0x02f8, 0x0303, 0x0305, 0x030a,
+    0x030c, 0x0319, 0x031b, 0x0322, 0x0326, 0x0328, 0x032c, 0x0341, 0x0348, 0x034b, 0x0351, 0x0358, 0x035a, 0x0369,
+    0x0390, 0x0394, 0x0397, 0x03a4, 0x03a6, 0x03c1, 0x03c3, 0x03c8, 0x03ca, 0x03d1, 0x03dd, 0x03e1, 0x03f2, 0x03f8,
+    0x0400, 0x0401, 0x0403, 0x0405, 0x0407, 0x0408, 0x040a, 0x040c, 0x040e, 0x0411, 0x0413, 0x0417, 0x0418, 0x041a,
+    0x0421, 0x0423, 0x0425, 0x0428, 0x042a, 0x0437, 0x0438, 0x043b, 0x043d, 0x0440, 0x0442, 0x0448, 0x044b, 0x044f,
+    0x0452, 0x0455, 0x0459, 0x045c, 0x0462, 0x0469, 0x0481, 0x0484, 0x0487, 0x0491, 0x0493, 0x0498, 0x049f, 0x04a1,
+    0x04ab, 0x04af, 0x04b9, 0x04bc, 0x04c0, 0x04c2, 0x04c5, 0x04c9, 0x04d2, 0x04d4, 0x04d9, 0x04db, 0x04e2, 0x04e8,
+    0x04f6, 0x0501, 0x0507, 0x0510, 0x0513, 0x051a, 0x051d, 0x0521, 0x053a, 0x053d, 0x0544, 0x0549, 0x0552, 0x055f,
+    0x0560, 0x056b, 0x0578, 0x0580, 0x0582, 0x0587, 0x0591, 0x05ad, 0x05b1, 0x05c5, 0x05c9, 0x05d6, 0x05d8, 0x05e3,
+    0x05e8, 0x0602, 0x0609, 0x060b, 0x060d, 0x060f, 0x0612, 0x0619, 0x061b, 0x061d, 0x0622, 0x0624, 0x0627, 0x0629,
+    0x0633, 0x0639, 0x0641, 0x0643, 0x0645, 0x064c, 0x0651, 0x0653, 0x0660, 0x0670, 0x067a, 0x067e, 0x0680, 0x068a,
+    0x0690, 0x069a, 0x069c, 0x06a8, 0x06c1, 0x06c8, 0x06cc, 0x06d1, 0x06d3, 0x06d7, 0x06d8, 0x06e1, 0x06e3, 0x06e7,
+    0x06ed, 0x06fb, 0x0703, 0x0709, 0x070e, 0x0712, 0x0719, 0x072a, 0x0730, 0x0734, 0x0741, 0x0748, 0x074a, 0x0755,
+    0x075a, 0x0764, 0x076e, 0x077b, 0x078e, 0x07a1, 0x07c1, 0x07c3, 0x07d0, 0x07d2, 0x07dd, 0x0800, 0x0804, 0x080a,
+    0x0810, 0x0814, 0x0817, 0x081a, 0x0821, 0x0828, 0x0838, 0x0842, 0x0847, 0x0849, 0x084b, 0x0852, 0x0858, 0x085d,
+    0x0863, 0x0869, 0x086d, 0x0881, 0x0883, 0x0888, 0x088d, 0x0891, 0x089b, 0x08a0, 0x08af, 0x08b2, 0x08b8, 0x08c4,
+    0x08c9, 0x08cb, 0x08d0, 0x08d2, 0x08d9, 0x08dd, 0x0900, 0x0902, 0x0914, 0x091f, 0x0920, 0x0939, 0x0945, 0x0947,
+    0x0951, 0x0972, 0x098b, 0x099c, 0x09b0, 0x09c8, 0x09cd, 0x09d8, 0x09e3, 0x09e9, 0x0a02, 0x0a08, 0x0a0c, 0x0a12,
+    0x0a20, 0x0a24, 0x0a27, 0x0a2a, 0x0a36, 0x0a3c, 0x0a41, 0x0a43, 0x0a45, 0x0a4a, 0x0a51, 0x0a5a, 0x0a7a, 0x0a80,
+    0x0a89, 0x0a93, 0x0a98, 0x0a9e, 0x0aab, 0x0ac2, 0x0ac7, 0x0ac8, 0x0ad7, 0x0ae4, 0x0ae9, 0x0af5, 0x0afb, 0x0b01,
+    0x0b04, 0x0b10, 0x0b1a, 0x0b26, 0x0b4a, 0x0b56, 0x0b69, 0x0b6b, 0x0ba2, 0x0bc2, 0x0bc4, 0x0bd2, 0x0c09, 0x0c0b,
+    0x0c0d, 0x0c19, 0x0c1b, 0x0c30, 0x0c40, 0x0c50, 0x0c57, 0x0c74, 0x0c8a, 0x0c9c, 0x0ca2, 0x0cad, 0x0cb2, 0x0cb8,
+    0x0cc0, 0x0ccc, 0x0cd1, 0x0ce0, 0x0d15, 0x0d23, 0x0d32, 0x0d40, 0x0d43, 0x0d5c, 0x0d70, 0x0d85, 0x0da0, 0x0dc9,
+    0x0dcb, 0x0e00, 0x0e04, 0x0e07, 0x0e10, 0x0e12, 0x0e1e, 0x0e20, 0x0e2c, 0x0e32, 0x0e42, 0x0e49, 0x0e54, 0x0e63,
+    0x0e65, 0x0e81, 0x0e84, 0x0e88, 0x0e8e, 0x0e91, 0x0e98, 0x0ea9, 0x0ec2, 0x0eda, 0x0edd, 0x0eeb, 0x0f01, 0x0f05,
+    0x0f0b, 0x0f10, 0x0f28, 0x0f52, 0x0f62, 0x0f82, 0x0f99, 0x0fc0,
+};
+static const uint16_t mlstack__iq_grid_iq1s[2048] = {
+    0x0000, 0x0002, 0x0005, 0x0008, 0x000a, 0x0011, 0x0015, 0x0020, 0x0022, 0x0028, 0x002a, 0x0045, 0x0051, 0x0054,
+    0x0056, 0x0065, 0x0080, 0x0082, 0x0088, 0x008a, 0x0095, 0x00a0, 0x00a2, 0x00a8, 0x00aa, 0x0104, 0x0105, 0x0111,
+    0x0114, 0x0116, 0x0119, 0x011a, 0x0125, 0x0141, 0x0146, 0x0149, 0x0152, 0x0155, 0x015a, 0x0161, 0x0164, 0x0166,
+    0x0168, 0x0185, 0x0191, 0x0194, 0x0196, 0x01a5, 0x0200, 0x0202, 0x0208, 0x020a, 0x0215, 0x0220, 0x0222, 0x0228,
+    0x022a, 0x0245, 0x0251, 0x0259, 0x0264, 0x0269, 0x0280, 0x0282, 0x0288, 0x028a, 0x0291, 0x0295, 0x0299, 0x02a0,
+    0x02a2, 0x02a8, 0x02aa, 0x0411, 0x0414, 0x0416, 0x0425, 0x0441, 0x0449, 0x0455, 0x045a, 0x0464, 0x0465, 0x0491,
+    0x0499, 0x04a5, 0x0501, 0x0504, 0x0505, 0x0506, 0x0515, 0x0518, 0x051a, 0x0529, 0x0540, 0x0545, 0x054a, 0x0550,
+    0x0551, 0x0554, 0x0555, 0x0556, 0x0559, 0x0560, 0x0562, 0x0565, 0x0568, 0x056a, 0x0581, 0x0591, 0x0595, 0x0598,
+    0x059a, 0x05a1, 0x05a4, 0x05a5, 0x05a6, 0x05a9, 0x0614, 0x0619, 0x0641, 0x0644, 0x0650, 0x0652, 0x0655, 0x0658,
+    0x0660, 0x0661, 0x0666, 0x0669, 0x0685, 0x0691, 0x0694, 0x0699, 0x0800, 0x0802, 0x0808, 0x080a, 0x0815, 0x0820,
+    0x0822, 0x0828, 0x082a, 0x0845, 0x0851, 0x0856, 0x0865, 0x0880, 0x0882, 0x0888, 0x088a, 0x0895, 0x08a0, 0x08a2,
+    0x08a8, 0x08aa, 0x0905, 0x0911, 0x0914, 0x0919, 0x0924, 0x0925, 0x0941, 0x0950, 0x0951, 0x0955, 0x0961, 0x0964,
+    0x0969, 0x0991, 0x0994, 0x0996, 0x0999, 0x09a5, 0x0a00, 0x0a02, 0x0a08, 0x0a0a, 0x0a15, 0x0a20, 0x0a22, 0x0a28,
+    0x0a2a, 0x0a45, 0x0a51, 0x0a59, 0x0a61, 0x0a65, 0x0a80, 0x0a82, 0x0a85, 0x0a88, 0x0a8a, 0x0a95, 0x0aa0, 0x0aa2,
+    0x0aa8, 0x0aaa, 0x1010, 0x1011, 0x1014, 0x1019, 0x1024, 0x1025, 0x1041, 0x1044, 0x1050, 0x1055, 0x1058, 0x1061,
+    0x1064, 0x1065, 0x1069, 0x1091, 0x1094, 0x1096, 0x10a1, 0x10a5, 0x1101, 0x1104, 0x1106, 0x1109, 0x1110, 0x1112,
+    0x1115, 0x1118, 0x1121, 0x1124, 0x1129, 0x1145, 0x114a, 0x1150, 0x1151, 0x1152, 0x1154, 0x1155, 0x1156, 0x1159,
+    0x1160, 0x1165, 0x1184, 0x1192, 0x1195, 0x11a1, 0x11a4, 0x1211, 0x1214, 0x1216, 0x1225, 0x1240, 0x1246, 0x1249,
+    0x1252, 0x1255, 0x1258, 0x125a, 0x1264, 0x1266, 0x1285, 0x1291, 0x1294, 0x1296, 0x12a5, 0x1401, 0x1406, 0x1409,
+    0x1414, 0x1415, 0x1418, 0x1419, 0x1421, 0x1426, 0x1441, 0x1445, 0x1446, 0x1448, 0x144a, 0x1451, 0x1454, 0x1455,
+    0x1456, 0x1459, 0x1462, 0x1465, 0x1468, 0x1484, 0x1489, 0x1490, 0x1494, 0x1495, 0x1498, 0x1499, 0x149a, 0x14a1,
+    0x14a4, 0x14a5, 0x14a9, 0x1502, 0x1505, 0x150a, 0x1511, 0x1514, 0x1515, 0x1516, 0x1519, 0x1520, 0x1522, 0x1525,
+    0x1528, 0x152a, 0x1541, 0x1544, 0x1545, 0x1546, 0x1551, 0x1552, 0x1554, 0x1555, 0x1556, 0x1559, 0x155a, 0x1561,
+    0x1564, 0x1565, 0x1566, 0x1569, 0x1580, 0x1582, 0x1584, 0x1585, 0x1588, 0x158a, 0x1590, 0x1591, 0x1594, 0x1595,
+    0x1596, 0x1599, 0x159a, 0x15a0, 0x15a2, 0x15a5, 0x1601, 0x1604, 0x1605, 0x1606, 0x1615, 0x1616, 0x1618, 0x161a,
+    0x1621, 0x1626, 0x1640, 0x1642, 0x1644, 0x1645, 0x1648, 0x164a, 0x1651, 0x1655, 0x1656, 0x1658, 0x1659, 0x1661,
+    0x1664, 0x1665, 0x1668, 0x1669, 0x166a, 0x1686, 0x168a, 0x1692, 0x1695, 0x16a4, 0x16a9, 0x1811, 0x1816, 0x1825,
+    0x1841, 0x1844, 0x1846, 0x1849, 0x1850, 0x1855, 0x1858, 0x185a, 0x1860, 0x1861, 0x1864, 0x1866, 0x1869, 0x1885,
+    0x1891, 0x1894, 0x18a5, 0x1910, 0x1912, 0x1915, 0x191a, 0x1921, 0x1925, 0x1942, 0x1944, 0x1945, 0x1948, 0x1951,
+    0x1954, 0x1955, 0x1956, 0x1959, 0x195a, 0x1960, 0x1965, 0x196a, 0x1989, 0x1991, 0x1992, 0x1995, 0x1998, 0x19a1,
+    0x19a6, 0x19a9, 0x1a09, 0x1a16, 0x1a24, 0x1a26, 0x1a44, 0x1a46, 0x1a49, 0x1a50, 0x1a52, 0x1a55, 0x1a58, 0x1a61,
+    0x1a66, 0x1a69, 0x1a85, 0x1a91, 0x1a96, 0x1a9a, 0x2000, 0x2002, 0x2008, 0x200a, 0x2015, 0x2020, 0x2022, 0x2025,
+    0x2028, 0x202a, 0x2045, 0x2051, 0x2059, 0x2061, 0x2065, 0x2080, 0x2082, 0x2088, 0x208a, 0x2095, 0x20a0, 0x20a2,
+    0x20a5, 0x20a8, 0x20aa, 0x2105, 0x2111, 0x2114, 0x2119, 0x2125, 0x2142, 0x2144, 0x2149, 0x2155, 0x2158, 0x215a,
+    0x2161, 0x2164, 0x2165, 0x2166, 0x2185, 0x2190, 0x2196, 0x2199, 0x21a5, 0x2201, 0x2208, 0x220a, 0x2211, 0x2215,
+    0x2220, 0x2222, 0x2228, 0x222a, 0x2245, 0x2251, 0x2256, 0x2259, 0x2265, 0x2281, 0x2288, 0x228a, 0x2291, 0x2295,
+    0x22a0, 0x22a2, 0x22a8, 0x22aa, 0x2405, 0x2414, 0x2416, 0x2419, 0x2425, 0x2444, 0x2445, 0x2446, 0x2449, 0x2452,
+    0x2455, 0x2458, 0x245a, 0x2466, 0x2485, 0x2491, 0x2494, 0x2499, 0x24a1, 0x24a5, 0x2509, 0x2515, 0x2521, 0x2529,
+    0x2540, 0x2545, 0x2548, 0x2551, 0x2554, 0x2555, 0x2559, 0x2562, 0x2565, 0x2568, 0x2589, 0x2590, 0x2594, 0x2595,
+    0x2598, 0x259a, 0x25a1, 0x25a4, 0x25a6, 0x25a9, 0x2605, 0x2610, 0x2612, 0x2619, 0x2625, 0x2641, 0x2649, 0x2655,
+    0x2660, 0x2661, 0x2669, 0x2684, 0x2686, 0x2690, 0x269a, 0x2800, 0x2802, 0x2808, 0x280a, 0x2815, 0x2820, 0x2822,
+    0x2828, 0x282a, 0x2845, 0x2851, 0x2854, 0x2865, 0x2880, 0x2882, 0x2888, 0x288a, 0x28a0, 0x28a2, 0x28a8, 0x28aa,
+    0x2909, 0x2911, 0x2914, 0x2919, 0x2925, 0x2946, 0x2949, 0x2952, 0x2955, 0x2961, 0x2964, 0x2966, 0x2969, 0x2985,
+    0x2990, 0x2996, 0x2999, 0x29a4, 0x29a5, 0x2a00, 0x2a02, 0x2a08, 0x2a0a, 0x2a20, 0x2a22, 0x2a28, 0x2a2a, 0x2a45,
+    0x2a51, 0x2a56, 0x2a59, 0x2a65, 0x2a80, 0x2a82, 0x2a88, 0x2a8a, 0x2a95, 0x2aa0, 0x2aa2, 0x2aa8, 0x2aaa, 0x4005,
+    0x4011, 0x4016, 0x4025, 0x4049, 0x4052, 0x4055, 0x4058, 0x405a, 0x4061, 0x4064, 0x4066, 0x4094, 0x4099, 0x40a1,
+    0x40a6, 0x4100, 0x4101, 0x4104, 0x4106, 0x4109, 0x4112, 0x4115, 0x4116, 0x4118, 0x411a, 0x4121, 0x4126, 0x4129,
+    0x4145, 0x4148, 0x414a, 0x4151, 0x4154, 0x4155, 0x4156, 0x4159, 0x415a, 0x4165, 0x4168, 0x416a, 0x4181, 0x4184,
+    0x4186, 0x4190, 0x4192, 0x4195, 0x41a0, 0x41a1, 0x41a2, 0x4205, 0x4211, 0x4214, 0x4216, 0x4225, 0x4241, 0x4252,
+    0x4255, 0x425a, 0x4264, 0x4269, 0x4289, 0x4294, 0x42a5, 0x4401, 0x4415, 0x4419, 0x4429, 0x4445, 0x4448, 0x444a,
+    0x4451, 0x4454, 0x4455, 0x4456, 0x4461, 0x4462, 0x4465, 0x4468, 0x446a, 0x4481, 0x4486, 0x4489, 0x4490, 0x4492,
+    0x4495, 0x44a0, 0x44a1, 0x44a9, 0x4501, 0x4502, 0x4505, 0x450a, 0x4511, 0x4514, 0x4515, 0x4516, 0x4519, 0x4520,
+    0x4525, 0x452a, 0x4541, 0x4544, 0x4545, 0x4546, 0x4549, 0x4550, 0x4551, 0x4554, 0x4555, 0x4556, 0x4558, 0x4559,
+    0x4561, 0x4564, 0x4565, 0x4566, 0x4569, 0x4582, 0x4584, 0x4585, 0x4588, 0x4591, 0x4594, 0x4595, 0x4596, 0x4599,
+    0x459a, 0x45a5, 0x45a8, 0x45aa, 0x4601, 0x4605, 0x4609, 0x4614, 0x4615, 0x4618, 0x461a, 0x4621, 0x4624, 0x4629,
+    0x4640, 0x4642, 0x4645, 0x4648, 0x4650, 0x4651, 0x4652, 0x4655, 0x4656, 0x4659, 0x4662, 0x4665, 0x4668, 0x4681,
+    0x4685, 0x468a, 0x4694, 0x4695, 0x46a1, 0x46a4, 0x46a6, 0x4805, 0x4811, 0x4815, 0x481a, 0x4825, 0x4842, 0x4849,
+    0x4850, 0x4855, 0x4858, 0x4861, 0x4864, 0x4866, 0x4869, 0x4885, 0x4891, 0x4894, 0x4896, 0x4899, 0x48a5, 0x4901,
+    0x4905, 0x4906, 0x490a, 0x4910, 0x4914, 0x4915, 0x4918, 0x4921, 0x4924, 0x4926, 0x4940, 0x4945, 0x494a, 0x4951,
+    0x4952, 0x4954, 0x4955, 0x4956, 0x4959, 0x4960, 0x4962, 0x4965, 0x4966, 0x496a, 0x4986, 0x4989, 0x4992, 0x4995,
+    0x4996, 0x4998, 0x49a1, 0x49a4, 0x49a6, 0x49a9, 0x4a16, 0x4a44, 0x4a46, 0x4a49, 0x4a55, 0x4a58, 0x4a5a, 0x4a64,
+    0x4a69, 0x4a94, 0x4aa5, 0x5001, 0x5004, 0x5005, 0x5006, 0x5009, 0x5012, 0x5015, 0x501a, 0x5021, 0x5024, 0x5029,
+    0x5040, 0x5045, 0x5048, 0x5051, 0x5054, 0x5055, 0x5056, 0x5059, 0x5065, 0x5068, 0x5086, 0x5089, 0x5095, 0x5098,
+    0x50a0, 0x50a1, 0x50a6, 0x50a9, 0x5105, 0x5108, 0x5109, 0x510a, 0x5111, 0x5114, 0x5115, 0x5116, 0x5118, 0x5119,
+    0x5120, 0x5125, 0x5126, 0x5128, 0x512a, 0x5141, 0x5144, 0x5145, 0x5146, 0x5149, 0x5150, 0x5151, 0x5152, 0x5154,
+    0x5155, 0x5156, 0x5158, 0x5159, 0x515a, 0x5161, 0x5164, 0x5165, 0x5166, 0x5169, 0x5182, 0x5185, 0x5191, 0x5194,
+    0x5195, 0x5196, 0x5199, 0x51a0, 0x51a5, 0x51aa, 0x5201, 0x5206, 0x5212, 0x5215, 0x521a, 0x5221, 0x5224, 0x5242,
+    0x5245, 0x524a, 0x5251, 0x5254, 0x5255, 0x5256, 0x5259, 0x5262, 0x5265, 0x5285, 0x5290, 0x5292, 0x5295, 0x5299,
+    0x529a, 0x52a4, 0x5404, 0x5405, 0x5411, 0x5414, 0x5415, 0x5416, 0x5418, 0x5419, 0x5421, 0x5425, 0x5428, 0x542a,
+    0x5441, 0x5444, 0x5445, 0x5446, 0x5449, 0x544a, 0x5450, 0x5451, 0x5454, 0x5455, 0x5456, 0x5458, 0x5459, 0x545a,
+    0x5461, 0x5462, 0x5464, 0x5465, 0x5466, 0x5469, 0x5480, 0x5488, 0x548a, 0x5491, 0x5494, 0x5495, 0x5496, 0x5499,
+    0x54a1, 0x54a4, 0x54a5, 0x54aa, 0x5501, 0x5502, 0x5504, 0x5505, 0x5506, 0x5509, 0x5510, 0x5511, 0x5512, 0x5514,
+    0x5515, 0x5516, 0x5519, 0x551a, 0x5521, 0x5524, 0x5525, 0x5526, 0x5529, 0x5540, 0x5541, 0x5542, 0x5544, 0x5545,
+    0x5546, 0x5548, 0x5549, 0x5550, 0x5551, 0x5552, 0x5554, 0x5555, 0x5556, 0x5558, 0x5559, 0x555a, 0x5560, 0x5561,
+    0x5564, 0x5565, 0x5566, 0x5568, 0x5569, 0x556a, 0x5581, 0x5584, 0x5585, 0x5589, 0x558a, 0x5590, 0x5591, 0x5594,
+    0x5595, 0x5596, 0x5598, 0x5599, 0x55a1, 0x55a4, 0x55a5, 0x55a6, 0x55a9, 0x5600, 0x5601, 0x5602, 0x5604, 0x5606,
+    0x5608, 0x5609, 0x5611, 0x5614, 0x5615, 0x5618, 0x5619, 0x5620, 0x5621, 0x5622, 0x5624, 0x5625, 0x5626, 0x5628,
+    0x5629, 0x5641, 0x5645, 0x5646, 0x5648, 0x5649, 0x564a, 0x5650, 0x5651, 0x5652, 0x5654, 0x5655, 0x5656, 0x5658,
+    0x5659, 0x565a, 0x5661, 0x5664, 0x5665, 0x5669, 0x5682, 0x5685, 0x5686, 0x5688, 0x5689, 0x568a, 0x5691, 0x5695,
+    0x569a, 0x56a2, 0x56a5, 0x56a6, 0x56a8, 0x56a9, 0x5804, 0x5805, 0x5806, 0x5809, 0x5810, 0x5815, 0x5818, 0x5821,
+    0x582a, 0x5845, 0x5848, 0x584a, 0x5851, 0x5854, 0x5855, 0x5856, 0x5858, 0x5859, 0x5860, 0x5862, 0x5864, 0x5865,
+    0x5882, 0x5889, 0x5890, 0x5892, 0x5895, 0x5898, 0x58a1, 0x58a9, 0x5901, 0x5902, 0x5905, 0x590a, 0x5911, 0x5914,
+    0x5915, 0x5916, 0x5919, 0x5925, 0x5941, 0x5944, 0x5945, 0x5946, 0x5949, 0x5950, 0x5951, 0x5952, 0x5954, 0x5955,
+    0x5956, 0x5958, 0x5959, 0x595a, 0x5961, 0x5964, 0x5965, 0x5966, 0x5969, 0x5981, 0x5985, 0x5989, 0x5991, 0x5994,
+    0x5995, 0x5996, 0x5998, 0x5999, 0x59a5, 0x5a04, 0x5a08, 0x5a15, 0x5a1a, 0x5a20, 0x5a25, 0x5a26, 0x5a29, 0x5a45,
+    0x5a48, 0x5a49, 0x5a51, 0x5a55, 0x5a56, 0x5a58, 0x5a59, 0x5a62, 0x5a65, 0x5a68, 0x5a6a, 0x5a81, 0x5a8a, 0x5a92,
+    0x5a95, 0x5a96, 0x5a98, 0x5a9a, 0x5aa1, 0x6005, 0x6014, 0x6016, 0x6019, 0x6025, 0x6044, 0x6050, 0x6055, 0x6056,
+    0x6058, 0x605a, 0x6061, 0x6064, 0x6066, 0x6069, 0x6081, 0x6096, 0x60a5, 0x6101, 0x6104, 0x6106, 0x6109, 0x6112,
+    0x6115, 0x6121, 0x6122, 0x6126, 0x6129, 0x6145, 0x6149, 0x6151, 0x6155, 0x6156, 0x6159, 0x6165, 0x6166, 0x616a,
+    0x6184, 0x618a, 0x6192, 0x6195, 0x61a1, 0x61a6, 0x61a9, 0x6211, 0x6216, 0x6219, 0x6240, 0x6241, 0x6246, 0x6255,
+    0x6256, 0x6258, 0x6260, 0x6285, 0x6291, 0x6296, 0x62a5, 0x6411, 0x6412, 0x6415, 0x6416, 0x641a, 0x6421, 0x6426,
+    0x6429, 0x6440, 0x6442, 0x6445, 0x6448, 0x644a, 0x6451, 0x6454, 0x6455, 0x6456, 0x6459, 0x645a, 0x6460, 0x6462,
+    0x6465, 0x6484, 0x6485, 0x6489, 0x6490, 0x6492, 0x6494, 0x6495, 0x6496, 0x6498, 0x649a, 0x64a1, 0x64a4, 0x64a9,
+    0x6505, 0x6508, 0x650a, 0x6511, 0x6515, 0x6516, 0x6519, 0x6544, 0x6545, 0x6546, 0x6549, 0x6550, 0x6551, 0x6554,
+    0x6555, 0x6556, 0x6559, 0x6561, 0x6564, 0x6565, 0x6566, 0x6569, 0x6586, 0x6589, 0x658a, 0x6591, 0x6595, 0x6596,
+    0x6599, 0x659a, 0x65a2, 0x65a5, 0x65a6, 0x65a8, 0x6602, 0x6609, 0x6615, 0x6620, 0x6626, 0x6628, 0x6629, 0x6640,
+    0x6645, 0x6648, 0x664a, 0x6651, 0x6654, 0x6655, 0x6656, 0x6658, 0x665a, 0x6660, 0x6665, 0x6668, 0x6680, 0x6682,
+    0x6685, 0x668a, 0x6694, 0x6696, 0x6698, 0x6699, 0x66a0, 0x66a4, 0x66a6, 0x66aa, 0x6816, 0x6819, 0x6825, 0x6841,
+    0x6852, 0x6855, 0x685a, 0x6861, 0x6869, 0x6885, 0x6891, 0x6898, 0x68a6, 0x6901, 0x6904, 0x6910, 0x6915, 0x6921,
+    0x6924, 0x6926, 0x6929, 0x6940, 0x6941, 0x6945, 0x6946, 0x6948, 0x6951, 0x6954, 0x6955, 0x6956, 0x6959, 0x6960,
+    0x6965, 0x696a, 0x6982, 0x6984, 0x698a, 0x6995, 0x69a1, 0x69a4, 0x69a5, 0x69a9, 0x6a11, 0x6a16, 0x6a18, 0x6a41,
+    0x6a44, 0x6a49, 0x6a50, 0x6a55, 0x6a58, 0x6a5a, 0x6a64, 0x6a65, 0x6a69, 0x6a86, 0x6a94, 0x6a98, 0x6a9a, 0x6aa6,
+    0x8000, 0x8002, 0x8008, 0x800a, 0x8020, 0x8022, 0x8028, 0x802a, 0x8045, 0x8050, 0x8051, 0x8054, 0x8056, 0x8059,
+    0x8065, 0x8080, 0x8082, 0x8088, 0x808a, 0x8095, 0x80a0, 0x80a2, 0x80a8, 0x80aa, 0x8105, 0x8111, 0x8114, 0x8116,
+    0x8119, 0x8125, 0x8141, 0x8144, 0x8149, 0x8150, 0x8152, 0x8155, 0x8156, 0x8158, 0x8159, 0x8164, 0x8166, 0x8169,
+    0x8185, 0x8189, 0x8194, 0x8196, 0x8199, 0x81a5, 0x8200, 0x8202, 0x8208, 0x820a, 0x8215, 0x8220, 0x8222, 0x8228,
+    0x822a, 0x8251, 0x8254, 0x8259, 0x8265, 0x8280, 0x8282, 0x8288, 0x828a, 0x8295, 0x82a0, 0x82a2, 0x82a8, 0x82aa,
+    0x8414, 0x8419, 0x8441, 0x8444, 0x8451, 0x8455, 0x845a, 0x8461, 0x8464, 0x8469, 0x8494, 0x8499, 0x8501, 0x8509,
+    0x8512, 0x8515, 0x851a, 0x8526, 0x8529, 0x8540, 0x8541, 0x8545, 0x8548, 0x8551, 0x8554, 0x8555, 0x8556, 0x8559,
+    0x855a, 0x8565, 0x8566, 0x8568, 0x856a, 0x8581, 0x8584, 0x8586, 0x8589, 0x8590, 0x8592, 0x8595, 0x8598, 0x85a6,
+    0x8611, 0x8616, 0x8619, 0x8625, 0x8641, 0x8644, 0x8649, 0x864a, 0x8650, 0x8655, 0x8659, 0x865a, 0x8661, 0x8666,
+    0x866a, 0x8685, 0x8691, 0x869a, 0x86a4, 0x8800, 0x8802, 0x8808, 0x880a, 0x8815, 0x8820, 0x8822, 0x8828, 0x882a,
+    0x8841, 0x8845, 0x8851, 0x8854, 0x8859, 0x8865, 0x8869, 0x8880, 0x8882, 0x8888, 0x888a, 0x8895, 0x88a0, 0x88a2,
+    0x88a8, 0x88aa, 0x8905, 0x8906, 0x8911, 0x8914, 0x8916, 0x8925, 0x8941, 0x8944, 0x8946, 0x8949, 0x8950, 0x8952,
+    0x8955, 0x895a, 0x8961, 0x8964, 0x8985, 0x8996, 0x8999, 0x89a5, 0x8a00, 0x8a02, 0x8a08, 0x8a0a, 0x8a15, 0x8a20,
+    0x8a22, 0x8a28, 0x8a2a, 0x8a45, 0x8a51, 0x8a54, 0x8a56, 0x8a80, 0x8a82, 0x8a88, 0x8a8a, 0x8a95, 0x8aa0, 0x8aa2,
+    0x8aa8, 0x8aaa, 0x9005, 0x9011, 0x9016, 0x9018, 0x9019, 0x9025, 0x9041, 0x9046, 0x9049, 0x9055, 0x9058, 0x905a,
+    0x9069, 0x906a, 0x9085, 0x9091, 0x9094, 0x9096, 0x9099, 0x90a5, 0x9101, 0x9104, 0x9106, 0x9109, 0x9110, 0x9115,
+    0x9118, 0x911a, 0x9121, 0x9124, 0x9126, 0x9129, 0x9140, 0x9145, 0x9150, 0x9151, 0x9154, 0x9155, 0x9156, 0x9159,
+    0x9162, 0x9165, 0x9184, 0x9186, 0x9192, 0x9195, 0x9198, 0x91a1, 0x91a4, 0x91a6, 0x91a9, 0x9205, 0x9211, 0x9214,
+    0x9219, 0x9225, 0x9244, 0x9246, 0x9249, 0x9250, 0x9252, 0x9255, 0x9258, 0x9266, 0x9269, 0x9285, 0x9294, 0x9296,
+    0x92a9, 0x9401, 0x9404, 0x9406, 0x9410, 0x9415, 0x9418, 0x9426, 0x9440, 0x944a, 0x9451, 0x9454, 0x9455, 0x9456,
+    0x9458, 0x9459, 0x9460, 0x9461, 0x9462, 0x9465, 0x9484, 0x9486, 0x9492, 0x9494, 0x9495, 0x9498, 0x94a1, 0x94a9,
+    0x9500, 0x9505, 0x9508, 0x950a, 0x9510, 0x9511, 0x9514, 0x9515, 0x9516, 0x9519, 0x9521, 0x9525, 0x9529, 0x952a,
+    0x9541, 0x9544, 0x9545, 0x9546, 0x9549, 0x9550, 0x9551, 0x9552, 0x9554, 0x9555, 0x9556, 0x9558, 0x9559, 0x955a,
+    0x9561, 0x9564, 0x9565, 0x9566, 0x9569, 0x9581, 0x9585, 0x9588, 0x9591, 0x9592, 0x9594, 0x9595, 0x9596, 0x9599,
+    0x959a, 0x95a0, 0x95a2, 0x95a5, 0x95a8, 0x95aa, 0x9601, 0x9604, 0x9610, 0x9615, 0x9619, 0x9620, 0x9626, 0x9629,
+    0x9645, 0x9648, 0x9649, 0x9651, 0x9652, 0x9655, 0x9656, 0x9659, 0x9665, 0x9668, 0x9682, 0x9684, 0x9689, 0x968a,
+    0x9692, 0x9694, 0x9695, 0x96a4, 0x96a6, 0x96a9, 0x9805, 0x9816, 0x9819, 0x9825, 0x9841, 0x9846, 0x9850, 0x9852,
+    0x9855, 0x9856, 0x985a, 0x9864, 0x9865, 0x9885, 0x9891, 0x9896, 0x9899, 0x98a5, 0x9904, 0x9906, 0x9909, 0x9910,
+    0x9912, 0x9915, 0x9918, 0x991a, 0x9920, 0x9921, 0x9924, 0x9926, 0x9940, 0x9942, 0x9945, 0x9948, 0x994a, 0x9951,
+    0x9954, 0x9955, 0x9956, 0x9959, 0x9962, 0x9965, 0x9966, 0x996a, 0x9981, 0x9984, 0x9990, 0x9992, 0x9995, 0x999a,
+    0x99a1, 0x99a6, 0x9a05, 0x9a15, 0x9a25, 0x9a44, 0x9a46, 0x9a49, 0x9a50, 0x9a55, 0x9a58, 0x9a61, 0x9a85, 0x9a91,
+    0x9a94, 0x9a95, 0x9a96, 0xa000, 0xa002, 0xa008, 0xa00a, 0xa015, 0xa020, 0xa022, 0xa028, 0xa02a, 0xa045, 0xa051,
+    0xa054, 0xa056, 0xa059, 0xa080, 0xa082, 0xa088, 0xa08a, 0xa095, 0xa0a0, 0xa0a2, 0xa0a8, 0xa0aa, 0xa105, 0xa109,
+    0xa111, 0xa114, 0xa116, 0xa119, 0xa11a, 0xa146, 0xa149, 0xa151, 0xa155, 0xa158, 0xa15a, 0xa161, 0xa164, 0xa185,
+    0xa190, 0xa192, 0xa196, 0xa199, 0xa202, 0xa208, 0xa20a, 0xa210, 0xa219, 0xa222, 0xa228, 0xa22a, 0xa245, 0xa251,
+    0xa256, 0xa259, 0xa265, 0xa280, 0xa282, 0xa288, 0xa28a, 0xa295, 0xa2a0, 0xa2a2, 0xa2a8, 0xa2aa, 0xa419, 0xa425,
+    0xa441, 0xa444, 0xa450, 0xa454, 0xa455, 0xa458, 0xa45a, 0xa461, 0xa465, 0xa466, 0xa468, 0xa469, 0xa485, 0xa506,
+    0xa509, 0xa510, 0xa512, 0xa515, 0xa518, 0xa526, 0xa529, 0xa542, 0xa545, 0xa551, 0xa554, 0xa555, 0xa556, 0xa559,
+    0xa565, 0xa56a, 0xa581, 0xa584, 0xa585, 0xa586, 0xa589, 0xa592, 0xa595, 0xa598, 0xa605, 0xa611, 0xa616, 0xa61a,
+    0xa621, 0xa625, 0xa644, 0xa646, 0xa64a, 0xa652, 0xa655, 0xa656, 0xa658, 0xa660, 0xa662, 0xa686, 0xa690, 0xa695,
+    0xa696, 0xa699, 0xa6a1, 0xa6a4, 0xa6a6, 0xa800, 0xa802, 0xa808, 0xa80a, 0xa820, 0xa822, 0xa828, 0xa82a, 0xa851,
+    0xa854, 0xa856, 0xa859, 0xa880, 0xa882, 0xa888, 0xa88a, 0xa895, 0xa8a0, 0xa8a2, 0xa8a8, 0xa8aa, 0xa905, 0xa914,
+    0xa919, 0xa921, 0xa925, 0xa941, 0xa950, 0xa955, 0xa95a, 0xa961, 0xa966, 0xa969, 0xa990, 0xa996, 0xaa00, 0xaa02,
+    0xaa08, 0xaa0a, 0xaa20, 0xaa22, 0xaa28, 0xaa2a, 0xaa51, 0xaa54, 0xaa56, 0xaa80, 0xaa82, 0xaa88, 0xaa8a, 0xaa95,
+    0xaaa0, 0xaaa2, 0xaaa8, 0xaaaa,
+};
+static const int8_t mlstack__iq2_map[3] = {8, 25, 43};
+static const int8_t mlstack__iq3xxs_map[8] = {4, 12, 20, 28, 36, 44, 52, 62};
+/* The 8 sign bits of a 7-bit sign index (an even number of negatives). */
+static unsigned mlstack__iq_signs7(unsigned i) {
+    unsigned p = i ^ (i >> 4);
+    p ^= p >> 2;
+    p ^= p >> 1;
+    return (i & 127) | (p & 1) << 7;
+}
+/* Eight values of a 2-bit grid point through `map`, negated where `signs` has a bit. */
+static void mlstack__iq_point8(unsigned code, const int8_t *map, unsigned signs, int8_t *v) {
+    int j;
+    for (j = 0; j < 8; j++) {
+        int x = map[(code >> (2 * j)) & 3];
+        v[j] = (int8_t)(signs >> j & 1 ? -x : x);
+    }
+}
+/* Four values of a 3-bit grid point: odd values (IQ3_S) or the IQ3_XXS map. */
+static void mlstack__iq_point4(unsigned code, int xxs, unsigned signs, int8_t *v) {
+    int j;
+    for (j = 0; j < 4; j++) {
+        int c = (code >> (3 * j)) & 7, x = xxs ? mlstack__iq3xxs_map[c] : 2 * c + 1;
+        v[j] = (int8_t)(signs >> j & 1 ? -x : x);
+    }
+}
+/* IQ1_S / IQ1_M: eight values 8 g + e of an IQ1 grid point (g = index - 1), e = -1 if neg. */
+static void mlstack__iq1_point(unsigned idx, int neg, int8_t *v) {
+    unsigned code = mlstack__iq_grid_iq1s[idx & 2047];
+    int j;
+    for (j = 0; j < 8; j++) v[j] = (int8_t)(8 * ((int)((code >> (2 * j)) & 3) - 1) + (neg ? -1 : 1));
+}
+static void mlstack__iq_group(mlstack__kqg *g, const int8_t *v, int sa, int sb, float dw) {
+    memcpy(g->q, v, 32);
+    g->sa = (int16_t)sa, g->sb = (int16_t)sb, g->ma = g->mb = 0;
+    g->dw = dw, g->ow = 0.0f;
+}
+/* IQ2_XXS, IQ2_XS, IQ2_S: the 8 groups of one 256-input block. */
+static void mlstack__iq2_decode(int wtype, const unsigned char *b, mlstack__kqg *g) {
+    float dw = mlstack__kq_f16(b) * 0.125f;
+    int8_t v[32];
+    int ib, l;
+    for (ib = 0; ib < 8; ib++) {
+        int sa, sb;
+        if (wtype == MLSTACK__W_IQ2_XXS) {
+            const unsigned char *p = b + 2 + 8 * ib;
+            uint32_t aux = (uint32_t)mlstack__le(p + 4, 4);
+            for (l = 0; l < 4; l++)
+                mlstack__iq_point8(mlstack__iq_grid_iq2xxs[p[l]], mlstack__iq2_map,
+                                   mlstack__iq_signs7((aux >> (7 * l)) & 127), v + 8 * l);
+            sa = sb = 2 * (int)(aux >> 28) + 1;
+        } else if (wtype == MLSTACK__W_IQ2_XS) {
+            for (l = 0; l < 4; l++) {
+                unsigned c = (unsigned)mlstack__le(b + 2 + 8 * ib + 2 * l, 2);
+                mlstack__iq_point8(mlstack__iq_grid_iq2xs[c & 511], mlstack__iq2_map, mlstack__iq_signs7(c >> 9),
+                                   v + 8 * l);
+            }
+            sa = 2 * (b[66 + ib] & 15) + 1, sb = 2 * (b[66 + ib] >> 4) + 1;
+        } else { /* IQ2_S: 32 bytes of low index bits, 32 of signs, 8 of high index bits, 8 of scales */
+            for (l = 0; l < 4; l++) {
+                unsigned idx = b[2 + 4 * ib + l] | ((unsigned)b[66 + ib] << (8 - 2 * l) & 0x300);
+                mlstack__iq_point8(mlstack__iq_grid_iq2s[idx], mlstack__iq2_map, b[34 + 4 * ib + l], v + 8 * l);
+            }
+            sa = 2 * (b[74 + ib] & 15) + 1, sb = 2 * (b[74 + ib] >> 4) + 1;
+        }
+        mlstack__iq_group(g + ib, v, sa, sb, dw);
+    }
+}
+/* IQ3_XXS, IQ3_S: the 8 groups of one 256-input block. */
+static void mlstack__iq3_decode(int wtype, const unsigned char *b, mlstack__kqg *g) {
+    int xxs = wtype == MLSTACK__W_IQ3_XXS, ib, l, s;
+    float d = mlstack__kq_f16(b), dw = xxs ? d * 0.25f : d;
+    int8_t v[32];
+    for (ib = 0; ib < 8; ib++) {
+        const unsigned char *qs = b + 2 + 8 * ib;
+        if (xxs) {
+            uint32_t aux = (uint32_t)mlstack__le(b + 66 + 4 * ib, 4);
+            for (l = 0; l < 4; l++) {
+                unsigned sg = mlstack__iq_signs7((aux >> (7 * l)) & 127);
+                mlstack__iq_point4(mlstack__iq_grid_iq3xxs[qs[2 * l]], 1, sg, v + 8 * l);
+                mlstack__iq_point4(mlstack__iq_grid_iq3xxs[qs[2 * l + 1]], 1, sg >> 4, v + 8 * l + 4);
+            }
+            s = (int)(aux >> 28);
+        } else { /* IQ3_S: 64 bytes of low index bits, 8 of high bits, 32 of signs, 4 of scales */
+            unsigned qh = b[66 + ib];
+            for (l = 0; l < 4; l++) {
+                unsigned sg = b[74 + 4 * ib + l];
+                mlstack__iq_point4(mlstack__iq_grid_iq3s[qs[2 * l] | (qh << (8 - 2 * l) & 256)], 0, sg, v + 8 * l);
+                mlstack__iq_point4(mlstack__iq_grid_iq3s[qs[2 * l + 1] | (qh << (7 - 2 * l) & 256)], 0, sg >> 4,
+                                   v + 8 * l + 4);
+            }
+            s = (b[106 + ib / 2] >> (4 * (ib & 1))) & 15;
+        }
+        mlstack__iq_group(g + ib, v, 2 * s + 1, 2 * s + 1, dw);
+    }
+}
+/* IQ1_S, IQ1_M: the 8 groups of one 256-input block. */
+static void mlstack__iq1_decode(int wtype, const unsigned char *b, mlstack__kqg *g) {
+    int8_t v[32];
+    int ib, l;
+    if (wtype == MLSTACK__W_IQ1_S) {
+        float dw = mlstack__kq_f16(b) * 0.125f;
+        for (ib = 0; ib < 8; ib++) {
+            unsigned h = (unsigned)mlstack__le(b + 34 + 2 * ib, 2);
+            int s = 2 * ((h >> 12) & 7) + 1;
+            for (l = 0; l < 4; l++)
+                mlstack__iq1_point(b[2 + 4 * ib + l] | ((h >> (3 * l)) & 7) << 8, (h & 0x8000) != 0, v + 8 * l);
+            mlstack__iq_group(g + ib, v, s, s, dw);
+        }
+        return;
+    }
+    { /* IQ1_M: 32 bytes of low index bits, 16 of high bits and delta signs, 4 scale words */
+        unsigned sc[4], dh;
+        float dw;
+        for (l = 0; l < 4; l++) sc[l] = (unsigned)mlstack__le(b + 48 + 2 * l, 2);
+        dh = (sc[0] >> 12) | ((sc[1] >> 8) & 0xF0) | ((sc[2] >> 4) & 0xF00) | (sc[3] & 0xF000);
+        dw = mlstack__f16_to_f32((uint16_t)dh) * 0.125f;
+        for (ib = 0; ib < 8; ib++) {
+            const unsigned char *qs = b + 4 * ib, *qh = b + 32 + 2 * ib;
+            unsigned w = sc[ib / 2] >> (6 * (ib & 1));
+            for (l = 0; l < 4; l++) {
+                unsigned h = qh[l / 2] >> (4 * (l & 1));
+                mlstack__iq1_point(qs[l] | (h & 7) << 8, (h & 8) != 0, v + 8 * l);
+            }
+            mlstack__iq_group(g + ib, v, 2 * (int)(w & 7) + 1, 2 * (int)((w >> 3) & 7) + 1, dw);
+        }
+    }
+}
+/* The groups of one row of any i-quant. */
+MLSTACK__FN void mlstack__iq_decode(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
+    int i, ib, l, nb = n_in / 256;
+    size_t bs = mlstack__ggml_types[wtype - 16].size;
+    for (i = 0; i < nb; i++, b += bs, g += 8) {
+        if (wtype == MLSTACK__W_IQ4_XS) {
+            float d = mlstack__kq_f16(b);
+            unsigned sh = (unsigned)mlstack__le(b + 2, 2);
+            int8_t v[32];
+            for (ib = 0; ib < 8; ib++) {
+                const unsigned char *qs = b + 8 + 16 * ib;
+                int s = (int)(((b[4 + ib / 2] >> (4 * (ib & 1))) & 15) | ((sh >> (2 * ib)) & 3) << 4) - 32;
+                for (l = 0; l < 16; l++)
+                    v[l] = mlstack__iq4nl_values[qs[l] & 15], v[l + 16] = mlstack__iq4nl_values[qs[l] >> 4];
+                mlstack__iq_group(g + ib, v, s, s, d);
+            }
+        } else if (wtype == MLSTACK__W_IQ3_XXS || wtype == MLSTACK__W_IQ3_S) {
+            mlstack__iq3_decode(wtype, b, g);
+        } else if (wtype == MLSTACK__W_IQ1_S || wtype == MLSTACK__W_IQ1_M) {
+            mlstack__iq1_decode(wtype, b, g);
+        } else {
+            mlstack__iq2_decode(wtype, b, g);
+        }
+    }
+}
+
 /* The groups of one row of n_in weights of native format wtype (n_in a multiple of its block). */
 MLSTACK__FN void mlstack__kq_decode(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
     int8_t v[32]; /* a group's values, built apart from g (which could alias b) so loops vectorise */
     int i, j, l, nb = n_in / mlstack__wtype_block(wtype);
+    if (MLSTACK__W_IS_IQ(wtype)) {
+        mlstack__iq_decode(wtype, b, n_in, g);
+        return;
+    }
     if (wtype == MLSTACK__W_MXFP4) {
         for (i = 0; i < nb; i++, b += 17, g++) {
             float dw = mlstack__e8m0_half(b[0]);
@@ -16945,13 +17526,13 @@ static void mlstack__fetch_add(mlstack__fetch *f, const void *p, size_t n) {
 
 /* ==== 11. KERNELS AVX2 ==== */ /* >>avx2 */
 #undef MLSTACK__PART
-#define MLSTACK__PART 4
+#define MLSTACK__PART 2
 /* x86-64 with AVX2 + FMA + F16C, compiled per function with target attributes so one binary
    runs everywhere and picks this path at run time. Same layouts as >>kernels. Projections are
    multiplied from their P16 panels (>>kernels), made when the first engine on this path starts.
    Every result follows the canonical arithmetic of >>kernels: 8 lanes per register where
    AVX-512 has 16, two registers where a rule sums 16 partials. Weights without panels (tests)
-   take the scalar reference, which gives the same bits. A function that >>avx512 (part 5)
+   take the scalar reference, which gives the same bits. A function that >>avx512
    names is MLSTACK__FN (PARTS in >>platform, rule 2). */
 #if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX2)
 #define MLSTACK__HAVE_AVX2 1
@@ -17341,11 +17922,29 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__kq_decode_avx2(int wtype, const unsign
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
     int i, j, nb;
     if (wtype != MLSTACK__W_Q5_0 && wtype != MLSTACK__W_Q4_K && wtype != MLSTACK__W_Q5_K && wtype != MLSTACK__W_Q6_K &&
-        wtype != MLSTACK__W_MXFP4) {
+        wtype != MLSTACK__W_MXFP4 && wtype != MLSTACK__W_IQ4_XS) {
         mlstack__kq_decode(wtype, b, n_in, g);
         return;
     }
     nb = n_in / mlstack__wtype_block(wtype);
+    if (wtype == MLSTACK__W_IQ4_XS) { /* the nibbles through the IQ4_NL levels by a byte shuffle */
+        const __m128i tab = _mm_loadu_si128((const __m128i *)(const void *)mlstack__iq4nl_values);
+        for (i = 0; i < nb; i++, b += 136, g += 8) {
+            float d = mlstack__kq_f16(b);
+            unsigned sh = (unsigned)mlstack__le(b + 2, 2);
+            for (j = 0; j < 8; j++) {
+                __m128i qs = _mm_loadu_si128((const __m128i *)(const void *)(b + 8 + 16 * j));
+                int s = (int)(((b[4 + j / 2] >> (4 * (j & 1))) & 15) | ((sh >> (2 * j)) & 3) << 4) - 32;
+                _mm_storeu_si128((__m128i *)(void *)g[j].q,
+                                 _mm_shuffle_epi8(tab, _mm_and_si128(qs, _mm_set1_epi8(0x0F))));
+                _mm_storeu_si128((__m128i *)(void *)(g[j].q + 16),
+                                 _mm_shuffle_epi8(tab, _mm_and_si128(_mm_srli_epi16(qs, 4), _mm_set1_epi8(0x0F))));
+                g[j].sa = g[j].sb = (int16_t)s, g[j].ma = g[j].mb = 0;
+                g[j].dw = d, g[j].ow = 0.0f;
+            }
+        }
+        return;
+    }
     if (wtype == MLSTACK__W_MXFP4) { /* the nibbles through the value table by a byte shuffle */
         const __m128i tab = _mm_loadu_si128((const __m128i *)(const void *)mlstack__mxfp4_values);
         for (i = 0; i < nb; i++, b += 17, g++) {
@@ -17480,6 +18079,58 @@ MLSTACK__FN MLSTACK__T_AVX2 float mlstack__kq_dot_avx2(const mlstack__kqg *g, co
         MLSTACK__KQ_STEP(acc, g, x, _mm_cvtsi128_si32(t), kind);
     }
     return acc;
+}
+
+/* I-quant rows (every one of kind NONE: >>kernels' rule without offset terms), 8 outputs at a
+   time, one lane each: the 8 rows decoded into scratch (their groups, rows r at r * ng), then per
+   activation row and group the 8 integer dots as mlstack__kq_dot_avx2 forms them, reduced
+   across lanes into one vector of 8 isums (integer adds: exact in any order), and one vector
+   step acc = fma((float)isum, dw * x.d, acc): each lane the scalar reference's chain. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256i mlstack__iq_isum8_avx2(const mlstack__kqg *g, size_t ng,
+                                                                             __m256i a) {
+    __m256i s[8], h[4];
+    int r;
+    for (r = 0; r < 8; r++) {
+        const mlstack__kqg *q = g + (size_t)r * ng;
+        __m256i w = _mm256_loadu_si256((const __m256i *)(const void *)q->q);
+        __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
+        s[r] = _mm256_madd_epi16(p, _mm256_set_m128i(_mm_set1_epi16(q->sb), _mm_set1_epi16(q->sa)));
+    }
+    for (r = 0; r < 4; r++) h[r] = _mm256_hadd_epi32(s[2 * r], s[2 * r + 1]);
+    h[0] = _mm256_hadd_epi32(h[0], h[1]), h[2] = _mm256_hadd_epi32(h[2], h[3]);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(h[0], h[2], 0x20), _mm256_permute2x128_si256(h[0], h[2], 0x31));
+}
+MLSTACK__FN MLSTACK__T_AVX2 void mlstack__mm_iq_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
+                                                     int o0, int o1, float *scratch) {
+    size_t ng = (size_t)(w->n_in / MLSTACK__QK), k;
+    mlstack__kqg *g = (mlstack__kqg *)(void *)scratch;
+    float *dw = (float *)(void *)(g + 8 * ng); /* dw[k * 8 + r] */
+    int o, r, b;
+    for (o = o0; o < o1; o += 8) {
+        int nr = o1 - o < 8 ? o1 - o : 8;
+        for (r = 0; r < 8; r++) {
+            mlstack__kq_decode_avx2(w->wtype,
+                                    (const unsigned char *)w->data + (size_t)(o + (r < nr ? r : 0)) * w->row_bytes,
+                                    w->n_in, g + (size_t)r * ng);
+            for (k = 0; k < ng; k++) dw[k * 8 + r] = g[(size_t)r * ng + k].dw;
+        }
+        for (b = 0; b < B; b++) {
+            const mlstack__q8x *x = xq + (size_t)b * ng;
+            __m256 acc = _mm256_setzero_ps();
+            float out[8];
+            for (k = 0; k < ng; k++) {
+                __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)x[k].q);
+                __m256 f = _mm256_cvtepi32_ps(mlstack__iq_isum8_avx2(g + k, ng, a));
+                acc = _mm256_fmadd_ps(f, _mm256_mul_ps(_mm256_loadu_ps(dw + k * 8), _mm256_set1_ps(x[k].d)), acc);
+            }
+            _mm256_storeu_ps(out, acc);
+            for (r = 0; r < nr; r++) {
+                float v = out[r];
+                if (w->bias) v += w->bias[o + r];
+                y[(size_t)b * w->n_out + o + r] = v;
+            }
+        }
+    }
 }
 
 /* KQ panels (native GGML formats, layout in >>kernels), the AVX2 form of >>avx512's
@@ -17653,6 +18304,10 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, 
                                                       float *y, int B, int o0, int o1, float *scratch) {
     if (w->wtype == MLSTACK__W_MXFP4) {
         mlstack__mm_mxfp4_avx2(w, x, y, B, o0, o1, scratch);
+        return;
+    }
+    if (MLSTACK__W_IS_IQ(w->wtype)) {
+        mlstack__mm_iq_avx2(w, xq, y, B, o0, o1, scratch);
         return;
     }
     if (MLSTACK__W_IS_GGML(w->wtype)) {
@@ -18231,7 +18886,7 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
 
 /* ==== 12. KERNELS AVX512 ==== */ /* >>avx512 */
 #undef MLSTACK__PART
-#define MLSTACK__PART 5
+#define MLSTACK__PART 2
 /* AVX-512 F/BW/VL/DQ (+ VNNI for the int8 dots when present). 16 lanes, tails by masked loads
    into the same lanes. Projections are multiplied from their P16 panels (>>kernels), made when
    the first engine on this path starts; the attention chunk ops and activation quantization
@@ -18806,6 +19461,10 @@ static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, c
         mlstack__mm_mxfp4_avx2(w, x, y, B, o0, o1, scratch);
         return;
     }
+    if (MLSTACK__W_IS_IQ(w->wtype)) {
+        mlstack__mm_iq_avx2(w, xq, y, B, o0, o1, scratch);
+        return;
+    }
     if (MLSTACK__W_IS_GGML(w->wtype)) { /* native GGML formats: KQ panels, or the AVX2 row dots (same bits) */
         if (MLSTACK__PACKED(w)) mlstack__mm_kqp_vnni(w, xq, y, B, o0, o1);
         else
@@ -19207,7 +19866,7 @@ MLSTACK__FN const mlstack__kernels *mlstack__kernels_avx512_get(int vnni, int bf
 
 /* ==== 13. KERNELS AMX ==== */ /* >>amx */
 #undef MLSTACK__PART
-#define MLSTACK__PART 5
+#define MLSTACK__PART 2
 /* Intel AMX (Sapphire Rapids and later): eight tile registers of up to 16 rows x 64 bytes and a
    tile multiply unit, used on the P16 panels of >>kernels, whose 64-byte runs (16 outputs x 4
    int8 inputs, or x 2 bf16 inputs) are already the layout TDPBSUD and TDPBF16PS read as their
@@ -19510,7 +20169,7 @@ MLSTACK__FN const mlstack__kernels *mlstack__kernels_amx_get(int bf16) {
 
 /* ==== 14. KERNELS NEON ==== */ /* >>neon */
 #undef MLSTACK__PART
-#define MLSTACK__PART 4
+#define MLSTACK__PART 2
 /* AArch64 Advanced SIMD. NEON and the f16 <-> f32 conversions are baseline on every AArch64
    CPU, so these kernels need no target attribute; only the int8 dot product (SDOT, "dotprod",
    optional from Armv8.2) is compiled per function and chosen when the kernel's hwcaps report it.
@@ -19972,6 +20631,24 @@ static float mlstack__kq_dot_neon(const mlstack__kqg *g, const mlstack__q8x *x, 
 static void mlstack__kq_decode_neon(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
     const int8x16_t tab = vld1q_s8(mlstack__mxfp4_values);
     int i, nb = n_in / MLSTACK__QK;
+    if (wtype == MLSTACK__W_IQ4_XS) { /* the nibbles through the IQ4_NL levels by vqtbl1q_s8 */
+        const int8x16_t t4 = vld1q_s8(mlstack__iq4nl_values);
+        int j;
+        for (i = 0; i < nb / 8; i++, b += 136, g += 8) {
+            float d = mlstack__kq_f16(b);
+            unsigned sh = (unsigned)mlstack__le(b + 2, 2);
+            for (j = 0; j < 8; j++) {
+                uint8x16_t qs = vld1q_u8(b + 8 + 16 * j);
+                vst1q_s8(g[j].q, vqtbl1q_s8(t4, vandq_u8(qs, vdupq_n_u8(0x0F))));
+                vst1q_s8(g[j].q + 16, vqtbl1q_s8(t4, vshrq_n_u8(qs, 4)));
+                g[j].sa = g[j].sb =
+                    (int16_t)((int)(((b[4 + j / 2] >> (4 * (j & 1))) & 15) | ((sh >> (2 * j)) & 3) << 4) - 32);
+                g[j].ma = g[j].mb = 0;
+                g[j].dw = d, g[j].ow = 0.0f;
+            }
+        }
+        return;
+    }
     if (wtype != MLSTACK__W_MXFP4) {
         mlstack__kq_decode(wtype, b, n_in, g);
         return;
@@ -20495,7 +21172,7 @@ static const mlstack__kernels mlstack__kernels_neon_dot = {"neon+dotprod",
 
 /* ==== 15. KERNEL DISPATCH ==== */ /* >>dispatch */
 #undef MLSTACK__PART
-#define MLSTACK__PART 4
+#define MLSTACK__PART 2
 /* What was compiled in, what this CPU supports, and the best path under a cap. The cap comes
    from the engine descriptor or, when that is empty, the MLSTACK_ISA environment variable
    (scalar | avx2 | avx512 | amx | neon). Caps rank paths within one architecture: a cap above what the
@@ -20626,7 +21303,7 @@ MLSTACK__FN void mlstack__isa_report(char *buf, size_t cap) {
 
 /* ==== 16. QUANT ==== */ /* >>quant */
 #undef MLSTACK__PART
-#define MLSTACK__PART 3
+#define MLSTACK__PART 1
 /* Load-time quantization of a weight matrix W (n_out, n_in) from F32/F16/BF16 into Q8_0 or
    Q4_1 rows (layouts in >>kernels). n_in must be a multiple of 32.
      Q8_0: d = max|w| / 127, q = round(w / d)
@@ -20807,10 +21484,7 @@ static float mlstack__kq_fit_q3(int n, int nmax, const float *x, int8_t *L) {
     for (i = 0; i < n; i++) L[i] = (int8_t)(L[i] + nmax);
     return suml2 > 0 ? sumlx / suml2 : 0.0f;
 }
-/* IQ4_NL's fixed non-linear levels (>>ggmlquant), and the index of the entry nearest x (a tie:
-   the upper one). */
-static const int8_t mlstack__iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                                 1,    13,   25,  38,  53,  69,  89,  113};
+/* The index of IQ4_NL's level (mlstack__iq4nl_values) nearest x (a tie: the upper one). */
 static int mlstack__iq4nl_nearest(float x) {
     const int8_t *v = mlstack__iq4nl_values;
     int lo = 0, hi = 15;
@@ -21047,6 +21721,66 @@ static void mlstack__q3k_block(const float *x, unsigned char *y) {
             qs[j / 4 + l] = (unsigned char)(L[j + l] | L[j + l + 32] << 2 | L[j + l + 64] << 4 | L[j + l + 96] << 6);
 }
 
+/* The IQ4_NL search for one 32-value block (weights x^2; the comment below): its least-squares
+   scale, 0 for a block below 1e-15. */
+static float mlstack__iq4_block_scale(const float *x) {
+    float amax = 0, mx = 0, sumqx = 0, sumq2 = 0, d, id, best;
+    int j, t;
+    for (j = 0; j < 32; j++)
+        if (fabsf(x[j]) > amax) amax = fabsf(x[j]), mx = x[j];
+    if (amax < 1e-15f) return 0.0f;
+    id = 1 / (mx / 127.0f);
+    for (j = 0; j < 32; j++) {
+        float q = (float)mlstack__iq4nl_values[mlstack__iq4nl_nearest(id * x[j])], w = x[j] * x[j];
+        sumqx += w * q * x[j];
+        sumq2 += w * q * q;
+    }
+    d = sumq2 > 0 ? sumqx / sumq2 : 0.0f;
+    best = d * sumqx;
+    for (t = -7; t <= 7; t++) {
+        id = (float)(t - 127) / mx;
+        sumqx = sumq2 = 0;
+        for (j = 0; j < 32; j++) {
+            float q = (float)mlstack__iq4nl_values[mlstack__iq4nl_nearest(id * x[j])], w = x[j] * x[j];
+            sumqx += w * q * x[j];
+            sumq2 += w * q * q;
+        }
+        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) d = sumqx / sumq2, best = d * sumqx;
+    }
+    return d;
+}
+/* One IQ4_XS block of 256 values (layout in >>ggmlquant): each 32-block's IQ4_NL scale, the
+   super-block's d = (the scale of largest magnitude) / -32, each scale rounded to d * l with
+   l in -32 .. 31 (ties to even), and the levels re-chosen at d * l: llama.cpp's
+   quantize_iq4_xs without an importance matrix. */
+static void mlstack__iq4xs_block(const float *x, unsigned char *y) {
+    float sc[8], mxs = 0, amxs = 0, d, id;
+    unsigned sh = 0;
+    int ib, j;
+    memset(y, 0, 136);
+    for (ib = 0; ib < 8; ib++) {
+        sc[ib] = mlstack__iq4_block_scale(x + 32 * ib);
+        if (fabsf(sc[ib]) > amxs) amxs = fabsf(sc[ib]), mxs = sc[ib];
+    }
+    d = -mxs / 32;
+    mlstack__kq_put16(y, d);
+    id = d != 0 ? 1 / d : 0.0f;
+    for (ib = 0; ib < 8; ib++) {
+        int l = mlstack__kq_nearest(id * sc[ib]);
+        float dl, idl;
+        uint8_t L[32];
+        l = l < -32 ? -32 : l > 31 ? 31 : l;
+        dl = d * (float)l;
+        idl = dl != 0 ? 1 / dl : 0.0f;
+        for (j = 0; j < 32; j++) L[j] = (uint8_t)mlstack__iq4nl_nearest(idl * x[32 * ib + j]);
+        for (j = 0; j < 16; j++) y[8 + 16 * ib + j] = (unsigned char)(L[j] | L[j + 16] << 4);
+        l += 32;
+        y[4 + ib / 2] = (unsigned char)(y[4 + ib / 2] | (l & 15) << (4 * (ib & 1)));
+        sh |= (unsigned)(l >> 4) << (2 * ib);
+    }
+    y[2] = (unsigned char)(sh & 0xFF), y[3] = (unsigned char)(sh >> 8);
+}
+
 /* One row of n values (a multiple of the block) as GGML `type` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
    Q2_K .. Q6_K, IQ4_NL) in llama.cpp's layout, by its reference quantizer (ggml-quants.c without
    an importance matrix: what llama-quantize writes); the formats beyond the comment above:
@@ -21146,6 +21880,9 @@ MLSTACK__FN void mlstack__ggml_quantize_row(uint32_t type, const float *x, void 
         return;
     case MLSTACK__GGML_Q3_K:
         for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += 110) mlstack__q3k_block(x, y);
+        return;
+    case MLSTACK__GGML_IQ4_XS:
+        for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += 136) mlstack__iq4xs_block(x, y);
         return;
     default: mlstack__kq_quantize_row(16 + (int)type, x, y, n); return;
     }
@@ -21274,10 +22011,11 @@ static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, 
 
 /* ==== 17. GGML QUANTS ==== */ /* >>ggmlquant */
 #undef MLSTACK__PART
-#define MLSTACK__PART 3
+#define MLSTACK__PART 1
 /* GGML block formats as llama.cpp stores them in GGUF files (type numbers and block sizes in
    >>gguf). Q8_0 and Q4_1 have exactly our layouts (>>kernels) and are used in place, Q5_1,
-   Q2_K .. Q6_K and MXFP4 are computed natively (>>kernels), Q4_0, Q5_0 and IQ4_NL repacked (below); F32,
+   Q2_K .. Q6_K, MXFP4 and the i-quants are computed natively (>>kernels), Q4_0, Q5_0 and IQ4_NL repacked
+   (below); F32,
    F16 and BF16 are file dtypes. For block-typed embeddings (and as the tests' reference) every
    format is dequantized here, block by block, to f32 with the
    arithmetic of gguf-py's `gguf.quants.dequantize` (each value one f32 product, or product then
@@ -21297,6 +22035,21 @@ static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, 
                                                               w = (d * sc) * (q - 32)
      MXFP4   E8M0 exponent byte e, nibbles as Q4_0 indexing E2M1 values doubled (0, 1, 2, 3, 4, 6,
              8, 12 and their negatives);                      w = 2^(e - 128) * value
+   The i-quants, 256 inputs = 8 groups of 32 (values, scales and grids in >>kernels, before
+   mlstack__kq_decode; ib the group, l its l-th 8 inputs):
+     IQ4_XS  136: d f16, u16 high scale bits (2 per group), 4 bytes of low scale nibbles, 128 of
+             nibbles (group ib: bytes 16 ib.., element j low nibble, j + 16 high)
+     IQ2_XXS  66: d, per group 8 bytes: 4 grid indices, u32 of four 7-bit sign indices + scale << 28
+     IQ2_XS   74: d, per group 4 u16: 9-bit grid index + sign index << 9; 8 bytes of 2 4-bit scales
+     IQ2_S    82: d, 32 bytes of low index bits, 32 sign bytes, 8 bytes of 2 high bits per l, 8 of
+             scales
+     IQ3_XXS  98: d, 64 bytes of grid indices (2 per l), per group a u32 of 7-bit sign indices +
+             scale << 28
+     IQ3_S   110: d, 64 bytes of low index bits, 8 bytes of ninth bits, 32 sign bytes, 4 of scales
+     IQ1_S    50: d, 32 bytes of low index bits, per group a u16: 3 high bits per l, 3-bit scale
+             << 12, delta sign << 15
+     IQ1_M    56: 32 bytes of low index bits, 16 bytes (per l a nibble: 3 high bits, delta sign),
+             4 u16 words of 3-bit scales (two per group) whose top nibbles form the f16 d
    The bit positions within each block follow ggml (ggml-quants.c dequantize_row_*). */
 
 static float mlstack__f16le(const unsigned char *p) { return mlstack__f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
@@ -21309,6 +22062,22 @@ static void mlstack__k4_scale_min(const unsigned char *s, int j, int *sc, int *m
     } else {
         *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
         *mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+/* The i-quants (layouts above) from their decoded groups (>>kernels): each weight (dw * s) * q
+   with s the group's sa (first 16) or sb, which is gguf-py's arithmetic: its d (s + 1/2) / 4
+   (IQ2), d (s + 1/2) / 2 (IQ3_XXS) and d (2 s + 1) (g +- 1/8) (IQ1) differ from this only by
+   exact powers of two. */
+static void mlstack__iq_dequant_row(int wtype, const unsigned char *b, float *dst, int64_t n) {
+    int64_t i, nb = n / 256;
+    mlstack__kqg g[8];
+    int j, l;
+    for (i = 0; i < nb; i++, b += mlstack__ggml_types[wtype - 16].size, dst += 256) {
+        mlstack__iq_decode(wtype, b, 256, g);
+        for (j = 0; j < 8; j++)
+            for (l = 0; l < 32; l++)
+                dst[32 * j + l] = (g[j].dw * (float)(l < 16 ? g[j].sa : g[j].sb)) * (float)g[j].q[l];
     }
 }
 
@@ -21330,7 +22099,7 @@ MLSTACK__FN int mlstack__ggml_can_dequant(uint32_t type) {
     case MLSTACK__GGML_Q6_K:
     case MLSTACK__GGML_IQ4_NL:
     case MLSTACK__GGML_MXFP4: return 1;
-    default: return 0;
+    default: return MLSTACK__W_IS_IQ(16 + (int)type);
     }
 }
 
@@ -21467,6 +22236,10 @@ MLSTACK__FN void mlstack__ggml_dequant_row(uint32_t type, const void *src, float
         }
         return;
     default:
+        if (MLSTACK__W_IS_IQ(16 + (int)type)) {
+            mlstack__iq_dequant_row((int)type + 16, b, dst, n);
+            return;
+        }
         for (i = 0; i < n; i++) dst[i] = 0;
         return;
     }
@@ -21497,7 +22270,7 @@ MLSTACK__FN int mlstack__gguf_wtype(uint32_t type) {
     case MLSTACK__GGML_Q5_K:
     case MLSTACK__GGML_Q6_K:
     case MLSTACK__GGML_MXFP4: return mlstack__gguf_dequant_all ? 0 : 16 + (int)type;
-    default: return 0;
+    default: return MLSTACK__W_IS_IQ(16 + (int)type) && !mlstack__gguf_dequant_all ? 16 + (int)type : 0;
     }
 }
 /* Whether rows of `type` are used as stored (no repacking). */
@@ -21556,7 +22329,7 @@ MLSTACK__FN void mlstack__gguf_repack_row(uint32_t type, const void *src, void *
 
 /* ==== 18. GRAMMAR ==== */ /* >>grammar */
 #undef MLSTACK__PART
-#define MLSTACK__PART 3
+#define MLSTACK__PART 1
 /* Constrained decoding. Every front end becomes GBNF text (JSON Schema and tool lists through a
    schema-to-GBNF generator, regexes through a regex-to-GBNF translator), and one parser turns GBNF
    into rules of elements: END, ALT (end of an alternative), REF (rule), CHR (one code point) and
@@ -21654,17 +22427,34 @@ typedef struct {
     uint8_t byte;
 } mlstack__gtrie;
 
+/* Tokens by a length: len[id] (0: not in the set), ids sorted by it, le[L] how many have a length
+   of at most L (L <= max), bits every one. */
+typedef struct {
+    uint16_t *len;
+    int32_t *ids, n, *le;
+    uint32_t max;
+    uint32_t *bits;
+} mlstack__vplain;
+
 struct mlstack_vocab {
     int32_t n_vocab;
     uint32_t *off, *len; /* bytes of token i: bytes + off[i], len[i] (0: no text; masked) */
     unsigned char *bytes;
     int32_t *sorted; /* ids with text, sorted by bytes */
-    uint32_t *lcp; /* common prefix with the previous sorted token */
     int32_t n_sorted;
     mlstack__gtrie *trie;
     int32_t n_trie;
     int32_t eos[MLSTACK_MAX_EOS];
     int n_eos;
+    /* Plain tokens: complete UTF-8 code points, none a quote, backslash or control (the JSON
+       string content class, mlstack__g_plain); plain[1]: such code points then the start of
+       one more that may still become plain. A state whose stacks treat every plain code point
+       alike allows these tokens by their length alone, so a mask sets their bits from a list
+       and walks only the other tokens' trie (np_*): a bounded string's states cost no full walk. */
+    mlstack__vplain plain[2];
+    int32_t *np_sorted, n_np; /* the other ids with text, sorted by bytes */
+    mlstack__gtrie *np_trie;
+    int32_t n_np_trie;
 };
 
 static int mlstack__vocab_cmp_ctx(const mlstack_vocab *v, int32_t a, int32_t b) {
@@ -21688,15 +22478,159 @@ static void mlstack__vocab_sort(const mlstack_vocab *v, int32_t *ids, int32_t *t
     }
 }
 
+static uint32_t mlstack__vocab_lcp(const mlstack_vocab *v, int32_t a, int32_t b) {
+    uint32_t n = v->len[a] < v->len[b] ? v->len[a] : v->len[b], j = 0;
+    while (j < n && v->bytes[v->off[a] + j] == v->bytes[v->off[b] + j]) j++;
+    return j;
+}
+
 MLSTACK_API void mlstack_vocab_free(mlstack_vocab *v) {
+    int k;
     if (!v) return;
     MLSTACK_FREE(v->off);
     MLSTACK_FREE(v->len);
     MLSTACK_FREE(v->bytes);
     MLSTACK_FREE(v->sorted);
-    MLSTACK_FREE(v->lcp);
     MLSTACK_FREE(v->trie);
+    for (k = 0; k < 2; k++) {
+        MLSTACK_FREE(v->plain[k].len);
+        MLSTACK_FREE(v->plain[k].ids);
+        MLSTACK_FREE(v->plain[k].le);
+        MLSTACK_FREE(v->plain[k].bits);
+    }
+    MLSTACK_FREE(v->np_sorted);
+    MLSTACK_FREE(v->np_trie);
     MLSTACK_FREE(v);
+}
+
+/* The byte trie of ids[0..n) (sorted by bytes); a node's tok indexes ids. Returns 0, -1 out of
+   memory, -2 tokens too long. */
+static int mlstack__vocab_trie(mlstack_vocab *v, const int32_t *ids, int32_t n, mlstack__gtrie **out, int32_t *n_out) {
+    size_t nodes = n ? v->len[ids[0]] : 0;
+    uint32_t maxlen = 0, top = 0, l = 0;
+    int32_t nn = 0, i, *open;
+    mlstack__gtrie *trie;
+    for (i = 0; i < n; i++) {
+        if (v->len[ids[i]] > maxlen) maxlen = v->len[ids[i]];
+        if (i) nodes += v->len[ids[i]] - mlstack__vocab_lcp(v, ids[i - 1], ids[i]);
+    }
+    if (maxlen > 0xFFFF || nodes >= 0x7FFFFFFF) return -2;
+    trie = (mlstack__gtrie *)mlstack__calloc(nodes + 1, sizeof(mlstack__gtrie));
+    open = (int32_t *)mlstack__calloc((size_t)maxlen + 1, sizeof(int32_t));
+    if (!trie || !open) {
+        MLSTACK_FREE(open);
+        MLSTACK_FREE(trie);
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        uint32_t len = v->len[ids[i]], d;
+        l = i ? mlstack__vocab_lcp(v, ids[i - 1], ids[i]) : 0;
+        while (top > l) trie[open[--top]].end = (uint32_t)nn; /* subtrees the token leaves */
+        if (len == l) { /* the previous token's bytes again */
+            trie[open[len - 1]].n_tok++;
+            continue;
+        }
+        for (d = l; d < len; d++) {
+            mlstack__gtrie *t = &trie[nn];
+            t->byte = v->bytes[v->off[ids[i]] + d];
+            t->depth = (uint16_t)d;
+            t->tok = -1;
+            open[d] = nn++;
+        }
+        top = len;
+        trie[nn - 1].tok = i;
+        trie[nn - 1].n_tok = 1;
+    }
+    while (top > 0) trie[open[--top]].end = (uint32_t)nn;
+    *out = trie;
+    *n_out = nn;
+    MLSTACK_FREE(open);
+    return 0;
+}
+
+/* Code points of the bytes if each is a complete, shortest-form UTF-8 code point of the plain
+   class (>= 0x20, not '"' or '\\'), else 0; with *partial set, the complete ones + 1 when the
+   bytes end in the start of a code point that may still be plain (not a surrogate): the rules of
+   the grammar's byte steps (mlstack__g_step). */
+static uint32_t mlstack__vocab_plain_cps(const unsigned char *b, uint32_t n, int *partial) {
+    static const uint32_t mins[5] = {0, 0, 0x80, 0x800, 0x10000}, maxs[5] = {0, 0x7F, 0x7FF, 0xFFFF, 0x10FFFF};
+    uint32_t i = 0, k = 0;
+    *partial = 0;
+    while (i < n) {
+        uint32_t c = b[i], cp, need, j, have;
+        if (c < 0x80) cp = c, need = 0;
+        else if (c >= 0xC2 && c <= 0xDF)
+            cp = c & 0x1F, need = 1;
+        else if (c >= 0xE0 && c <= 0xEF)
+            cp = c & 0x0F, need = 2;
+        else if (c >= 0xF0 && c <= 0xF4)
+            cp = c & 0x07, need = 3;
+        else
+            return 0;
+        have = n - i - 1 < need ? n - i - 1 : need;
+        for (j = 1; j <= have; j++) {
+            if ((b[i + j] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (b[i + j] & 0x3F);
+        }
+        if (have < need) { /* the text ends inside a code point: what it may still become */
+            uint32_t left = need - have, lo = cp << (6 * left), hi = lo | ((1u << (6 * left)) - 1);
+            if (lo < mins[need + 1]) lo = mins[need + 1];
+            if (hi > maxs[need + 1]) hi = maxs[need + 1];
+            if (lo > hi || (lo >= 0xD800 && hi <= 0xDFFF)) return 0;
+            *partial = 1;
+            return k + 1;
+        }
+        if (cp < mins[need + 1] || (cp >= 0xD800 && cp <= 0xDFFF) || cp < 0x20 || cp == '"' || cp == '\\') return 0;
+        i += need + 1;
+        k++;
+    }
+    return k;
+}
+
+/* Fills p's ids (by length, a counting sort) and le from p->len. Returns 0 or -1 out of memory. */
+static int mlstack__vplain_sort(mlstack__vplain *p, int32_t n_vocab) {
+    int32_t i, at;
+    p->ids = (int32_t *)mlstack__calloc((size_t)p->n + 1, sizeof(int32_t));
+    p->le = (int32_t *)mlstack__calloc((size_t)p->max + 2, sizeof(int32_t));
+    if (!p->ids || !p->le) return -1;
+    for (i = 0; i < n_vocab; i++)
+        if (p->len[i]) p->le[p->len[i]]++;
+    for (at = 1; at <= (int32_t)p->max; at++) p->le[at] += p->le[at - 1]; /* le[L]: lengths <= L */
+    for (i = n_vocab - 1; i >= 0; i--)
+        if (p->len[i]) p->ids[--p->le[p->len[i]]] = i; /* now le[L]: lengths < L */
+    for (at = 0; at <= (int32_t)p->max; at++) p->le[at] = at < (int32_t)p->max ? p->le[at + 1] : p->n;
+    return 0;
+}
+
+/* Finds the plain tokens (v->plain) and builds the trie of the others. Returns 0, -1 out of
+   memory, -2 tokens too long. */
+static int mlstack__vocab_plain(mlstack_vocab *v) {
+    size_t words = (size_t)(v->n_vocab + 31) / 32;
+    int32_t i;
+    int q;
+    for (q = 0; q < 2; q++) {
+        v->plain[q].len = (uint16_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(uint16_t));
+        v->plain[q].bits = (uint32_t *)mlstack__calloc(words + 1, sizeof(uint32_t));
+        if (!v->plain[q].len || !v->plain[q].bits) return -1;
+    }
+    v->np_sorted = (int32_t *)mlstack__calloc((size_t)v->n_sorted + 1, sizeof(int32_t));
+    if (!v->np_sorted) return -1;
+    for (i = 0; i < v->n_sorted; i++) {
+        int32_t id = v->sorted[i];
+        int partial;
+        uint32_t k = mlstack__vocab_plain_cps(v->bytes + v->off[id], v->len[id], &partial);
+        mlstack__vplain *p = &v->plain[partial];
+        if (k == 0 || k > 0xFFFF) {
+            v->np_sorted[v->n_np++] = id;
+            continue;
+        }
+        p->len[id] = (uint16_t)k;
+        p->bits[id >> 5] |= 1u << (id & 31);
+        if (k > p->max) p->max = k;
+        p->n++;
+    }
+    if (mlstack__vplain_sort(&v->plain[0], v->n_vocab) || mlstack__vplain_sort(&v->plain[1], v->n_vocab)) return -1;
+    return mlstack__vocab_trie(v, v->np_sorted, v->n_np, &v->np_trie, &v->n_np_trie);
 }
 
 static mlstack_result mlstack__vocab_finish(mlstack_vocab *v, const int32_t *eos, int n_eos, mlstack_error *err) {
@@ -21705,9 +22639,8 @@ static mlstack_result mlstack__vocab_finish(mlstack_vocab *v, const int32_t *eos
     for (k = 0; k < n_eos && v->n_eos < MLSTACK_MAX_EOS; k++)
         if (eos[k] >= 0 && eos[k] < v->n_vocab) v->eos[v->n_eos++] = eos[k];
     v->sorted = (int32_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(int32_t));
-    v->lcp = (uint32_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(uint32_t));
     tmp = (int32_t *)mlstack__calloc((size_t)v->n_vocab + 1, sizeof(int32_t));
-    if (!v->sorted || !v->lcp || !tmp) {
+    if (!v->sorted || !tmp) {
         MLSTACK_FREE(tmp);
         mlstack_vocab_free(v);
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "vocab: out of memory");
@@ -21722,50 +22655,13 @@ static mlstack_result mlstack__vocab_finish(mlstack_vocab *v, const int32_t *eos
     mlstack__vocab_sort(v, v->sorted, tmp, v->n_sorted);
     MLSTACK_FREE(tmp);
     {
-        size_t nodes = v->n_sorted ? v->len[v->sorted[0]] : 0;
-        uint32_t maxlen = 0, top = 0;
-        int32_t nn = 0, *open;
-        for (i = 1; i < v->n_sorted; i++) {
-            int32_t a = v->sorted[i - 1], b = v->sorted[i];
-            uint32_t n = v->len[a] < v->len[b] ? v->len[a] : v->len[b], j = 0;
-            while (j < n && v->bytes[v->off[a] + j] == v->bytes[v->off[b] + j]) j++;
-            v->lcp[i] = j;
-            nodes += v->len[b] - j;
-        }
-        for (i = 0; i < v->n_sorted; i++)
-            if (v->len[v->sorted[i]] > maxlen) maxlen = v->len[v->sorted[i]];
-        if (maxlen > 0xFFFF || nodes >= 0x7FFFFFFF) {
+        int rt = mlstack__vocab_trie(v, v->sorted, v->n_sorted, &v->trie, &v->n_trie);
+        if (rt == 0) rt = mlstack__vocab_plain(v);
+        if (rt != 0) {
             mlstack_vocab_free(v);
-            return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "vocab: tokens too long");
+            return rt == -2 ? MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "vocab: tokens too long")
+                            : MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "vocab: out of memory");
         }
-        v->trie = (mlstack__gtrie *)mlstack__calloc(nodes + 1, sizeof(mlstack__gtrie));
-        open = (int32_t *)mlstack__calloc((size_t)maxlen + 1, sizeof(int32_t));
-        if (!v->trie || !open) {
-            MLSTACK_FREE(open);
-            mlstack_vocab_free(v);
-            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "vocab: out of memory");
-        }
-        for (i = 0; i < v->n_sorted; i++) {
-            uint32_t len = v->len[v->sorted[i]], l = i ? v->lcp[i] : 0, d;
-            while (top > l) v->trie[open[--top]].end = (uint32_t)nn; /* subtrees the token leaves */
-            if (len == l) { /* the previous token's bytes again */
-                v->trie[open[len - 1]].n_tok++;
-                continue;
-            }
-            for (d = l; d < len; d++) {
-                mlstack__gtrie *t = &v->trie[nn];
-                t->byte = v->bytes[v->off[v->sorted[i]] + d];
-                t->depth = (uint16_t)d;
-                t->tok = -1;
-                open[d] = nn++;
-            }
-            top = len;
-            v->trie[nn - 1].tok = i;
-            v->trie[nn - 1].n_tok = 1;
-        }
-        while (top > 0) v->trie[open[--top]].end = (uint32_t)nn;
-        v->n_trie = nn;
-        MLSTACK_FREE(open);
     }
     return MLSTACK_OK;
 }
@@ -21913,6 +22809,10 @@ MLSTACK_API const char *mlstack_vocab_token_text(const mlstack_vocab *v, int32_t
     return (const char *)v->bytes + v->off[id];
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* ---- GBNF parser: text -> rules ---- */
 
 typedef struct {
@@ -22383,6 +23283,9 @@ static int mlstack__gb_alts(mlstack__gb *b, int rule) {
     }
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* ---- compiled grammar and its lazy DFA ---- */
 
 typedef struct {
@@ -22433,7 +23336,8 @@ struct mlstack_grammar {
     mlstack__buf work, tmp; /* expansion work list, set under construction */
     mlstack__gwork *cw; /* while compiling: the compile's budget, charged by expansions too */
     char err[200]; /* the most recent budget failure ("" none) */
-    uint64_t n_walks, n_mask_hits;
+    uint64_t n_walks, n_mask_hits, n_plain_masks;
+    uint8_t *cls_plain; /* per class: how it meets the plain class (mlstack__g_cls_plain) */
 };
 
 static uint32_t mlstack__gmix(uint32_t h, uint32_t v) {
@@ -22786,13 +23690,117 @@ static int mlstack__g_reset_dfa(mlstack_grammar *g) {
     return g->start == -1 ? -1 : 0;
 }
 
+/* The plain class: the code points a JSON string holds unescaped (surrogates never occur). */
+static const uint32_t mlstack__g_plain[4][2] = {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0xD7FF}, {0xE000, 0x10FFFF}};
+
+/* How class c meets the plain class: 1 none of it, 2 all of it, 3 some (also when unsure: the
+   ranges are merged, so a covered range lies in one pair). */
+static int mlstack__g_cls_plain(const mlstack_grammar *g, int32_t c) {
+    const mlstack__gcls *k = &g->cls[c];
+    const uint32_t *r = g->rng + 2 * k->off;
+    mlstack__gel e;
+    int q, any = 0, all = 1;
+    e.type = MLSTACK__G_CLS;
+    e.v = c;
+    for (q = 0; q < 4; q++) {
+        uint32_t lo = mlstack__g_plain[q][0], hi = mlstack__g_plain[q][1], a = 0;
+        any |= mlstack__gel_meets(g, &e, lo, hi);
+        while (a < k->n && r[2 * a + 1] < lo) a++;
+        all &= a < k->n && r[2 * a] <= lo && r[2 * a + 1] >= hi;
+    }
+    return all ? 2 : any ? 3 : 1;
+}
+
+static int mlstack__g_el_plain(const mlstack_grammar *g, const mlstack__gel *e) {
+    uint32_t c = (uint32_t)e->v;
+    if (e->type == MLSTACK__G_CLS) return g->cls_plain[e->v];
+    return c >= 0x20 && c != '"' && c != '\\' && c <= 0x10FFFF && !(c >= 0xD800 && c <= 0xDFFF) ? 3 : 1;
+}
+
+/* The plain run from state s. When each state on the way has every stack top admit all plain
+   code points or none, every plain code point leads to the same next state (the same stacks
+   expand), so a plain token is allowed by its length alone. *k: the most plain code points the
+   text may take from s; *kp: how many states from s on have a top that admits them all (a token
+   ending inside a code point that may still be plain is allowed when its complete code points
+   lead to such a state: its bytes so far live in any top that admits the whole class). Returns
+   1 (exact), 0 (some top admits only part of the class: walk the whole trie), -1 out of memory. */
+static int mlstack__g_plain_run(mlstack_grammar *g, int32_t s, uint32_t *k, uint32_t *kp) {
+    uint32_t i, q,
+        max = g->vocab->plain[0].max > g->vocab->plain[1].max ? g->vocab->plain[0].max : g->vocab->plain[1].max;
+    *k = *kp = 0;
+    if (g->states[s].part) return 0;
+    for (i = 0; i < max; i++) {
+        const mlstack__gstate *st = &g->states[s];
+        int all = 0;
+        int32_t nx;
+        for (q = 0; q < st->set_n; q++) {
+            int32_t id = g->sets[st->set_off + q];
+            int c = id ? mlstack__g_el_plain(g, &g->el[g->nodes[id].pos]) : 1;
+            if (c == 3) return 0;
+            all |= c == 2;
+        }
+        if (!all) return 1;
+        *kp = i + 1;
+        nx = mlstack__g_next(g, s, 'a'); /* stands for every plain code point */
+        if (nx == -3) return -1;
+        if (nx < 0) return 1;
+        *k = i + 1;
+        if (nx == s) break; /* a loop: every length */
+        s = nx;
+    }
+    *k = *kp = max;
+    return 1;
+}
+
+/* Sets the bits of p's tokens of length at most k; returns how many. */
+static int32_t mlstack__g_plain_bits(const mlstack__vplain *p, uint32_t k, uint32_t *bits, size_t words) {
+    int32_t n = k >= p->max ? p->n : p->le[k], i;
+    if (2 * n <= p->n) {
+        for (i = 0; i < n; i++) bits[p->ids[i] >> 5] |= 1u << (p->ids[i] & 31);
+    } else { /* bits are still 0 where p has no token: p's first, then this mask's others */
+        for (i = 0; i < (int32_t)words; i++) bits[i] |= p->bits[i];
+        for (i = n; i < p->n; i++) bits[p->ids[i] >> 5] &= ~(1u << (p->ids[i] & 31));
+    }
+    return n;
+}
+
+/* One walk over a byte trie of tokens (ids: the trie's sorted ids) from state s, setting the
+   bits of the tokens the grammar allows: a byte the grammar refuses skips the node's whole
+   subtree. Returns how many, -1 out of memory. */
+static int32_t mlstack__g_walk(mlstack_grammar *g, int32_t s, const mlstack__gtrie *trie, int32_t n_trie,
+                               const int32_t *ids, uint32_t *bits) {
+    int32_t k, n = 0;
+    uint32_t j;
+    g->walk[0] = s;
+    for (k = 0; k < n_trie;) {
+        const mlstack__gtrie *t = &trie[k];
+        int32_t cur = g->walk[t->depth], nx;
+        const int32_t *tr = g->states[cur].trans;
+        nx = tr ? tr[t->byte] : -2;
+        if (nx == -2) nx = mlstack__g_next(g, cur, t->byte);
+        if (nx == -3) return -1;
+        if (nx < 0) {
+            k = (int32_t)t->end;
+            continue;
+        }
+        g->walk[t->depth + 1] = nx;
+        for (j = 0; j < t->n_tok; j++) {
+            int32_t id = ids[t->tok + (int32_t)j];
+            bits[id >> 5] |= 1u << (id & 31);
+            n++;
+        }
+        k++;
+    }
+    return n;
+}
+
 /* Computes (or finds cached) the mask of state s. Returns the mask index, -1 out of memory. */
 static int32_t mlstack__g_mask(mlstack_grammar *g, int32_t s) {
     const mlstack_vocab *v = g->vocab;
     size_t words = (size_t)(v->n_vocab + 31) / 32;
-    uint32_t *bits, j;
-    int32_t k, n = 0;
-    int i;
+    uint32_t *bits, k, kp;
+    int32_t n = 0, w;
+    int i, plain;
     if (g->states[s].mask >= 0) {
         g->n_mask_hits++;
         return g->states[s].mask;
@@ -22808,27 +23816,16 @@ static int32_t mlstack__g_mask(mlstack_grammar *g, int32_t s) {
     g->n_walks++;
     bits = g->masks + words * (size_t)g->n_masks;
     memset(bits, 0, words * sizeof(uint32_t));
-    /* one walk over the byte trie: a byte the grammar refuses skips the node's whole subtree */
-    g->walk[0] = s;
-    for (k = 0; k < v->n_trie;) {
-        const mlstack__gtrie *t = &v->trie[k];
-        int32_t cur = g->walk[t->depth], nx;
-        const int32_t *tr = g->states[cur].trans;
-        nx = tr ? tr[t->byte] : -2;
-        if (nx == -2) nx = mlstack__g_next(g, cur, t->byte);
-        if (nx == -3) return -1;
-        if (nx < 0) {
-            k = (int32_t)t->end;
-            continue;
-        }
-        g->walk[t->depth + 1] = nx;
-        for (j = 0; j < t->n_tok; j++) {
-            int32_t id = v->sorted[t->tok + (int32_t)j];
-            bits[id >> 5] |= 1u << (id & 31);
-            n++;
-        }
-        k++;
-    }
+    plain = mlstack__g_plain_run(g, s, &k, &kp);
+    if (plain < 0) return -1;
+    if (plain) { /* plain tokens by length, the rest by a walk of their own trie */
+        g->n_plain_masks++;
+        n = mlstack__g_plain_bits(&v->plain[0], k, bits, words) + mlstack__g_plain_bits(&v->plain[1], kp, bits, words);
+        w = mlstack__g_walk(g, s, v->np_trie, v->n_np_trie, v->np_sorted, bits);
+    } else
+        w = mlstack__g_walk(g, s, v->trie, v->n_trie, v->sorted, bits);
+    if (w < 0) return -1;
+    n += w;
     if (mlstack__g_accepting(g, s))
         for (i = 0; i < v->n_eos; i++)
             if (!((bits[v->eos[i] >> 5] >> (v->eos[i] & 31)) & 1)) {
@@ -23059,6 +24056,10 @@ MLSTACK_API int mlstack_matcher_status(mlstack_matcher *m) {
 
 MLSTACK_API const char *mlstack_matcher_error(const mlstack_matcher *m) { return m ? m->err : ""; }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* ---- compiling: GBNF text -> checked, flattened rules ---- */
 
 static void mlstack__gb_free(mlstack__gb *b) {
@@ -23223,6 +24224,7 @@ static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, 
     mlstack__gb b;
     int root, r;
     int32_t total = 0, k, a;
+    size_t n_cls;
     memset(&b, 0, sizeof b);
     b.s = (const unsigned char *)text;
     b.n = n;
@@ -23306,11 +24308,15 @@ static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, 
     g->root = root;
     g->cls = (mlstack__gcls *)(void *)b.cls.p;
     g->rng = (uint32_t *)(void *)b.rng.p;
+    n_cls = b.cls.n / sizeof(mlstack__gcls);
     b.cls.p = b.rng.p = NULL;
     mlstack__gb_free(&b);
     if (!g->cls) g->cls = (mlstack__gcls *)mlstack__calloc(1, sizeof *g->cls);
     if (!g->rng) g->rng = (uint32_t *)mlstack__calloc(2, sizeof *g->rng);
-    if (!g->cls || !g->rng) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+    g->cls_plain = (uint8_t *)mlstack__calloc(n_cls + 1, 1);
+    if (!g->cls || !g->rng || !g->cls_plain)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", what);
+    for (k = 0; (size_t)k < n_cls; k++) g->cls_plain[k] = (uint8_t)mlstack__g_cls_plain(g, (int32_t)k);
     return MLSTACK_OK;
 }
 
@@ -23336,6 +24342,7 @@ MLSTACK_API void mlstack_grammar_free(mlstack_grammar *g) {
     MLSTACK_FREE(g->sets);
     MLSTACK_FREE(g->masks);
     MLSTACK_FREE(g->walk);
+    MLSTACK_FREE(g->cls_plain);
     MLSTACK_FREE(g->work.p);
     MLSTACK_FREE(g->tmp.p);
     mlstack__mutex_destroy(&g->mu);
@@ -23878,6 +24885,10 @@ typedef struct {
     int n_negs, cap_negs, neg_depth;
     struct mlstack__jsuri *uris; /* resources, anchors, $ref bases (documents with embedded $id) */
     int n_uris, cap_uris;
+    mlstack__json_doc builtin[9]; /* built-in documents a $ref loaded (mlstack__js_builtins) */
+    int n_builtin, builtin_done; /* builtin_done: bit i, mlstack__js_builtins[i] loaded or tried */
+    int walking_builtin; /* the URI walk is in a built-in document */
+    int dyn_entry; /* the one built-in the schema's $refs enter, at its root: its index; -1 none, -2 other */
     char path[400];
     size_t path_len;
     mlstack_error *err;
@@ -24339,8 +25350,8 @@ static int mlstack__js_has_sub_id(const mlstack__json *s, int depth) {
 struct mlstack__jsuri {
     const char *uri; /* absolute, without fragment */
     const char *anchor; /* an anchor's name; NULL for a resource or a $ref's base */
-    const mlstack__json *node; /* the schema, or the $ref string (is_ref) */
-    int is_ref;
+    const mlstack__json *node; /* the schema, or the $ref / $dynamicRef string (is_ref) */
+    int is_ref, in_builtin;
 };
 typedef struct {
     const char *s[5]; /* scheme, authority, path, query, fragment (NULL: absent) */
@@ -24445,6 +25456,7 @@ static int mlstack__js_uri_put(mlstack__js *j, const char *uri, const char *anch
         j->uris = t, j->cap_uris = cap;
     }
     j->uris[j->n_uris].uri = uri, j->uris[j->n_uris].anchor = anchor;
+    j->uris[j->n_uris].in_builtin = j->walking_builtin;
     j->uris[j->n_uris].node = node, j->uris[j->n_uris++].is_ref = is_ref;
     return mlstack__js_work(j, 4);
 }
@@ -24483,7 +25495,8 @@ static int mlstack__js_uri_subs(mlstack__js *j, const mlstack__json *s, const ch
 }
 static int mlstack__js_uri_walk(mlstack__js *j, const mlstack__json *s, const char *base, int depth) {
     const mlstack__json *id = mlstack__json_get(s, "$id"), *a = mlstack__json_get(s, "$anchor");
-    const mlstack__json *ref = mlstack__json_get(s, "$ref");
+    const mlstack__json *ref = mlstack__json_get(s, "$ref"), *da = mlstack__json_get(s, "$dynamicAnchor");
+    const mlstack__json *dref = mlstack__json_get(s, "$dynamicRef");
     if (depth > 64) return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "schema nested deeper than 64 (resolving $id)");
     if (mlstack__js_work(j, 1 + s->len)) return -1;
     if (!id && j->draft <= 4) id = mlstack__json_get(s, "id");
@@ -24502,9 +25515,180 @@ static int mlstack__js_uri_walk(mlstack__js *j, const mlstack__json *s, const ch
         }
     }
     if (a && a->type == MLSTACK__JSON_STRING && mlstack__js_uri_put(j, base, a->str, s, 0)) return -1;
+    if (da && da->type == MLSTACK__JSON_STRING && j->draft >= 9 && mlstack__js_uri_put(j, base, da->str, s, 0))
+        return -1; /* a dynamic anchor is also a plain one */
     if (ref && ref->type == MLSTACK__JSON_STRING && mlstack__js_uri_put(j, base, NULL, ref, 1)) return -1;
+    if (dref && dref->type == MLSTACK__JSON_STRING && mlstack__js_uri_put(j, base, NULL, dref, 1)) return -1;
     return mlstack__js_uri_subs(j, s, base, depth);
 }
+/* Documents a $ref may name by URI without a network: the metaschemas (written by
+   tools/make_metaschemas.py from the published text). A document is parsed and its resources
+   recorded the first time a $ref names its URI. */
+static const char *const mlstack__js_builtins[][2] = {
+    {"http://json-schema.org/draft-07/schema",
+     "{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"$id\":\"http://json-schema.org/draft-07/schema#\","
+     "\"title\":\"Core schema meta-schema\",\"definitions\":{\"schemaArray\":{\"type\":\"array\",\"minItems\":1,\"it"
+     "ems\":{\"$ref\":\"#\"}},\"nonNegativeInteger\":{\"type\":\"integer\",\"minimum\":0},\"nonNegativeIntegerDefaul"
+     "t0\":{\"allOf\":[{\"$ref\":\"#/definitions/nonNegativeInteger\"},{\"default\":0}]},\"simpleTypes\":{\"enum\":["
+     "\"array\",\"boolean\",\"integer\",\"null\",\"number\",\"object\",\"string\"]},\"stringArray\":{\"type\":\"arra"
+     "y\",\"items\":{\"type\":\"string\"},\"uniqueItems\":true,\"default\":[]}},\"type\":[\"object\",\"boolean\"],\""
+     "properties\":{\"$id\":{\"type\":\"string\",\"format\":\"uri-reference\"},\"$schema\":{\"type\":\"string\",\"fo"
+     "rmat\":\"uri\"},\"$ref\":{\"type\":\"string\",\"format\":\"uri-reference\"},\"$comment\":{\"type\":\"string\"}"
+     ",\"title\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},\"default\":true,\"readOnly\":{\"type\""
+     ":\"boolean\",\"default\":false},\"examples\":{\"type\":\"array\",\"items\":true},\"multipleOf\":{\"type\":\"nu"
+     "mber\",\"exclusiveMinimum\":0},\"maximum\":{\"type\":\"number\"},\"exclusiveMaximum\":{\"type\":\"number\"},\""
+     "minimum\":{\"type\":\"number\"},\"exclusiveMinimum\":{\"type\":\"number\"},\"maxLength\":{\"$ref\":\"#/definit"
+     "ions/nonNegativeInteger\"},\"minLength\":{\"$ref\":\"#/definitions/nonNegativeIntegerDefault0\"},\"pattern\":{"
+     "\"type\":\"string\",\"format\":\"regex\"},\"additionalItems\":{\"$ref\":\"#\"},\"items\":{\"anyOf\":[{\"$ref\""
+     ":\"#\"},{\"$ref\":\"#/definitions/schemaArray\"}],\"default\":true},\"maxItems\":{\"$ref\":\"#/definitions/non"
+     "NegativeInteger\"},\"minItems\":{\"$ref\":\"#/definitions/nonNegativeIntegerDefault0\"},\"uniqueItems\":{\"typ"
+     "e\":\"boolean\",\"default\":false},\"contains\":{\"$ref\":\"#\"},\"maxProperties\":{\"$ref\":\"#/definitions/n"
+     "onNegativeInteger\"},\"minProperties\":{\"$ref\":\"#/definitions/nonNegativeIntegerDefault0\"},\"required\":{"
+     "\"$ref\":\"#/definitions/stringArray\"},\"additionalProperties\":{\"$ref\":\"#\"},\"definitions\":{\"type\":\""
+     "object\",\"additionalProperties\":{\"$ref\":\"#\"},\"default\":{}},\"properties\":{\"type\":\"object\",\"addit"
+     "ionalProperties\":{\"$ref\":\"#\"},\"default\":{}},\"patternProperties\":{\"type\":\"object\",\"additionalProp"
+     "erties\":{\"$ref\":\"#\"},\"propertyNames\":{\"format\":\"regex\"},\"default\":{}},\"dependencies\":{\"type\":"
+     "\"object\",\"additionalProperties\":{\"anyOf\":[{\"$ref\":\"#\"},{\"$ref\":\"#/definitions/stringArray\"}]}},"
+     "\"propertyNames\":{\"$ref\":\"#\"},\"const\":true,\"enum\":{\"type\":\"array\",\"items\":true},\"type\":{\"any"
+     "Of\":[{\"$ref\":\"#/definitions/simpleTypes\"},{\"type\":\"array\",\"items\":{\"$ref\":\"#/definitions/simpleT"
+     "ypes\"},\"minItems\":1,\"uniqueItems\":true}]},\"format\":{\"type\":\"string\"},\"contentMediaType\":{\"type\""
+     ":\"string\"},\"contentEncoding\":{\"type\":\"string\"},\"if\":{\"$ref\":\"#\"},\"then\":{\"$ref\":\"#\"},\"els"
+     "e\":{\"$ref\":\"#\"},\"allOf\":{\"$ref\":\"#/definitions/schemaArray\"},\"anyOf\":{\"$ref\":\"#/definitions/sc"
+     "hemaArray\"},\"oneOf\":{\"$ref\":\"#/definitions/schemaArray\"},\"not\":{\"$ref\":\"#\"}},\"default\":true}"},
+    {"https://json-schema.org/draft/2020-12/schema",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "schema\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/core\":true,\"https://json-schema.org/"
+     "draft/2020-12/vocab/applicator\":true,\"https://json-schema.org/draft/2020-12/vocab/unevaluated\":true,\"https"
+     "://json-schema.org/draft/2020-12/vocab/validation\":true,\"https://json-schema.org/draft/2020-12/vocab/meta-da"
+     "ta\":true,\"https://json-schema.org/draft/2020-12/vocab/format-annotation\":true,\"https://json-schema.org/dra"
+     "ft/2020-12/vocab/content\":true},\"$dynamicAnchor\":\"meta\",\"title\":\"Core and Validation specifications me"
+     "ta-schema\",\"allOf\":[{\"$ref\":\"meta/core\"},{\"$ref\":\"meta/applicator\"},{\"$ref\":\"meta/unevaluated\"}"
+     ",{\"$ref\":\"meta/validation\"},{\"$ref\":\"meta/meta-data\"},{\"$ref\":\"meta/format-annotation\"},{\"$ref\":"
+     "\"meta/content\"}],\"type\":[\"object\",\"boolean\"],\"$comment\":\"This meta-schema also defines keywords tha"
+     "t have appeared in previous drafts in order to prevent incompatible extensions as they remain in common use.\""
+     ",\"properties\":{\"definitions\":{\"$comment\":\"\\\"definitions\\\" has been replaced by \\\"$defs\\\".\",\"t"
+     "ype\":\"object\",\"additionalProperties\":{\"$dynamicRef\":\"#meta\"},\"deprecated\":true,\"default\":{}},\"de"
+     "pendencies\":{\"$comment\":\"\\\"dependencies\\\" has been split and replaced by \\\"dependentSchemas\\\" and "
+     "\\\"dependentRequired\\\" in order to serve their differing semantics.\",\"type\":\"object\",\"additionalPrope"
+     "rties\":{\"anyOf\":[{\"$dynamicRef\":\"#meta\"},{\"$ref\":\"meta/validation#/$defs/stringArray\"}]},\"deprecat"
+     "ed\":true,\"default\":{}},\"$recursiveAnchor\":{\"$comment\":\"\\\"$recursiveAnchor\\\" has been replaced by "
+     "\\\"$dynamicAnchor\\\".\",\"$ref\":\"meta/core#/$defs/anchorString\",\"deprecated\":true},\"$recursiveRef\":{"
+     "\"$comment\":\"\\\"$recursiveRef\\\" has been replaced by \\\"$dynamicRef\\\".\",\"$ref\":\"meta/core#/$defs/u"
+     "riReferenceString\",\"deprecated\":true}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/core",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/core\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/core\":true},\"$dynamicAnchor\":\"m"
+     "eta\",\"title\":\"Core vocabulary meta-schema\",\"type\":[\"object\",\"boolean\"],\"properties\":{\"$id\":{\"$"
+     "ref\":\"#/$defs/uriReferenceString\",\"$comment\":\"Non-empty fragments not allowed.\",\"pattern\":\"^[^#]*#?$"
+     "\"},\"$schema\":{\"$ref\":\"#/$defs/uriString\"},\"$ref\":{\"$ref\":\"#/$defs/uriReferenceString\"},\"$anchor"
+     "\":{\"$ref\":\"#/$defs/anchorString\"},\"$dynamicRef\":{\"$ref\":\"#/$defs/uriReferenceString\"},\"$dynamicAnc"
+     "hor\":{\"$ref\":\"#/$defs/anchorString\"},\"$vocabulary\":{\"type\":\"object\",\"propertyNames\":{\"$ref\":\"#"
+     "/$defs/uriString\"},\"additionalProperties\":{\"type\":\"boolean\"}},\"$comment\":{\"type\":\"string\"},\"$def"
+     "s\":{\"type\":\"object\",\"additionalProperties\":{\"$dynamicRef\":\"#meta\"}}},\"$defs\":{\"anchorString\":{"
+     "\"type\":\"string\",\"pattern\":\"^[A-Za-z_][-A-Za-z0-9._]*$\"},\"uriString\":{\"type\":\"string\",\"format\":"
+     "\"uri\"},\"uriReferenceString\":{\"type\":\"string\",\"format\":\"uri-reference\"}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/applicator",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/applicator\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/applicator\":true},\"$dynamic"
+     "Anchor\":\"meta\",\"title\":\"Applicator vocabulary meta-schema\",\"type\":[\"object\",\"boolean\"],\"properti"
+     "es\":{\"prefixItems\":{\"$ref\":\"#/$defs/schemaArray\"},\"items\":{\"$dynamicRef\":\"#meta\"},\"contains\":{"
+     "\"$dynamicRef\":\"#meta\"},\"additionalProperties\":{\"$dynamicRef\":\"#meta\"},\"properties\":{\"type\":\"obj"
+     "ect\",\"additionalProperties\":{\"$dynamicRef\":\"#meta\"},\"default\":{}},\"patternProperties\":{\"type\":\"o"
+     "bject\",\"additionalProperties\":{\"$dynamicRef\":\"#meta\"},\"propertyNames\":{\"format\":\"regex\"},\"defaul"
+     "t\":{}},\"dependentSchemas\":{\"type\":\"object\",\"additionalProperties\":{\"$dynamicRef\":\"#meta\"},\"defau"
+     "lt\":{}},\"propertyNames\":{\"$dynamicRef\":\"#meta\"},\"if\":{\"$dynamicRef\":\"#meta\"},\"then\":{\"$dynamic"
+     "Ref\":\"#meta\"},\"else\":{\"$dynamicRef\":\"#meta\"},\"allOf\":{\"$ref\":\"#/$defs/schemaArray\"},\"anyOf\":{"
+     "\"$ref\":\"#/$defs/schemaArray\"},\"oneOf\":{\"$ref\":\"#/$defs/schemaArray\"},\"not\":{\"$dynamicRef\":\"#met"
+     "a\"}},\"$defs\":{\"schemaArray\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"$dynamicRef\":\"#meta\"}}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/unevaluated",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/unevaluated\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/unevaluated\":true},\"$dynam"
+     "icAnchor\":\"meta\",\"title\":\"Unevaluated applicator vocabulary meta-schema\",\"type\":[\"object\",\"boolean"
+     "\"],\"properties\":{\"unevaluatedItems\":{\"$dynamicRef\":\"#meta\"},\"unevaluatedProperties\":{\"$dynamicRef"
+     "\":\"#meta\"}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/validation",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/validation\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/validation\":true},\"$dynamic"
+     "Anchor\":\"meta\",\"title\":\"Validation vocabulary meta-schema\",\"type\":[\"object\",\"boolean\"],\"properti"
+     "es\":{\"type\":{\"anyOf\":[{\"$ref\":\"#/$defs/simpleTypes\"},{\"type\":\"array\",\"items\":{\"$ref\":\"#/$def"
+     "s/simpleTypes\"},\"minItems\":1,\"uniqueItems\":true}]},\"const\":true,\"enum\":{\"type\":\"array\",\"items\":"
+     "true},\"multipleOf\":{\"type\":\"number\",\"exclusiveMinimum\":0},\"maximum\":{\"type\":\"number\"},\"exclusiv"
+     "eMaximum\":{\"type\":\"number\"},\"minimum\":{\"type\":\"number\"},\"exclusiveMinimum\":{\"type\":\"number\"},"
+     "\"maxLength\":{\"$ref\":\"#/$defs/nonNegativeInteger\"},\"minLength\":{\"$ref\":\"#/$defs/nonNegativeIntegerDe"
+     "fault0\"},\"pattern\":{\"type\":\"string\",\"format\":\"regex\"},\"maxItems\":{\"$ref\":\"#/$defs/nonNegativeI"
+     "nteger\"},\"minItems\":{\"$ref\":\"#/$defs/nonNegativeIntegerDefault0\"},\"uniqueItems\":{\"type\":\"boolean\""
+     ",\"default\":false},\"maxContains\":{\"$ref\":\"#/$defs/nonNegativeInteger\"},\"minContains\":{\"$ref\":\"#/$d"
+     "efs/nonNegativeInteger\",\"default\":1},\"maxProperties\":{\"$ref\":\"#/$defs/nonNegativeInteger\"},\"minPrope"
+     "rties\":{\"$ref\":\"#/$defs/nonNegativeIntegerDefault0\"},\"required\":{\"$ref\":\"#/$defs/stringArray\"},\"de"
+     "pendentRequired\":{\"type\":\"object\",\"additionalProperties\":{\"$ref\":\"#/$defs/stringArray\"}}},\"$defs\""
+     ":{\"nonNegativeInteger\":{\"type\":\"integer\",\"minimum\":0},\"nonNegativeIntegerDefault0\":{\"$ref\":\"#/$de"
+     "fs/nonNegativeInteger\",\"default\":0},\"simpleTypes\":{\"enum\":[\"array\",\"boolean\",\"integer\",\"null\","
+     "\"number\",\"object\",\"string\"]},\"stringArray\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"uniqu"
+     "eItems\":true,\"default\":[]}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/meta-data",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/meta-data\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/meta-data\":true},\"$dynamicAn"
+     "chor\":\"meta\",\"title\":\"Meta-data vocabulary meta-schema\",\"type\":[\"object\",\"boolean\"],\"properties"
+     "\":{\"title\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},\"default\":true,\"deprecated\":{\"t"
+     "ype\":\"boolean\",\"default\":false},\"readOnly\":{\"type\":\"boolean\",\"default\":false},\"writeOnly\":{\"ty"
+     "pe\":\"boolean\",\"default\":false},\"examples\":{\"type\":\"array\",\"items\":true}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/format-annotation",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/format-annotation\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/format-annotation\":tr"
+     "ue},\"$dynamicAnchor\":\"meta\",\"title\":\"Format vocabulary meta-schema for annotation results\",\"type\":["
+     "\"object\",\"boolean\"],\"properties\":{\"format\":{\"type\":\"string\"}}}"},
+    {"https://json-schema.org/draft/2020-12/meta/content",
+     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"$id\":\"https://json-schema.org/draft/2020-12/"
+     "meta/content\",\"$vocabulary\":{\"https://json-schema.org/draft/2020-12/vocab/content\":true},\"$dynamicAnchor"
+     "\":\"meta\",\"title\":\"Content vocabulary meta-schema\",\"type\":[\"object\",\"boolean\"],\"properties\":{\"c"
+     "ontentEncoding\":{\"type\":\"string\"},\"contentMediaType\":{\"type\":\"string\"},\"contentSchema\":{\"$dynami"
+     "cRef\":\"#meta\"}}}"},
+};
+
+/* The built-ins the $refs under s name, into *entry (-1 none yet; an index: all so far name that
+   document's root; -2 another, a fragment, or a $dynamicAnchor of the schema's own). Returns 1
+   when some $ref names one (the document then resolves $refs by URI). */
+static int mlstack__js_refs_builtin(const mlstack__json *s, int depth, int *entry) {
+    const mlstack__json *c;
+    int q, any = 0;
+    if ((s->type != MLSTACK__JSON_OBJECT && s->type != MLSTACK__JSON_ARRAY) || depth > 64) return 0;
+    for (c = s->child; c; c = c->next) {
+        if (c->key && !strcmp(c->key, "$dynamicAnchor")) *entry = -2;
+        if (c->key && !strcmp(c->key, "$ref") && c->type == MLSTACK__JSON_STRING)
+            for (q = 0; q < (int)(sizeof mlstack__js_builtins / sizeof mlstack__js_builtins[0]); q++) {
+                size_t l = strlen(mlstack__js_builtins[q][0]);
+                if (strncmp(c->str, mlstack__js_builtins[q][0], l) || (c->str[l] && c->str[l] != '#')) continue;
+                any = 1;
+                *entry = (*entry == -1 || *entry == q) && (!c->str[l] || !c->str[l + 1]) ? q : -2;
+            }
+        any |= mlstack__js_refs_builtin(c, depth + 1, entry);
+    }
+    return any;
+}
+/* Loads the built-in document of URI u (no fragment), once. Returns 1 loaded now, 0 none or
+   loaded before, -1 error. */
+static int mlstack__js_load_builtin(mlstack__js *j, const char *u) {
+    size_t q;
+    for (q = 0; q < sizeof mlstack__js_builtins / sizeof mlstack__js_builtins[0]; q++) {
+        const char *t = mlstack__js_builtins[q][1];
+        mlstack__json_doc *d;
+        if (strcmp(u, mlstack__js_builtins[q][0]) || (j->builtin_done >> q) & 1) continue;
+        j->builtin_done |= 1 << q;
+        if (j->n_builtin == (int)(sizeof j->builtin / sizeof j->builtin[0])) return 0;
+        d = &j->builtin[j->n_builtin];
+        if (mlstack__js_work(j, strlen(t)) || mlstack__json_parse(d, t, strlen(t), "metaschema", j->err) != MLSTACK_OK)
+            return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+        j->n_builtin++;
+        j->walking_builtin = 1;
+        if (mlstack__js_uri_put(j, mlstack__js_builtins[q][0], NULL, d->root, 0) ||
+            mlstack__js_uri_walk(j, d->root, mlstack__js_builtins[q][0], 0))
+            return -1;
+        j->walking_builtin = 0;
+        return 1;
+    }
+    return 0;
+}
+
 /* The target of $ref v (a string) by URI; NULL: not found here (or error). */
 static const mlstack__json *mlstack__js_uri_ref(mlstack__js *j, const mlstack__json *v) {
     const char *base = "https://mlstack.invalid/schema.json", *frag;
@@ -24518,6 +25702,11 @@ static const mlstack__json *mlstack__js_uri_ref(mlstack__js *j, const mlstack__j
     if (frag) *(char *)frag++ = 0;
     for (q = 0; q < j->n_uris && !res; q++)
         if (!j->uris[q].is_ref && !j->uris[q].anchor && !strcmp(j->uris[q].uri, u)) res = j->uris[q].node;
+    if (!res) {
+        int b = mlstack__js_load_builtin(j, u);
+        if (b < 0) return NULL;
+        if (b > 0) return mlstack__js_uri_ref(j, v);
+    }
     if (!res || !frag || !*frag) return res;
     if (frag[0] == '/') {
         buf = (char *)mlstack__arena_alloc(&j->arena, strlen(frag) + 2);
@@ -24558,6 +25747,43 @@ static const mlstack__json *mlstack__js_ref(mlstack__js *j, const mlstack__json 
         t = mlstack__js_anchor(j->root, r + 1, 0);
     if (!t && j->rc == MLSTACK_OK)
         mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "$ref '%s' is not a local reference that resolves", v->str);
+    return t;
+}
+
+/* The target of $dynamicRef v (a string). One whose fragment is not the $dynamicAnchor of its
+   static target is a plain $ref. Otherwise the target is the outermost resource on the way in
+   with that dynamic anchor, which depends on the way, while a rule is made once per schema: it is
+   known when v is in a built-in document and the schema enters the built-ins at one document's
+   root that has the anchor and has no $dynamicAnchor of its own (every way in passes that root
+   first: the 2020-12 metaschema's "#meta"). Refused otherwise. NULL on error. */
+static const mlstack__json *mlstack__js_dynref(mlstack__js *j, const mlstack__json *v) {
+    const mlstack__json *t = NULL, *a;
+    const char *frag = v->type == MLSTACK__JSON_STRING ? strchr(v->str, '#') : NULL;
+    int q, inb = 0;
+    if (v->type != MLSTACK__JSON_STRING) {
+        mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'$dynamicRef' must be a string");
+        return NULL;
+    }
+    if (j->sub_ids) t = mlstack__js_uri_ref(j, v);
+    if (!t) {
+        if (j->rc == MLSTACK_OK)
+            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "$dynamicRef '%s' does not resolve here", v->str);
+        return NULL;
+    }
+    if (!frag || !frag[1] || frag[1] == '/' || !(a = mlstack__json_get(t, "$dynamicAnchor")) ||
+        a->type != MLSTACK__JSON_STRING || strcmp(a->str, frag + 1))
+        return t;
+    for (q = 0; q < j->n_uris; q++) inb |= j->uris[q].is_ref && j->uris[q].node == v && j->uris[q].in_builtin;
+    t = NULL;
+    for (q = 0; inb && j->dyn_entry >= 0 && q < j->n_uris && !t; q++)
+        if (!j->uris[q].is_ref && !j->uris[q].anchor && !strcmp(j->uris[q].uri, mlstack__js_builtins[j->dyn_entry][0]))
+            t = j->uris[q].node;
+    if (!t || !(a = mlstack__json_get(t, "$dynamicAnchor")) || a->type != MLSTACK__JSON_STRING ||
+        strcmp(a->str, frag + 1)) {
+        mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
+                         "$dynamicRef '%s' whose target depends on the way in (outermost $dynamicAnchor)", v->str);
+        return NULL;
+    }
     return t;
 }
 
@@ -25362,7 +26588,7 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     if (s->type != MLSTACK__JSON_OBJECT)
         return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "a schema must be an object or a boolean");
     for (z = 0; z < sizeof mlstack__js_refused / sizeof mlstack__js_refused[0]; z++)
-        if (mlstack__json_get(s, mlstack__js_refused[z]))
+        if (mlstack__json_get(s, mlstack__js_refused[z]) && strcmp(mlstack__js_refused[z], "$dynamicRef"))
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", mlstack__js_refused[z]);
     t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)(n + 160));
     if (!t2) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
@@ -25393,6 +26619,11 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     cur->pos[cur->n_pos++] = s;
     if (k) {
         const mlstack__json *t = mlstack__js_ref(j, k);
+        if (!t) return -1;
+        t2[m].s = t, t2[m++].negated = 0;
+    }
+    if ((k = mlstack__json_get(s, "$dynamicRef")) != NULL) {
+        const mlstack__json *t = mlstack__js_dynref(j, k);
         if (!t) return -1;
         t2[m].s = t, t2[m++].negated = 0;
     }
@@ -26500,7 +27731,7 @@ static int mlstack__kre_piece(mlstack__kre *k, mlstack__kfr *f) {
         mn = mx = 1;
     if (k->i < k->n && (mn != 1 || mx != 1) && k->p[k->i] == '?') k->i++; /* lazy: the same strings */
     if (mx >= 0 && mx < mn) return mlstack__kre_fail(k, "{m,n} with n < m");
-    if ((mx < 0 ? mn + 1 : mx) * (long)(a1 - a0) > 4000) return mlstack__kre_fail(k, "a repetition too large");
+    if ((mx < 0 ? mn + 1 : mx) * (long)(a1 - a0) > 16000) return mlstack__kre_fail(k, "a repetition too large");
     end = k->i;
     if (mx == 0) { /* x{0}: the empty string */
         f->s = f->e = mlstack__kre_node(k, -1, -1, -1);
@@ -27712,7 +28943,8 @@ static int mlstack__js_gen_root(mlstack__js *j, const mlstack__json *root) {
                                 ms->type == MLSTACK__JSON_STRING ? ms->str : "?");
     j->root = root;
     j->draft = mlstack__js_draft(root);
-    j->sub_ids = mlstack__js_has_sub_id(root, 0);
+    j->dyn_entry = -1;
+    j->sub_ids = mlstack__js_refs_builtin(root, 0, &j->dyn_entry) | mlstack__js_has_sub_id(root, 0);
     j->only = 0;
     j->n_uris = 0;
     if (j->sub_ids && root->type == MLSTACK__JSON_OBJECT &&
@@ -27818,10 +29050,14 @@ static mlstack_result mlstack__schema_to_gbnf(const char *text, size_t n, int ki
     MLSTACK_FREE(j.memo);
     MLSTACK_FREE(j.mem);
     mlstack__arena_free(&j.arena);
+    while (j.n_builtin > 0) mlstack__json_free(&j.builtin[--j.n_builtin]);
     mlstack__json_free(&doc);
     return j.rc;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 #else /* MLSTACK_NO_GRAMMAR: constrained decoding is left out; its functions refuse */
 #define MLSTACK__NO_GRAMMAR_TEXT "constrained decoding was left out (MLSTACK_NO_GRAMMAR)"
 static int mlstack__ctz32(uint32_t x) { /* for the sampler's masks */
@@ -27982,7 +29218,7 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
 
 /* ==== 19. MODEL ==== */ /* >>model */
 #undef MLSTACK__PART
-#define MLSTACK__PART 3
+#define MLSTACK__PART 1
 /* config.json (+ generation_config.json) -> hyperparameters; safetensors -> a weight map.
    Each supported architecture is a row of data (mlstack__families below): its tensor names,
    which norms sit where, how norm weights are read, the activation, the attention options and
@@ -28109,6 +29345,10 @@ enum {
    last layers read an earlier layer's KV, >>model mlstack__layer_kind), per-layer input
    embeddings (hidden_size_per_layer_input), attention_k_eq_v (v = k's projection) */
 #define MLSTACK__F_GEMMA4 0x10000000000000ull
+/* Gemma 3n (text): Gemma 4's attention, norms, shared-KV layers and per-layer inputs, without
+   layer_scalar or per-layer head sizes, a 4:1 sliding pattern; and AltUp's residual streams,
+   Laurel's low-rank residual and activation sparsity (mlstack__cfg_gemma3n, >>forward AltUp) */
+#define MLSTACK__F_GEMMA3N 0x800000000000000ull
 /* router scores are sigmoids; experts chosen by score + e_score_correction_bias within the
    topk_group best of n_group groups (a group scores the sum of its two best), the chosen scores
    renormalized (norm_topk_prob, + 1e-20), times routed_scaling_factor; ungated experts beside an
@@ -28247,6 +29487,12 @@ static const mlstack__family mlstack__families[] = {
     {"Gemma4ForConditionalGeneration", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_TEXT_CONFIG,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
          MLSTACK__DENSE, MLSTACK__QWEN35_VL_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"Gemma3nForCausalLM", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_GEMMA3N,
+         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
+         MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"Gemma3nForConditionalGeneration", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_GEMMA3N | MLSTACK__F_TEXT_CONFIG,
+         MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
+         MLSTACK__DENSE, MLSTACK__QWEN35_VL_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Phi3ForCausalLM", NULL, 0,
          MLSTACK__NORMS_PRE, {"qkv_proj", "gate_up_proj"}, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"GraniteForCausalLM", NULL, MLSTACK__F_MULTIPLIERS,
@@ -28356,7 +29602,7 @@ static const mlstack__family mlstack__families[] = {
          {MLSTACK__LAYER_MAMBA2, NULL, "mixer", NULL},
          {"mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", NULL, "use_conv_bias",
           "use_bias", "layer_norm_epsilon", MLSTACK__SSM_BLOCKS, 2, NULL, NULL}},
-    {"FalconH1ForCausalLM", NULL, MLSTACK__F_MUP,
+    {"FalconH1ForCausalLM", "falcon-h1", MLSTACK__F_MUP,
          {"input_layernorm", NULL, "pre_ff_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
          {NULL, NULL, "final_layernorm", NULL, NULL, NULL, NULL, NULL, "feed_forward", NULL, NULL, NULL},
          {MLSTACK__LAYER_MAMBA2, NULL, "mamba", NULL},
@@ -28471,10 +29717,50 @@ typedef struct mlstack__config {
        (full layers with attention_k_eq_v); the last n_kv_shared layers read the KV of the last
        earlier layer of their type and store none; ple_dim: per-layer input width (0: none) */
     int v_norm, k_eq_v, n_kv_shared, ple_dim, ple_vocab; /* ple_vocab: rows of the per-layer table */
+    /* per-layer attention shapes (Gemma 4's full layers: global_head_dim, num_global_key_value_heads
+       or per_layer_config): layer l's head size and KV heads, 0 where it has head_dim / n_kv_heads;
+       var_heads: some layer differs (one rank only). rope_dim: rotary dims of each table (1: the
+       sliding layers'), rot_dim both unless the layer types differ in head size. */
+    unsigned short layer_head_dim[MLSTACK__MAX_TYPED_LAYERS], layer_kv_heads[MLSTACK__MAX_TYPED_LAYERS];
+    int var_heads, rope_dim[2];
+    /* Gemma 3n (F_GEMMA3N): altup_n residual streams (0: the one x), the layers computing on
+       stream altup_active; altup_scale: that stream's correction times correct_output_scale
+       before the per-layer input; laurel_rank: each layer's low-rank residual; act_sparsity: the
+       fraction of each layer's gate cut (activation_sparsity_pattern, 0: none) */
+    int altup_n, altup_active, altup_scale, laurel_rank;
+    float act_sparsity[MLSTACK__MAX_TYPED_LAYERS];
     int32_t bos_id;
     int n_eos;
     int32_t eos_ids[MLSTACK_MAX_EOS];
 } mlstack__config;
+
+/* Layer l's head size and KV heads (per-layer shapes: Gemma 4's full layers; else the model's). */
+static int mlstack__layer_dh(const mlstack__config *c, int l) {
+    return l >= 0 && l < MLSTACK__MAX_TYPED_LAYERS && c->layer_head_dim[l] ? c->layer_head_dim[l] : c->head_dim;
+}
+static int mlstack__layer_kvh(const mlstack__config *c, int l) {
+    return l >= 0 && l < MLSTACK__MAX_TYPED_LAYERS && c->layer_kv_heads[l] ? c->layer_kv_heads[l] : c->n_kv_heads;
+}
+/* The widest head of any layer and the most query heads per KV head: what scratch is sized for. */
+static int mlstack__max_dh(const mlstack__config *c) {
+    int l, d = c->head_dim;
+    for (l = 0; c->var_heads && l < c->n_layers; l++) d = mlstack__layer_dh(c, l) > d ? mlstack__layer_dh(c, l) : d;
+    return d;
+}
+static int mlstack__max_group(const mlstack__config *c) {
+    int l, k = c->n_kv_heads;
+    for (l = 0; c->var_heads && l < c->n_layers; l++) k = mlstack__layer_kvh(c, l) < k ? mlstack__layer_kvh(c, l) : k;
+    return c->n_heads / k;
+}
+/* Rotary dims of table t (1: sliding layers') and where its cos/sin start in a row's tables
+   (rows of 2 max_dh floats: table 0, then table 1). */
+static int mlstack__rope_dim(const mlstack__config *c, int t) { return c->rope_dim[t] ? c->rope_dim[t] : c->rot_dim; }
+static int mlstack__rope_off(const mlstack__config *c, int t) { return t ? mlstack__rope_dim(c, 0) : 0; }
+/* Whether layer l stores KV in the pages: an attention layer that does not read another's. */
+static int mlstack__stores_kv(const mlstack__config *c, int l) {
+    int k = c->n_recurrent ? c->layer_kind[l] : (int)MLSTACK__LAYER_ATTN;
+    return (k == MLSTACK__LAYER_ATTN || k == MLSTACK__LAYER_ATTN_SSM) && l < c->n_layers - c->n_kv_shared;
+}
 
 typedef struct mlstack__layer {
     /* f32 (copies when stored otherwise, or for (1 + w) norms); NULL where the family has none */
@@ -28497,6 +29783,7 @@ typedef struct mlstack__layer {
        recurrent layer its state at state_off floats into the sequence's (>>kvcache), with its
        input projection w_in, its output projection in wo (wq/wk/wv unused) */
     int kind, kv_layer;
+    int head_dim, n_kv_heads; /* attention: this layer's head size and KV heads (mlstack__layer_dh) */
     size_t state_off;
     mlstack__weight w_in;
     const float *conv_w, *conv_b; /* (C, conv_k) causal convolution as f32, its bias (or NULL) */
@@ -28521,6 +29808,13 @@ typedef struct mlstack__layer {
     float layer_scale;
     mlstack__weight w_ple_gate, w_ple_proj;
     const float *ple_norm;
+    /* Gemma 3n: Laurel's linear_left (rank, D), linear_right (D, rank) and norm; AltUp's router
+       (n, D) and its norm, prediction (n n, n) and correction (n, n) coefficients and
+       correct_output_scale (D), as f32; sparse: the gate is cut below mean + sparse_k std */
+    mlstack__weight laurel_l, laurel_r;
+    const float *laurel_norm, *alt_router, *alt_router_norm, *alt_pred, *alt_corr, *alt_scale;
+    float sparse_k;
+    int sparse;
 } mlstack__layer;
 
 struct mlstack_model {
@@ -28534,7 +29828,7 @@ struct mlstack_model {
     mlstack_dtype embed_dtype;
     const float *final_norm, *final_norm_b; /* final_norm_b: LayerNorm bias, else NULL */
     mlstack__weight lm_head;
-    float *inv_freq; /* (2, rot_dim / 2): rotary frequencies of each table, after scaling */
+    float *inv_freq; /* rope_dim(t) / 2 rotary frequencies of each table t, after scaling, table 1 after 0 */
     float rope_mul[2]; /* cos/sin scale of each table (yarn, longrope attention factor) */
     float *inv_freq_long; /* longrope: (2, rot_dim / 2), used from original_max_position_embeddings on */
     mlstack_tokenizer *tok; /* NULL when the folder has no tokenizer */
@@ -28559,6 +29853,7 @@ struct mlstack_model {
     mlstack_dtype ple_dtype;
     float ple_scale;
     mlstack__weight ple_proj;
+    mlstack__weight *alt_proj; /* Gemma 3n: altup_projections, then altup_unembed_projections ((D, D), n - 1 each) */
     const float *ple_norm, *ones; /* ones: (head_dim) weight of the v norm */
 };
 
@@ -28726,6 +30021,28 @@ static mlstack_result mlstack__cfg_blocks(mlstack__config *c, const mlstack__jso
     return MLSTACK_OK;
 }
 
+/* The FFN width: intermediate_size (or the family's key), a number or (Gemma 3n) a list of one
+   per layer, all equal (different widths per layer are refused by name). */
+static mlstack_result mlstack__cfg_ff(mlstack__config *c, const mlstack__json *root, const char *file,
+                                      mlstack_error *err) {
+    const char *key = c->fam->opt.ff_key ? c->fam->opt.ff_key : "intermediate_size";
+    const mlstack__json *v = mlstack__json_get(root, key), *e;
+    int64_t w, first = -1;
+    if (!v || v->type != MLSTACK__JSON_ARRAY) return mlstack__cfg_int(root, key, 0, &c->n_ff, file, err);
+    for (e = v->child; e; e = e->next) {
+        if (!mlstack__json_int(e, &w) || w < 1 || w > INT_MAX)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s must hold positive integers", file, key);
+        if (first >= 0 && w != first)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: %s with different widths per layer (%lld, %lld) is not supported", file, key,
+                                 (long long)first, (long long)w);
+        first = w;
+    }
+    if (first < 0) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s is an empty list", file, key);
+    c->n_ff = (int)first;
+    return MLSTACK_OK;
+}
+
 /* Sizes: widths, layers, heads and head_dim (with the divisibility the kernels rely on), the
    activation, the norm epsilon. */
 static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -28743,8 +30060,7 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
         return mlstack__cfg_float(root, c->fam->ssm.eps, 1e-5f, &c->eps, file, err);
     }
     if ((r = mlstack__cfg_int(root, "hidden_size", 0, &c->n_embd, file, err)) ||
-        (r = mlstack__cfg_int(root, c->fam->opt.ff_key ? c->fam->opt.ff_key : "intermediate_size", 0, &c->n_ff, file,
-                              err)) ||
+        (r = mlstack__cfg_ff(c, root, file, err)) ||
         (r = c->fam->ssm.layout == MLSTACK__SSM_BLOCKS
                  ? mlstack__cfg_blocks(c, root, file, err)
                  : mlstack__cfg_int(root, "num_hidden_layers", 0, &c->n_layers, file, err)) ||
@@ -28851,7 +30167,7 @@ static mlstack_result mlstack__cfg_rope_one(mlstack__config *c, mlstack__rope_cf
         if ((r = mlstack__cfg_num(rs, "factor", 1, 1e-6, 1e6, &t->factor, file, err)) ||
             (r = mlstack__cfg_num(rs, "partial_rotary_factor", 1, 0, 1, &prf, file, err)))
             return r;
-        t->rot_pairs = (int)floor((double)prf * c->head_dim / 2);
+        t->rot_pairs = (int)floor((double)prf * mlstack__rope_dim(c, t == &c->rope[1]) / 2);
         if (c->rot_dim != c->head_dim)
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: proportional RoPE is supported for %s only", file,
                                  "Gemma 4");
@@ -29431,45 +30747,148 @@ static mlstack_result mlstack__cfg_gemma4_layers(mlstack__config *c, const mlsta
     }
     return MLSTACK_OK;
 }
+/* The inverse error function (double; |x| < 1): Winitzki's approximation, then Newton steps on
+   erf. */
+static double mlstack__erfinv(double x) {
+    double a = 0.147, ln = log(1.0 - x * x), t = 2.0 / (3.14159265358979323846 * a) + ln / 2.0;
+    double y = (x < 0 ? -1.0 : 1.0) * sqrt(sqrt(t * t - ln / a) - t);
+    int i;
+    for (i = 0; i < 4; i++) y -= (erf(y) - x) / (1.1283791670955126 * exp(-y * y));
+    return y;
+}
+
+/* Gemma 3n's options (F_GEMMA3N): altup_num_inputs (default 4) streams, altup_active_idx (0),
+   altup_correct_scale (true), laurel_rank (64), activation_sparsity_pattern (a list of one
+   fraction in [0, 1) per layer; absent or null: 0.95 for the first 10 layers of a model with
+   more than 10, as transformers). altup_coef_clip only clamps weights in training. */
+static mlstack_result mlstack__cfg_gemma3n(mlstack__config *c, const mlstack__json *root, const char *file,
+                                           mlstack_error *err) {
+    const mlstack__json *v = mlstack__json_get(root, "activation_sparsity_pattern"), *e;
+    mlstack_result r;
+    float lr, ai;
+    int l = 0;
+    if ((r = mlstack__cfg_int(root, "altup_num_inputs", 4, &c->altup_n, file, err)) ||
+        (r = mlstack__cfg_num(root, "altup_active_idx", 0, 0, 15, &ai, file, err)) ||
+        (r = mlstack__cfg_num(root, "laurel_rank", 64, 1, 1 << 16, &lr, file, err)))
+        return r;
+    c->laurel_rank = (int)lr, c->altup_active = (int)ai;
+    if (c->altup_n < 1 || c->altup_n > 16 || c->altup_active < 0 || c->altup_active >= c->altup_n)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: altup_num_inputs %d (1 to 16) and altup_active_idx %d (below it) out of range", file,
+                             c->altup_n, c->altup_active);
+    c->altup_scale = mlstack__json_bool(mlstack__json_get(root, "altup_correct_scale"), 1);
+    if (mlstack__json_is_null(v)) {
+        for (l = 0; l < c->n_layers; l++) c->act_sparsity[l] = c->n_layers > 10 && l < 10 ? 0.95f : 0.0f;
+        return MLSTACK_OK;
+    }
+    for (e = v->type == MLSTACK__JSON_ARRAY ? v->child : NULL; e && l < c->n_layers; e = e->next, l++)
+        if (e->type != MLSTACK__JSON_NUMBER || !(e->num >= 0 && e->num < 1)) break;
+        else
+            c->act_sparsity[l] = (float)e->num;
+    if (v->type != MLSTACK__JSON_ARRAY || e || l != c->n_layers)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: activation_sparsity_pattern must be a list of %d numbers in [0, 1)", file,
+                             c->n_layers);
+    return MLSTACK_OK;
+}
+
+/* One layer's head size hd and KV heads kvh (-1: keep) into the per-layer shape tables. */
+static mlstack_result mlstack__cfg_layer_heads(mlstack__config *c, int l, int64_t hd, int64_t kvh, const char *file,
+                                               mlstack_error *err) {
+    if (hd >= 0 && (hd < 2 || hd % 2 || hd > 65534 || hd * c->n_heads > (1 << 24)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: layer %d: head_dim %lld must be even, 2 to 65534", file, l,
+                             (long long)hd);
+    if (kvh >= 0 && (kvh < 1 || kvh > c->n_heads || c->n_heads % kvh))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: layer %d: num_key_value_heads %lld must divide num_attention_heads %d", file, l,
+                             (long long)kvh, c->n_heads);
+    if (hd >= 0) c->layer_head_dim[l] = (unsigned short)(hd == c->head_dim ? 0 : hd);
+    if (kvh >= 0) c->layer_kv_heads[l] = (unsigned short)(kvh == c->n_kv_heads ? 0 : kvh);
+    c->var_heads |= c->layer_head_dim[l] || c->layer_kv_heads[l];
+    return MLSTACK_OK;
+}
+
+/* Gemma 4's per-layer head sizes, as transformers reads them: per_layer_config (layer index ->
+   head_dim / num_key_value_heads, what transformers saves) when present, else every full layer
+   takes global_head_dim (default 512) and, with attention_k_eq_v, num_global_key_value_heads
+   (null: num_key_value_heads). Layers of one type must agree (transformers' rotary tables are
+   per type); the sliding table then has the sliding layers' head size, the full one the full. */
+static mlstack_result mlstack__cfg_gemma4_heads(mlstack__config *c, const mlstack__json *root, const char *file,
+                                                mlstack_error *err) {
+    const mlstack__json *plc = mlstack__json_get(root, "per_layer_config"), *v, *e;
+    mlstack_result r;
+    int64_t hd = 512, kvh = -1;
+    int l, t;
+    if (mlstack__json_is_null(plc)) {
+        v = mlstack__json_get(root, "global_head_dim");
+        if (!mlstack__json_is_null(v) && !mlstack__json_int(v, &hd))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: global_head_dim must be an integer", file);
+        v = mlstack__json_get(root, "num_global_key_value_heads");
+        if (c->k_eq_v && !mlstack__json_is_null(v) && !mlstack__json_int(v, &kvh))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: num_global_key_value_heads must be an integer", file);
+        for (l = 0; l < c->n_layers; l++)
+            if (!c->layer_sliding[l] && (r = mlstack__cfg_layer_heads(c, l, hd, kvh, file, err)) != MLSTACK_OK)
+                return r;
+    } else if (plc->type != MLSTACK__JSON_OBJECT) {
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: per_layer_config must be an object", file);
+    }
+    for (e = plc && plc->type == MLSTACK__JSON_OBJECT ? plc->child : NULL; e; e = e->next) {
+        const mlstack__json *h = mlstack__json_get(e, "head_dim"), *k = mlstack__json_get(e, "num_key_value_heads");
+        char *end = NULL;
+        long li = e->key ? strtol(e->key, &end, 10) : -1;
+        hd = kvh = -1;
+        if (!e->key || end == e->key || *end || li < 0 || li >= c->n_layers || e->type != MLSTACK__JSON_OBJECT ||
+            (!mlstack__json_is_null(h) && !mlstack__json_int(h, &hd)) ||
+            (!mlstack__json_is_null(k) && !mlstack__json_int(k, &kvh)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: per_layer_config: \"%.40s\" must be a layer index 0 to %d with an object of "
+                                 "integers",
+                                 file, e->key ? e->key : "?", c->n_layers - 1);
+        if ((r = mlstack__cfg_layer_heads(c, (int)li, hd, kvh, file, err)) != MLSTACK_OK) return r;
+    }
+    c->rope_dim[0] = c->rope_dim[1] = -1;
+    for (l = 0; l < c->n_layers; l++) {
+        int d = c->layer_head_dim[l] ? c->layer_head_dim[l] : c->head_dim, *rd = &c->rope_dim[c->layer_sliding[l]];
+        int k = c->layer_kv_heads[l] ? c->layer_kv_heads[l] : c->n_kv_heads, k0 = -1;
+        for (t = 0; t < l; t++)
+            if (c->layer_sliding[t] == c->layer_sliding[l])
+                k0 = c->layer_kv_heads[t] ? c->layer_kv_heads[t] : c->n_kv_heads;
+        if ((*rd >= 0 && *rd != d) || (k0 >= 0 && k0 != k))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: layer %d: %s layers with different head sizes are not supported (transformers "
+                                 "needs each layer type homogeneous)",
+                                 file, l, c->layer_sliding[l] ? "sliding" : "full");
+        *rd = d;
+    }
+    for (t = 0; t < 2; t++)
+        if (c->rope_dim[t] < 0) c->rope_dim[t] = c->head_dim;
+    return MLSTACK_OK;
+}
+
 /* Gemma 4's text options (F_GEMMA4): the layer pattern (every 6th layer full unless layer_types
    says otherwise; the last layer always full, as transformers forces it), shared-KV layers,
-   per-layer inputs, k = v layers; what the forward pass does not do (per-layer head sizes, the
+   per-layer inputs, k = v layers, per-layer head sizes; what the forward pass does not do (the
    MoE block, double-wide MLPs, bidirectional attention) is refused by name. */
 static mlstack_result mlstack__cfg_gemma4(mlstack__config *c, const mlstack__json *root, const char *file,
                                           mlstack_error *err) {
-    const mlstack__json *v, *e;
-    int64_t w;
+    mlstack_result r;
     int l;
-    static const char *const keys[2] = {"global_head_dim", "num_global_key_value_heads"};
     c->attn_scale = 1.0f; /* q and k are RMS-normalized: no 1 / sqrt(head_dim) */
     c->v_norm = 1;
     c->k_eq_v = mlstack__json_bool(mlstack__json_get(root, "attention_k_eq_v"), 0);
     if (c->n_layers > MLSTACK__MAX_TYPED_LAYERS)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: %d layers (at most %d supported for %s)", file, c->n_layers,
                              MLSTACK__MAX_TYPED_LAYERS, c->architecture);
-    if (!c->has_layer_types)
-        for (l = 0; l < c->n_layers; l++) c->layer_sliding[l] = (unsigned char)((l + 1) % 6 != 0);
+    if (!c->has_layer_types) /* Gemma 3n: 4 sliding layers to 1 full, and no last layer forced full */
+        for (l = 0; l < c->n_layers; l++)
+            c->layer_sliding[l] = (unsigned char)((l + 1) % (c->fam->flags & MLSTACK__F_GEMMA3N ? 5 : 6) != 0);
     c->has_layer_types = 1;
+    if (c->fam->flags & MLSTACK__F_GEMMA3N) {
+        if ((r = mlstack__cfg_gemma3n(c, root, file, err)) != MLSTACK_OK) return r;
+        return mlstack__cfg_gemma4_layers(c, root, file, err);
+    }
     c->layer_sliding[c->n_layers - 1] = 0;
-    /* per-layer head sizes: per_layer_config as transformers saves it (the layers that differ),
-       else full layers take global_head_dim (default 512) and, with k = v, num_global_key_value_heads */
-    for (l = 0; l < 2 && mlstack__json_is_null(mlstack__json_get(root, "per_layer_config")); l++) {
-        v = mlstack__json_get(root, keys[l]);
-        w = l ? c->n_kv_heads : 512;
-        if (!mlstack__json_is_null(v) && !mlstack__json_int(v, &w)) w = -1;
-        if (w != (l ? c->n_kv_heads : c->head_dim) && (l == 0 || c->k_eq_v))
-            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                                 "%s: %s different from %s (full layers with other head sizes) is not supported yet",
-                                 file, keys[l], l ? "num_key_value_heads" : "head_dim");
-    }
-    v = mlstack__json_get(root, "per_layer_config");
-    for (e = v && v->type == MLSTACK__JSON_OBJECT ? v->child : NULL; e; e = e->next) {
-        const mlstack__json *hd = mlstack__json_get(e, "head_dim"), *kv = mlstack__json_get(e, "num_key_value_heads");
-        if ((!mlstack__json_is_null(hd) && (!mlstack__json_int(hd, &w) || w != c->head_dim)) ||
-            (!mlstack__json_is_null(kv) && (!mlstack__json_int(kv, &w) || w != c->n_kv_heads)))
-            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                                 "%s: per_layer_config with other head sizes per layer is not supported yet", file);
-    }
+    if ((r = mlstack__cfg_gemma4_heads(c, root, file, err)) != MLSTACK_OK) return r;
     if (mlstack__json_bool(mlstack__json_get(root, "enable_moe_block"), 0) ||
         mlstack__json_is_str(mlstack__json_get(root, "use_bidirectional_attention"), "all"))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
@@ -29817,7 +31236,7 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
    the cos/sin scale (yarn and longrope attention factor, else 1). */
 static float mlstack__rope_freqs(const mlstack__config *c, const mlstack__rope_cfg *t, float *inv_freq,
                                  float *inv_long) {
-    int dim = c->rot_dim, half = dim / 2, i;
+    int dim = mlstack__rope_dim(c, t == &c->rope[1]), half = dim / 2, i;
     double pi = 3.14159265358979323846, low = 0, high = 0;
     float mul = 1.0f;
     if (t->kind == MLSTACK__ROPE_YARN) {
@@ -29874,18 +31293,20 @@ static int mlstack__rope_long_for(const mlstack__config *c, int64_t len) {
     return c->rope[0].kind == MLSTACK__ROPE_LONGROPE && len > c->rope[0].orig_max;
 }
 
-/* The model's rotary tables: (2, rot_dim / 2) frequencies (table 1 only for F_LAYER_ROPE),
+/* The model's rotary tables: rope_dim / 2 frequencies of each (table 1 after table 0; only for F_LAYER_ROPE),
    their cos/sin scales, the long set of longrope. 0, or -1 out of memory. */
 static int mlstack__model_rope(mlstack_model *m) {
     const mlstack__config *c = &m->cfg;
-    int half = c->rot_dim / 2, t,
+    int n = (mlstack__rope_dim(c, 0) + mlstack__rope_dim(c, 1)) / 2, t,
         longrope = c->rope[0].kind == MLSTACK__ROPE_LONGROPE || c->rope[1].kind == MLSTACK__ROPE_LONGROPE;
-    m->inv_freq = (float *)mlstack__calloc((size_t)half * 2, sizeof(float));
-    if (longrope) m->inv_freq_long = (float *)mlstack__calloc((size_t)half * 2, sizeof(float));
+    m->inv_freq = (float *)mlstack__calloc((size_t)n, sizeof(float));
+    if (longrope) m->inv_freq_long = (float *)mlstack__calloc((size_t)n, sizeof(float));
     if (!m->inv_freq || (longrope && !m->inv_freq_long)) return -1;
-    for (t = 0; t < 2; t++)
-        m->rope_mul[t] = mlstack__rope_freqs(c, &c->rope[t], m->inv_freq + (size_t)t * half,
-                                             m->inv_freq_long ? m->inv_freq_long + (size_t)t * half : NULL);
+    for (t = 0; t < 2; t++) {
+        size_t at = (size_t)mlstack__rope_off(c, t) / 2;
+        m->rope_mul[t] =
+            mlstack__rope_freqs(c, &c->rope[t], m->inv_freq + at, m->inv_freq_long ? m->inv_freq_long + at : NULL);
+    }
     return 0;
 }
 
@@ -30163,10 +31584,15 @@ static mlstack_result mlstack__qkv_deinterleave(mlstack_model *m, const mlstack_
 }
 
 /* KV cache elements one position takes over every attention layer: a key and a value of each KV
-   head; latent attention keeps one key (latent | rope key) and no value (>>kvcache). */
+   head (of that layer's size); latent attention keeps one key (latent | rope key) and no value
+   (>>kvcache). */
 static uint64_t mlstack__kv_token_elems(const mlstack__config *c) {
-    uint64_t per_layer = (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * (c->mla_rank ? 1u : 2u);
-    return (uint64_t)(c->n_recurrent || c->n_kv_shared ? c->n_kv_layers : c->n_layers) * per_layer;
+    uint64_t n = 0;
+    int l;
+    for (l = 0; l < c->n_layers; l++)
+        if (mlstack__stores_kv(c, l))
+            n += (uint64_t)mlstack__layer_kvh(c, l) * (uint64_t)mlstack__layer_dh(c, l) * (c->mla_rank ? 1u : 2u);
+    return n;
 }
 
 /* Layer l's attention kind: its sliding window (layer_types, else the family's pattern) and
@@ -30180,9 +31606,13 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
     L->rope = slides && (c->fam->flags & MLSTACK__F_LAYER_ROPE) ? 1 : 0;
     L->kind = c->n_recurrent ? c->layer_kind[l] : (int)MLSTACK__LAYER_ATTN;
     L->kv_layer = L->state_off = 0;
+    L->head_dim = mlstack__layer_dh(c, l), L->n_kv_heads = mlstack__layer_kvh(c, l);
     L->kv_shared = c->n_kv_shared && l >= c->n_layers - c->n_kv_shared;
     L->v_from_k = c->k_eq_v && !slides;
     L->layer_scale = 1.0f;
+    L->sparse = l < MLSTACK__MAX_TYPED_LAYERS && c->act_sparsity[l] > 0;
+    if (L->sparse) /* transformers' Normal(0, 1).icdf(p) in float32: erfinv(2 p - 1) sqrt(2) */
+        L->sparse_k = (float)mlstack__erfinv((double)(2.0f * c->act_sparsity[l] - 1.0f)) * 1.41421354f;
     for (i = 0; i < l; i++) { /* the attention layers and the recurrent states before this one */
         int k = c->n_recurrent ? c->layer_kind[i] : (int)MLSTACK__LAYER_ATTN;
         L->kv_layer += (k == MLSTACK__LAYER_ATTN || k == MLSTACK__LAYER_ATTN_SSM) &&
@@ -30335,7 +31765,7 @@ static mlstack_result mlstack__map_layer_attn(mlstack_model *m, mlstack__layer *
                                               int l, mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     const mlstack__family *f = c->fam;
-    int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+    int q_dim = c->n_heads * L->head_dim, kv_dim = L->n_kv_heads * L->head_dim;
     mlstack_result r;
     char name[256], nm[200];
     if (f->fused.qkv) { /* one fused projection, q | k | v rows: three views of it */
@@ -30798,9 +32228,9 @@ static mlstack_result mlstack__map_layer_qk_norm(mlstack_model *m, mlstack__laye
                                                  int l, mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     const mlstack__family *f = c->fam;
-    int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-    int qn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? q_dim : c->head_dim,
-        kn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? kv_dim : c->head_dim;
+    int q_dim = c->n_heads * L->head_dim, kv_dim = L->n_kv_heads * L->head_dim;
+    int qn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? q_dim : L->head_dim,
+        kn = c->qk_norm == MLSTACK__QK_NORM_WHOLE ? kv_dim : L->head_dim;
     mlstack_result r;
     char name[256], nm[200];
     if (c->qk_norm ==
@@ -31091,6 +32521,31 @@ static mlstack_result mlstack__map_layer_mixer(mlstack_model *m, mlstack__layer 
     return MLSTACK_OK;
 }
 
+/* Gemma 3n's layer l: Laurel (linear_left, linear_right, post_laurel_norm) and AltUp (the
+   router, its norm, the coefficients, correct_output_scale). */
+static mlstack_result mlstack__map_layer_gemma3n(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                                 mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int n = c->altup_n, D = c->n_embd;
+    mlstack_result r;
+    char name[256];
+    if ((r = mlstack__model_linear(m, MLSTACK__LNAME("laurel.linear_left"), c->laurel_rank, D, 0, &L->laurel_l, err)) ||
+        (r = mlstack__model_linear(m, MLSTACK__LNAME("laurel.linear_right"), D, c->laurel_rank, 0, &L->laurel_r,
+                                   err)) ||
+        (r = mlstack__model_norm(m, MLSTACK__LNAME("laurel.post_laurel_norm.weight"), D, &L->laurel_norm, err)) ||
+        (r = mlstack__model_param(m, MLSTACK__LNAME("altup.modality_router.weight"), (int64_t)n * D, &L->alt_router,
+                                  err)) ||
+        (r = mlstack__model_norm(m, MLSTACK__LNAME("altup.router_norm.weight"), D, &L->alt_router_norm, err)) ||
+        (r = mlstack__model_param(m, MLSTACK__LNAME("altup.prediction_coefs.weight"), (int64_t)n * n * n, &L->alt_pred,
+                                  err)) ||
+        (r = mlstack__model_param(m, MLSTACK__LNAME("altup.correction_coefs.weight"), (int64_t)n * n, &L->alt_corr,
+                                  err)))
+        return r;
+    if (c->altup_scale)
+        return mlstack__model_vec(m, MLSTACK__LNAME("altup.correct_output_scale"), D, &L->alt_scale, err);
+    return MLSTACK_OK;
+}
+
 /* Gemma 4's layer l: its layer_scalar and, with per-layer inputs, their gate (P, D), projection
    (D, P) and norm (D). */
 static mlstack_result mlstack__map_layer_gemma4(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
@@ -31099,8 +32554,9 @@ static mlstack_result mlstack__map_layer_gemma4(mlstack_model *m, mlstack__layer
     const float *sc;
     mlstack_result r;
     char name[256];
-    if ((r = mlstack__model_vec(m, MLSTACK__LNAME("layer_scalar"), 1, &sc, err)) != MLSTACK_OK) return r;
-    L->layer_scale = sc[0];
+    if (c->altup_n && (r = mlstack__map_layer_gemma3n(m, L, pre, l, err)) != MLSTACK_OK) return r;
+    if (!c->altup_n && (r = mlstack__model_vec(m, MLSTACK__LNAME("layer_scalar"), 1, &sc, err)) != MLSTACK_OK) return r;
+    if (!c->altup_n) L->layer_scale = sc[0];
     if (!c->ple_dim) return MLSTACK_OK;
     if ((r = mlstack__model_linear(m, MLSTACK__LNAME("per_layer_input_gate"), c->ple_dim, c->n_embd, 0, &L->w_ple_gate,
                                    err)) ||
@@ -31120,11 +32576,22 @@ static mlstack_result mlstack__map_gemma4(mlstack_model *m, const char *pre, mls
     const mlstack__st_tensor *t;
     mlstack_result r;
     char name[256];
-    float *ones = (float *)mlstack__model_own(m, sizeof(float) * (size_t)c->head_dim);
+    float *ones = (float *)mlstack__model_own(m, sizeof(float) * (size_t)mlstack__max_dh(c));
     int i;
     if (!ones) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    for (i = 0; i < c->head_dim; i++) ones[i] = 1.0f;
+    for (i = 0; i < mlstack__max_dh(c); i++) ones[i] = 1.0f;
     m->ones = ones;
+    if (c->altup_n > 1) { /* Gemma 3n: the streams' projections in and out */
+        int k = c->altup_n - 1;
+        m->alt_proj = (mlstack__weight *)mlstack__model_own(m, sizeof(mlstack__weight) * 2 * (size_t)k);
+        if (!m->alt_proj) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        memset(m->alt_proj, 0, sizeof(mlstack__weight) * 2 * (size_t)k);
+        for (i = 0; i < 2 * k; i++) {
+            snprintf(name, sizeof name, "%s.%s.%d", pre, i < k ? "altup_projections" : "altup_unembed_projections",
+                     i % k);
+            if ((r = mlstack__model_linear(m, name, c->n_embd, c->n_embd, 0, &m->alt_proj[i], err))) return r;
+        }
+    }
     if (!c->ple_dim) return MLSTACK_OK;
     snprintf(name, sizeof name, "%s.embed_tokens_per_layer.weight", pre);
     if ((r = mlstack__model_tensor(m, name, 2, c->ple_vocab, (int64_t)c->n_layers * c->ple_dim, &t, err))) return r;
@@ -32237,6 +33704,7 @@ static const struct {
     {"ssm.state_size", "linear_key_head_dim state_size mamba_d_state ssm_state_size"},
     {"ssm.group_count", "linear_num_key_heads n_groups mamba_n_groups"},
     {"ssm.time_step_rank", "linear_num_value_heads num_heads mamba_n_heads mamba_num_heads"},
+    {"ssm.inner_size", "mamba_d_ssm"},
     {"full_attention_interval", "full_attention_interval"},
     {"attention.scale", "attention_multiplier"},
     {"embedding_scale", "embedding_multiplier"},
@@ -32379,6 +33847,11 @@ static int mlstack__gj_derived(mlstack__buf *b, const mlstack__family *f, const 
                          mlstack__gguf_any_layer(g, n_layers, "ssm_conv1d.bias") ? "true" : "false") &&
          mlstack__gj_put(b, "use_bias mamba_proj_bias",
                          mlstack__gguf_any_layer(g, n_layers, "ssm_in.bias") ? "true" : "false") &&
+         mlstack__gj_put(b, "mamba_rms_norm", /* Falcon-H1: llama.cpp gates, then norms when it has the norm */
+                         mlstack__gguf_any_layer(g, n_layers, "ssm_norm.weight") ? "true" : "false") &&
+         mlstack__gj_put(b, "mamba_norm_before_gate", "false") &&
+         mlstack__gj_put(b, "projectors_bias",
+                         mlstack__gguf_any_layer(g, n_layers, "ssm_out.bias") ? "true" : "false") &&
          mlstack__gj_put(b, "use_expert_bias",
                          mlstack__gguf_any_layer(g, n_layers, "exp_probs_b.bias") ? "true" : "false") &&
          mlstack__gj_put(b, "tie_word_embeddings", mlstack__gguf_tensor_find(g, "output.weight") ? "false" : "true") &&
@@ -32630,6 +34103,8 @@ static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gg
         snprintf(name, name_cap, "%s.weight", f->name.head ? f->name.head : "lm_head");
     else if (sscanf(t->name, "blk.%d.", &layer) == 1 && layer >= 0 && layer < c->n_layers && strchr(t->name + 4, '.')) {
         const char *rest = strchr(t->name + 4, '.') + 1, *norm = mlstack__gguf_norm_hf(c->fam, rest);
+        if (strcmp(rest, "ffn_norm") == 0) /* llama.cpp's falcon-h1 names it without ".weight" */
+            norm = mlstack__gguf_norm_hf(c->fam, "ffn_norm.weight");
         char hf[96];
         if (norm) snprintf(name, name_cap, "%s.layers.%d.%s.weight", pre, layer, norm);
         else if (f->mix.kind && mlstack__gguf_hybrid_name(f, rest, hf, sizeof hf))
@@ -32987,6 +34462,11 @@ typedef struct mlstack__gw_tensor {
        columns instead (groups of tile_dim elements of each row) */
     int tile_base, tile_dim, tile_hk, tile_g, tile_cols;
     int flat; /* written as one dimension of ne[0] ne[1] elements */
+    /* a MoE layer's experts as one [E, rows, in] tensor (llama.cpp's ffn_*_exps): n_exp experts,
+       expert e's rows from exps[3 e + role] (0 gate, 1 up, 2 down); n_exp 0: a 1-D/2-D tensor */
+    const mlstack__weight *exps;
+    int n_exp, role;
+    int ba_group; /* Qwen3-Next's ssm_ba: per key head, its ba_group beta rows then its alpha rows */
 } mlstack__gw_tensor;
 
 /* t is weight w: written as the GGML type the quantizer made it as, when its rows hold that
@@ -33168,6 +34648,7 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
         t_->type = (ty), t_->n_dims = (nd), t_->ne[0] = (uint64_t)(e0), t_->ne[1] = (uint64_t)(e1); \
         t_->data = (const unsigned char *)(dat), t_->row_bytes = (rb), t_->permute_heads = (perm);  \
         t_->unpack = 0, t_->file_row = (rb), t_->gate_heads = 0, t_->tile_dim = 0, t_->flat = 0;    \
+        t_->exps = NULL, t_->n_exp = 0, t_->role = 0, t_->ba_group = 0;                             \
     } while (0)
 
 /* The embedding table (a tied head's blocks, or a Q8_0 copy of a float table for a Q4_1 head),
@@ -33220,13 +34701,14 @@ static void mlstack__gw_list_mixer(const mlstack__config *c, const mlstack__laye
     const char *in = L->kind == MLSTACK__LAYER_CONV ? "shortconv.in_proj" : "ssm_in",
                *out = L->kind == MLSTACK__LAYER_CONV ? "shortconv.out_proj" : "ssm_out";
     const mlstack__ssm_cfg *s = &c->ssm;
+    const mlstack__weight *wo = L->kind == MLSTACK__LAYER_ATTN_SSM ? &L->w_mix_out : &L->wo; /* Falcon-H1 */
     snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, in);
     MLSTACK__GW_T(nm, mlstack__gw_type(L->w_in.wtype), 2, L->w_in.n_in, L->w_in.n_out, L->w_in.data, L->w_in.row_bytes,
                   0);
     mlstack__gw_made(&ts[*n_t - 1], &L->w_in);
     snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, out);
-    MLSTACK__GW_T(nm, mlstack__gw_type(L->wo.wtype), 2, L->wo.n_in, L->wo.n_out, L->wo.data, L->wo.row_bytes, 0);
-    mlstack__gw_made(&ts[*n_t - 1], &L->wo);
+    MLSTACK__GW_T(nm, mlstack__gw_type(wo->wtype), 2, wo->n_in, wo->n_out, wo->data, wo->row_bytes, 0);
+    mlstack__gw_made(&ts[*n_t - 1], wo);
     if (L->kind == MLSTACK__LAYER_CONV) {
         snprintf(nm, sizeof nm, "blk.%d.shortconv.conv.weight", l);
         MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, c->conv_k, c->n_embd, L->conv_w, (size_t)c->conv_k * 4, 0);
@@ -33244,6 +34726,7 @@ static void mlstack__gw_list_mixer(const mlstack__config *c, const mlstack__laye
     MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, 1, s->heads, L->ssm_a, 4, 0);
     snprintf(nm, sizeof nm, "blk.%d.ssm_d", l);
     MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, 1, s->heads, L->ssm_d, 4, 0);
+    if (!L->ssm_norm) return; /* Falcon-H1 without mamba_rms_norm */
     snprintf(nm, sizeof nm, "blk.%d.ssm_norm.weight", l);
     MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, s->inner / s->groups, s->groups, L->ssm_norm,
                   (size_t)(s->inner / s->groups) * 4, 0);
@@ -33252,7 +34735,7 @@ static void mlstack__gw_list_mixer(const mlstack__config *c, const mlstack__laye
 /* Marks the last listed tensor's value heads to be written tiled (llama.cpp's order) from row
    base on, dim rows (or, cols: elements of each row) per head. */
 static void mlstack__gw_tile(const mlstack__config *c, mlstack__gw_tensor *t, int base, int dim, int cols) {
-    if (c->dn_k_heads == c->dn_v_heads) return;
+    if (c->dn_k_heads == c->dn_v_heads || !(c->fam->flags & MLSTACK__F_GGUF_V_TILED)) return;
     t->tile_base = base, t->tile_dim = dim, t->tile_cols = cols;
     t->tile_hk = c->dn_k_heads, t->tile_g = c->dn_v_heads / c->dn_k_heads;
 }
@@ -33268,12 +34751,17 @@ static void mlstack__gw_list_delta(const mlstack__config *c, const mlstack__laye
     char nm[64];
     rows[0] = C, rows[1] = vd, rows[2] = Hv, rows[3] = Hv;
     first[0] = 0, first[1] = C, first[2] = C + vd, first[3] = C + vd + Hv;
-    for (k = 0; k < 4; k++) {
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, nm4[k]);
-        MLSTACK__GW_T(nm, mlstack__gw_type(L->w_in.wtype), 2, L->w_in.n_in, rows[k],
+    for (k = 0; k < 4; k++) { /* Qwen3-Next: beta and alpha in one ssm_ba, grouped by key head */
+        int ba = k == 2 && !(c->fam->flags & MLSTACK__F_GGUF_V_TILED);
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, ba ? "ssm_ba" : nm4[k]);
+        MLSTACK__GW_T(nm, mlstack__gw_type(L->w_in.wtype), 2, L->w_in.n_in, ba ? 2 * rows[k] : rows[k],
                       (const unsigned char *)L->w_in.data + (size_t)first[k] * rb, rb, 0);
         mlstack__gw_made(&ts[*n_t - 1], &L->w_in);
         mlstack__gw_tile(c, &ts[*n_t - 1], k ? 0 : 2 * kd, k < 2 ? dv : 1, 0);
+        if (ba) {
+            ts[*n_t - 1].ba_group = Hv / c->dn_k_heads;
+            break;
+        }
     }
     snprintf(nm, sizeof nm, "blk.%d.ssm_conv1d.weight", l);
     MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, K, C, L->conv_w, (size_t)K * 4, 0);
@@ -33294,6 +34782,39 @@ static void mlstack__gw_list_delta(const mlstack__config *c, const mlstack__laye
     if (!c->dn_v_tiled) mlstack__gw_tile(c, &ts[*n_t - 1], 0, dv, 1); /* read from GGUF: already tiled */
 }
 
+/* A MoE layer's router, experts (one [E, rows, in] tensor per projection), expert bias, shared
+   expert and its gate, under llama.cpp's names. */
+static void mlstack__gw_list_moe(const mlstack__config *c, const mlstack__layer *L, int l, mlstack__gw_tensor *ts,
+                                 int *n_t) {
+    static const char *const exps[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"},
+                             *shexp[4] = {"ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", "ffn_gate_inp_shexp"};
+    const mlstack__weight *sh[4] = {&L->sh_gate, &L->sh_up, &L->sh_down, &L->sh_router};
+    char nm[64];
+    int k;
+    snprintf(nm, sizeof nm, "blk.%d.ffn_gate_inp.weight", l);
+    MLSTACK__GW_T(nm, mlstack__gw_type(L->router.wtype), 2, L->router.n_in, L->router.n_out, L->router.data,
+                  L->router.row_bytes, 0);
+    for (k = 0; k < 3; k++) {
+        const mlstack__weight *w = &L->experts[k];
+        if (!w->data) continue;
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, exps[k]);
+        MLSTACK__GW_T(nm, mlstack__gw_type(w->wtype), 3, w->n_in, w->n_out, w->data, w->row_bytes, 0);
+        mlstack__gw_made(&ts[*n_t - 1], w);
+        ts[*n_t - 1].exps = L->experts, ts[*n_t - 1].n_exp = c->n_experts, ts[*n_t - 1].role = k;
+    }
+    if (L->expert_bias) {
+        snprintf(nm, sizeof nm, "blk.%d.exp_probs_b.bias", l);
+        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_experts, 1, L->expert_bias, (size_t)c->n_experts * 4, 0);
+    }
+    for (k = 0; k < 4; k++) {
+        if (!sh[k]->data) continue;
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, shexp[k]);
+        MLSTACK__GW_T(nm, mlstack__gw_type(sh[k]->wtype), 2, sh[k]->n_in, sh[k]->n_out, sh[k]->data, sh[k]->row_bytes,
+                      0);
+        mlstack__gw_made(&ts[*n_t - 1], sh[k]);
+    }
+}
+
 /* Each layer's norms, projections (q and k rows permuted for llama.cpp's rope), biases and q/k norms. */
 static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t) {
     const mlstack__config *c = &m->cfg;
@@ -33307,9 +34828,10 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         int k;
         for (k = 0; k < 4; k++) { /* the norms the layer has, by role */
             if (!norms[k]) continue;
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l,
-                     k == 1 && (c->fam->flags & MLSTACK__F_GGUF_POST_ATTN) ? "post_attention_norm"
-                                                                           : mlstack__gguf_norm_names[k]);
+            snprintf(nm, sizeof nm, k == 1 && L->kind == MLSTACK__LAYER_ATTN_SSM ? "blk.%d.%s" : "blk.%d.%s.weight", l,
+                     k == 1 && L->kind == MLSTACK__LAYER_MLP                 ? "attn_norm" /* a block's one norm */
+                     : k == 1 && (c->fam->flags & MLSTACK__F_GGUF_POST_ATTN) ? "post_attention_norm"
+                                                                             : mlstack__gguf_norm_names[k]);
             MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, norms[k], (size_t)c->n_embd * 4, 0);
         }
         for (k = 0; k < 7; k++) {
@@ -33318,7 +34840,8 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
                        : k == 1                    ? c->n_kv_heads
                                                    : 0,
                 role = k == 4 && !L->w_up.data ? 5 : k; /* an ungated MLP's W1 (in w_gate) is ffn_up */
-            if (!ws[k]->data || (k == 3 && L->kind != MLSTACK__LAYER_ATTN)) continue; /* wo: the mixer's */
+            if (!ws[k]->data || (k == 3 && L->kind != MLSTACK__LAYER_ATTN && L->kind != MLSTACK__LAYER_ATTN_SSM))
+                continue; /* wo: the mixer's */
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
             MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in,
                           k == 0 && L->wqg.data ? 2 * ws[k]->n_out : ws[k]->n_out, ws[k]->data, ws[k]->row_bytes, perm);
@@ -33330,10 +34853,12 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
                 MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, ws[k]->n_out, 1, ws[k]->bias, (size_t)ws[k]->n_out * 4, 0);
             }
         }
+        if (L->moe) mlstack__gw_list_moe(c, L, l, ts, n_t);
         if (L->kind == MLSTACK__LAYER_DELTANET) {
             mlstack__gw_list_delta(c, L, l, ts, n_t);
             continue;
         }
+        if (L->kind == MLSTACK__LAYER_MLP) continue; /* Nemotron-H's MLP blocks: the FFN alone */
         if (L->kind != MLSTACK__LAYER_ATTN) {
             mlstack__gw_list_mixer(c, L, l, ts, n_t);
             continue;
@@ -33346,6 +34871,82 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         }
     }
 #undef MLSTACK__GGUF_NAME
+}
+
+/* The multiplier llama.cpp's converter folds into Falcon-H1 tensor `name` (its second for k, in
+   that order: (W key) attn_in), 1 for others; *mup: in_proj's rows also times ssm_multipliers. */
+static float mlstack__gw_fold_scale(const mlstack__config *c, const char *name, float *second, int *mup) {
+    const char *rest = strncmp(name, "blk.", 4) == 0 && strchr(name + 4, '.') ? strchr(name + 4, '.') + 1 : name;
+    const mlstack__mults *u = &c->mult;
+    *second = 1.0f, *mup = 0;
+    if (strcmp(rest, "token_embd.weight") == 0) return c->embed_scale;
+    if (strcmp(rest, "output.weight") == 0) return u->logits;
+    if (strcmp(rest, "attn_q.weight") == 0 || strcmp(rest, "attn_v.weight") == 0) return u->attn_in;
+    if (strcmp(rest, "attn_k.weight") == 0) return *second = u->attn_in, u->key;
+    if (strcmp(rest, "attn_output.weight") == 0) return u->attn_out;
+    if (strcmp(rest, "ffn_gate.weight") == 0) return u->mlp_gate;
+    if (strcmp(rest, "ffn_down.weight") == 0) return u->mlp_down;
+    if (strcmp(rest, "ssm_out.weight") == 0) return u->ssm_out;
+    if (strcmp(rest, "ssm_in.weight") == 0) return *mup = c->ssm.has_mup, u->ssm_in;
+    return 1.0f;
+}
+
+/* Falcon-H1's multipliers folded into its float weights as llama.cpp's converter folds them (the
+   falcon-h1 graph has none): copies, rounded back to the stored type, in *owned (the caller
+   frees it). A tied head with its own multiplier is written as output.weight. Fails on a
+   quantized weight with a multiplier. */
+static mlstack_result mlstack__gw_fold(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t, unsigned char **owned,
+                                       mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__ssm_cfg *s = &c->ssm;
+    uint64_t total = 0, off = 0, r;
+    int pass, i, k, mup;
+    float second, *row;
+    if (!(c->fam->flags & MLSTACK__F_MUP)) return MLSTACK_OK;
+    if (m->lm_head.data == m->embed && c->mult.logits != c->embed_scale) { /* the tied head, scaled apart */
+        mlstack__gw_tensor *t = &ts[(*n_t)++];
+        *t = ts[0]; /* token_embd.weight */
+        snprintf(t->name, sizeof t->name, "output.weight");
+    }
+    for (pass = 0; pass < 2; pass++) {
+        for (i = 0; i < *n_t; i++) {
+            mlstack__gw_tensor *t = &ts[i];
+            float a = mlstack__gw_fold_scale(c, t->name, &second, &mup);
+            int dt = t->type == MLSTACK__GGML_F32    ? (int)MLSTACK_DTYPE_F32
+                     : t->type == MLSTACK__GGML_F16  ? (int)MLSTACK_DTYPE_F16
+                     : t->type == MLSTACK__GGML_BF16 ? (int)MLSTACK_DTYPE_BF16
+                                                     : -1;
+            if (a == 1.0f && second == 1.0f && !mup) continue;
+            if (dt < 0 || t->unpack || t->permute_heads || t->tile_dim || t->n_exp)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                     "%s: %s: Falcon-H1's multipliers are folded into float weights only (llama.cpp's "
+                                     "falcon-h1 has none); write the GGUF from the float model, then quantize it",
+                                     m->path, t->name);
+            if (pass == 0) {
+                total += t->row_bytes * t->ne[1];
+                continue;
+            }
+            if (!(row = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)t->ne[0])))
+                return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+            for (r = 0; r < t->ne[1]; r++) { /* each a rounded step, in the converter's order */
+                uint64_t z = (uint64_t)s->inner, g = (uint64_t)s->groups * (uint64_t)s->state, j;
+                k = r < z ? 0 : r < 2 * z ? 1 : r < 2 * z + g ? 2 : r < 2 * z + 2 * g ? 3 : 4; /* z x B C dt */
+                mlstack__to_f32((mlstack_dtype)dt, t->data + r * t->row_bytes, row, (size_t)t->ne[0]);
+                for (j = 0; j < t->ne[0]; j++) {
+                    row[j] *= a;
+                    if (second != 1.0f) row[j] *= second;
+                    if (mup) row[j] *= s->mup[k];
+                }
+                mlstack__from_f32((mlstack_dtype)dt, row, *owned + off + r * t->row_bytes, (size_t)t->ne[0]);
+            }
+            MLSTACK_FREE(row);
+            t->data = *owned + off;
+            off += t->row_bytes * t->ne[1];
+        }
+        if (pass == 0 && !(*owned = (unsigned char *)MLSTACK_MALLOC((size_t)total + 64)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    }
+    return MLSTACK_OK;
 }
 
 /* Llama 3 rope scaling as llama.cpp keeps it: per-frequency divisors. Returns 0 when out of memory. */
@@ -33376,7 +34977,8 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
                              "%s: its RoPE scaling is not written to GGUF (none, linear and llama3 are)", m->path);
     for (l = 0; l < c->n_layers; l++) { /* gated q_proj: q and gate rows of one type */
         const mlstack__layer *L = &m->layers[l];
-        int tiled = L->kind == MLSTACK__LAYER_DELTANET && c->dn_k_heads != c->dn_v_heads && !c->dn_v_tiled;
+        int tiled = L->kind == MLSTACK__LAYER_DELTANET && c->dn_k_heads != c->dn_v_heads && !c->dn_v_tiled &&
+                    (c->fam->flags & MLSTACK__F_GGUF_V_TILED);
         if ((L->wqg.data && (L->wqg.wtype != L->wq.wtype || L->wqg.gtype != L->wq.gtype)) ||
             (tiled && (L->wo.packed || L->wo.gtype || L->wo.row_bytes % (size_t)c->dn_v_heads ||
                        c->dn_v_dim % mlstack__wtype_block(L->wo.wtype))))
@@ -33385,6 +34987,12 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
                                  "in llama.cpp's order in this layout",
                                  m->path, l);
     }
+    if (c->fam->ssm.layout == MLSTACK__SSM_PARALLEL &&
+        (c->ssm.gate_norm == MLSTACK__GATE_NORM_BEFORE || c->ssm.proj_bias || c->ssm.out_bias))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: llama.cpp's %s has no %s", m->path, arch,
+                             c->ssm.gate_norm == MLSTACK__GATE_NORM_BEFORE
+                                 ? "gated norm before the gate (mamba_norm_before_gate)"
+                                 : "Mamba2 projection biases (mamba_proj_bias, projectors_bias)");
     for (l = 0; l < c->n_layers; l++) /* SmolLM3: llama.cpp's NoPE layers are every 4th */
         if ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) && m->layers[l].nope != ((l + 1) % 4 == 0))
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
@@ -33424,11 +35032,15 @@ static int mlstack__gw_head_count_kv(mlstack_model *m, const char *arch, mlstack
     int ok, l;
     if (!c->n_recurrent) return mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv);
     if (c->fam->mix.kind == MLSTACK__LAYER_DELTANET) return mlstack__gw_delta_keys(m, arch, kv, n_kv);
-    ok = mlstack__gw_key(kv, arch, "attention.head_count_kv", MLSTACK__GGUF_ARRAY) &&
-         mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
-    for (l = 0; ok && l < c->n_layers; l++)
-        ok = mlstack__gw_u(kv, m->layers[l].kind == MLSTACK__LAYER_ATTN ? (uint32_t)c->n_kv_heads : 0, 4);
-    ++*n_kv;
+    if (c->fam->ssm.layout == MLSTACK__SSM_PARALLEL) { /* Falcon-H1: every layer attends */
+        ok = mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv);
+    } else {
+        ok = mlstack__gw_key(kv, arch, "attention.head_count_kv", MLSTACK__GGUF_ARRAY) &&
+             mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++)
+            ok = mlstack__gw_u(kv, m->layers[l].kind == MLSTACK__LAYER_ATTN ? (uint32_t)c->n_kv_heads : 0, 4);
+        ++*n_kv;
+    }
     if (ok && c->fam->mix.kind == MLSTACK__LAYER_CONV)
         ok = mlstack__gw_u32(kv, arch, "shortconv.l_cache", (uint32_t)c->conv_k, n_kv);
     if (ok && c->fam->mix.kind == MLSTACK__LAYER_MAMBA2)
@@ -33437,6 +35049,49 @@ static int mlstack__gw_head_count_kv(mlstack_model *m, const char *arch, mlstack
              mlstack__gw_u32(kv, arch, "ssm.group_count", (uint32_t)s->groups, n_kv) &&
              mlstack__gw_u32(kv, arch, "ssm.inner_size", (uint32_t)s->inner, n_kv) &&
              mlstack__gw_u32(kv, arch, "ssm.time_step_rank", (uint32_t)s->heads, n_kv);
+    return ok;
+}
+
+/* feed_forward_length: one number, or (Nemotron-H's blocks) one per layer, 0 but for MLP blocks;
+   the norms' epsilon (Nemotron-H: attention.layer_norm_epsilon, which llama.cpp requires); Granite
+   4.0-H's multipliers and its RoPE switch. Returns 0 when out of memory. */
+static int mlstack__gw_ff_eps(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
+    const mlstack__config *c = &m->cfg;
+    int ok, l, blocks = c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 && c->fam->ssm.layout == MLSTACK__SSM_BLOCKS;
+    if (!blocks) {
+        ok = mlstack__gw_u32(kv, arch, "feed_forward_length", (uint32_t)c->n_ff, n_kv) &&
+             mlstack__gw_f32(kv, arch, "attention.layer_norm_rms_epsilon", c->eps, n_kv);
+    } else {
+        ok = mlstack__gw_key(kv, arch, "feed_forward_length", MLSTACK__GGUF_ARRAY) &&
+             mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++)
+            ok = mlstack__gw_u(kv, m->layers[l].kind == MLSTACK__LAYER_MLP ? (uint32_t)c->n_ff : 0, 4);
+        ++*n_kv;
+        ok = ok && mlstack__gw_f32(kv, arch, "attention.layer_norm_epsilon", c->eps, n_kv);
+    }
+    if (ok && c->n_experts) {
+        int lead = 0;
+        while (lead < c->n_layers && !m->layers[lead].moe) lead++;
+        ok = mlstack__gw_u32(kv, arch, "expert_count", (uint32_t)c->n_experts, n_kv) &&
+             mlstack__gw_u32(kv, arch, "expert_used_count", (uint32_t)c->n_experts_used, n_kv) &&
+             mlstack__gw_u32(kv, arch, "expert_feed_forward_length", (uint32_t)c->moe_ff, n_kv) &&
+             (!c->shared_ff ||
+              mlstack__gw_u32(kv, arch, "expert_shared_feed_forward_length", (uint32_t)c->shared_ff, n_kv)) &&
+             (!lead || mlstack__gw_u32(kv, arch, "leading_dense_block_count", (uint32_t)lead, n_kv)) &&
+             (!c->moe_sigmoid || mlstack__gw_u32(kv, arch, "expert_gating_func", 2, n_kv)); /* 2: sigmoid */
+    }
+    if (ok && (c->fam->flags & MLSTACK__F_MULTIPLIERS))
+        ok = mlstack__gw_f32(kv, arch, "attention.scale", c->attn_scale, n_kv) &&
+             mlstack__gw_f32(kv, arch, "embedding_scale", c->embed_scale, n_kv) &&
+             mlstack__gw_f32(kv, arch, "residual_scale", c->residual_scale, n_kv) &&
+             mlstack__gw_f32(kv, arch, "logit_scale", c->logits_div, n_kv);
+    if (ok && c->fam->ssm.nope == 1) { /* Granite 4.0-H: llama.cpp's switch for RoPE */
+        ok = mlstack__gw_key(kv, arch, "rope.scaling.finetuned", MLSTACK__GGUF_BOOL) &&
+             mlstack__gw_u(kv, !c->nope, 1) &&
+             mlstack__gw_u32(kv, arch, "expert_shared_feed_forward_length", (uint32_t)c->n_ff, n_kv) &&
+             (c->n_experts || mlstack__gw_u32(kv, arch, "expert_count", 0, n_kv)); /* dense: 0 */
+        ++*n_kv;
+    }
     return ok;
 }
 
@@ -33487,15 +35142,14 @@ static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv
          mlstack__gw_u32(kv, arch, "block_count", (uint32_t)c->n_layers, n_kv) &&
          mlstack__gw_u32(kv, arch, "context_length", (uint32_t)c->max_pos, n_kv) &&
          mlstack__gw_u32(kv, arch, "embedding_length", (uint32_t)c->n_embd, n_kv) &&
-         mlstack__gw_u32(kv, arch, "feed_forward_length", (uint32_t)c->n_ff, n_kv) &&
+         mlstack__gw_ff_eps(m, arch, kv, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.head_count", (uint32_t)c->n_heads, n_kv) &&
          mlstack__gw_head_count_kv(m, arch, kv, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.key_length", (uint32_t)c->head_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.value_length", (uint32_t)c->head_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "rope.dimension_count", (uint32_t)c->rot_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "vocab_size", (uint32_t)c->n_vocab, n_kv) &&
-         mlstack__gw_f32(kv, arch, "rope.freq_base", c->rope_theta, n_kv) &&
-         mlstack__gw_f32(kv, arch, "attention.layer_norm_rms_epsilon", c->eps, n_kv);
+         mlstack__gw_f32(kv, arch, "rope.freq_base", c->rope_theta, n_kv);
     if (ok && c->rope_kind == MLSTACK__ROPE_LINEAR)
         ok = mlstack__gw_s(kv, arch, "rope.scaling.type", "linear", 6, n_kv) &&
              mlstack__gw_f32(kv, arch, "rope.scaling.factor", c->rope_factor, n_kv);
@@ -33526,11 +35180,12 @@ static int mlstack__gw_header(mlstack__gw_tensor *ts, int n_t, int n_kv, const m
          mlstack__gw_u(hdr, (uint64_t)n_kv, 8) && mlstack__buf_put(hdr, kv->p, kv->n);
     for (i = 0; ok && i < n_t; i++) {
         mlstack__gw_tensor *t = &ts[i];
-        uint64_t bytes = (uint64_t)t->file_row * t->ne[1];
+        uint64_t bytes = (uint64_t)t->file_row * t->ne[1] * (uint64_t)(t->n_exp ? t->n_exp : 1);
         t->offset = off;
         ok = mlstack__gw_str(hdr, t->name, strlen(t->name)) && mlstack__gw_u(hdr, (uint64_t)t->n_dims, 4) &&
              mlstack__gw_u(hdr, t->flat ? t->ne[0] * t->ne[1] : t->ne[0], 8) &&
-             (t->n_dims < 2 || mlstack__gw_u(hdr, t->ne[1], 8)) && mlstack__gw_u(hdr, t->type, 4) &&
+             (t->n_dims < 2 || mlstack__gw_u(hdr, t->ne[1], 8)) &&
+             (t->n_dims < 3 || mlstack__gw_u(hdr, (uint64_t)t->n_exp, 8)) && mlstack__gw_u(hdr, t->type, 4) &&
              mlstack__gw_u(hdr, off, 8);
         off += (bytes + 31) & ~(uint64_t)31;
     }
@@ -33545,6 +35200,10 @@ static uint64_t mlstack__gw_src_row(const mlstack__gw_tensor *t, uint64_t row, i
     uint64_t h = (uint64_t)hd;
     if (t->permute_heads) return (row / h) * h + ((row % h) & 1) * (h / 2) + (row % h) / 2;
     if (t->gate_heads) return (row / (2 * h)) * h + row % h; /* of data or data2: mlstack__gw_row */
+    if (t->ba_group) { /* beta rows [0, Hv), then alpha rows [Hv, 2 Hv) */
+        uint64_t r = (uint64_t)t->ba_group, g = row / (2 * r), j = row % (2 * r);
+        return j < r ? g * r + j : t->ne[1] / 2 + g * r + (j - r);
+    }
     if (t->tile_dim && !t->tile_cols && row >= (uint64_t)t->tile_base) {
         uint64_t q = row - (uint64_t)t->tile_base, s = q / (uint64_t)t->tile_dim, j = q % (uint64_t)t->tile_dim;
         return (uint64_t)t->tile_base +
@@ -33557,6 +35216,9 @@ static uint64_t mlstack__gw_src_row(const mlstack__gw_tensor *t, uint64_t row, i
 /* The bytes of file row `row`. */
 static const unsigned char *mlstack__gw_row(const mlstack__gw_tensor *t, uint64_t row, int hd) {
     uint64_t src = mlstack__gw_src_row(t, row, hd);
+    if (t->n_exp) /* expert row / ne[1]'s row row % ne[1] */
+        return (const unsigned char *)t->exps[3 * (row / t->ne[1]) + (uint64_t)t->role].data +
+               (row % t->ne[1]) * t->row_bytes;
     const unsigned char *d = t->gate_heads && (row % (2 * (uint64_t)hd)) >= (uint64_t)hd ? t->data2 : t->data;
     return d + src * t->row_bytes;
 }
@@ -33572,7 +35234,7 @@ static int mlstack__gw_write(const mlstack_model *m, FILE *f, const mlstack__buf
     ok = fwrite(hdr->p, 1, hdr->n, f) == hdr->n;
     for (i = 0; ok && i < n_t; i++) {
         const mlstack__gw_tensor *t = &ts[i];
-        uint64_t row, bytes = (uint64_t)t->file_row * t->ne[1];
+        uint64_t row, n_rows = t->ne[1] * (uint64_t)(t->n_exp ? t->n_exp : 1), bytes = (uint64_t)t->file_row * n_rows;
         if (t->unpack) {
             MLSTACK_FREE(conv);
             if (!(conv = (unsigned char *)MLSTACK_MALLOC(t->file_row))) ok = 0;
@@ -33581,7 +35243,7 @@ static int mlstack__gw_write(const mlstack_model *m, FILE *f, const mlstack__buf
             MLSTACK_FREE(conv);
             if (!(conv = (unsigned char *)MLSTACK_MALLOC(t->row_bytes))) ok = 0;
         }
-        for (row = 0; ok && row < t->ne[1]; row++) {
+        for (row = 0; ok && row < n_rows; row++) {
             const unsigned char *rp = mlstack__gw_row(t, row, hd);
             if (t->tile_cols) {
                 size_t gb = t->row_bytes / (size_t)(t->tile_hk * t->tile_g);
@@ -33617,7 +35279,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     mlstack__gw_tensor *ts = NULL;
     mlstack__buf kv = {0, 0, 0}, hdr = {0, 0, 0};
     int n_kv = 0, n_t = 0, ok = 1;
-    unsigned char *head_q8 = NULL;
+    unsigned char *head_q8 = NULL, *folded = NULL;
     char *tmp = NULL;
     FILE *f = NULL;
     mlstack_result r = MLSTACK_OK;
@@ -33639,23 +35301,23 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     if (c->attn_bias && mlstack__gguf_rope_rows(c))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture attention biases are not written to GGUF", m->path, arch);
-    if (c->n_experts || (c->fam->flags & MLSTACK__F_SINKS)) /* read, not written yet (gpt-oss) */
+    /* experts: written for the short-conv and delta-net hybrids (lfm2moe, qwen35moe, qwen3next) */
+    if ((c->n_experts && c->fam->mix.kind != MLSTACK__LAYER_CONV && c->fam->mix.kind != MLSTACK__LAYER_DELTANET) ||
+        (c->fam->flags & MLSTACK__F_SINKS) || c->moe_latent) /* read, not written yet (gpt-oss) */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s models (experts, attention sinks) are read from GGUF but not written yet", m->path,
                              arch);
-    if (c->n_recurrent && !(c->fam->mix.kind == MLSTACK__LAYER_CONV ||
-                            (c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 && c->fam->ssm.layout == MLSTACK__SSM_ALONE) ||
-                            (c->fam->mix.kind == MLSTACK__LAYER_DELTANET && (c->fam->flags & MLSTACK__F_GGUF_V_TILED))))
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: %s models are read from GGUF but not written yet (of the hybrids, lfm2, mamba2 and "
-                             "qwen35 are)",
+    if (c->n_recurrent && !(c->fam->mix.kind == MLSTACK__LAYER_CONV || c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 ||
+                            c->fam->mix.kind == MLSTACK__LAYER_DELTANET))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s models are read from GGUF but not written yet",
                              m->path, arch);
     if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
-    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 24 + 8, sizeof *ts);
+    ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 40 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     ok = mlstack__gw_list_embed(m, ts, &n_t, &head_q8);
     mlstack__gw_list_layers(m, ts, &n_t);
     ok = mlstack__gw_list_rope(m, ts, &n_t, &rope_factors) && ok;
+    if (ok && (r = mlstack__gw_fold(m, ts, &n_t, &folded, err)) != MLSTACK_OK) ok = 0;
     ok = ok && mlstack__gw_keys(m, arch, &kv, &n_kv, &r, err);
     ok = ok && mlstack__gw_header(ts, n_t, n_kv, &kv, &hdr);
     if (!ok && r == MLSTACK_OK) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -33678,6 +35340,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     MLSTACK_FREE(ts);
     MLSTACK_FREE(rope_factors);
     MLSTACK_FREE(head_q8);
+    MLSTACK_FREE(folded);
     return r;
 }
 /* ---- end of GGUF files as models ---- */
@@ -34073,7 +35736,7 @@ static int mlstack__rand_gemma4(mlstack_model *m, mlstack__pool *pool, mlstack_d
     float *ones;
     int l, ok;
     if (!(c->fam->flags & MLSTACK__F_GEMMA4)) return 1;
-    if (n < (size_t)c->head_dim) n = (size_t)c->head_dim;
+    if (n < (size_t)mlstack__max_dh(c)) n = (size_t)mlstack__max_dh(c);
     if (!(ones = (float *)mlstack__model_own(m, n * sizeof(float)))) return 0;
     for (i = 0; i < n; i++) ones[i] = 1.0f;
     m->ones = ones;
@@ -34137,12 +35800,15 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
         }
         MLSTACK_FREE(text);
     }
+    if (r == MLSTACK_OK && m->cfg.altup_n) /* AltUp and Laurel weights are not made yet */
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: random %s weights are not supported yet", path,
+                          m->cfg.architecture);
     if (r == MLSTACK_OK && mlstack__pool_init(&pool, mlstack__cpu_count()) != 0) {
         mlstack__pool_free(&pool);
         r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "could not start threads to fill the weights");
     } else if (r == MLSTACK_OK) {
         const mlstack__config *c = &m->cfg;
-        int l, qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim, ok;
+        int l, qd = c->n_heads * mlstack__max_dh(c), kvd, ok;
         size_t n_ones = (size_t)(c->n_embd > qd ? c->n_embd : qd), n_zeros = (size_t)c->n_ff, i;
         if ((size_t)c->moe_ff > n_zeros) n_zeros = (size_t)c->moe_ff;
         if ((size_t)c->shared_ff > n_zeros) n_zeros = (size_t)c->shared_ff;
@@ -34182,6 +35848,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             L->post_ffn_norm = c->fam->norm.post_ffn ? ones : NULL;
             if (c->qk_norm != MLSTACK__QK_NORM_NONE) L->q_norm = L->k_norm = ones;
             mlstack__layer_kind(c, l, L);
+            qd = c->n_heads * L->head_dim, kvd = L->n_kv_heads * L->head_dim;
             L->xielu[0] = L->xielu[1] = 0.8f, L->xielu[2] = 0.5f, L->xielu[3] = -1e-6f; /* xIELU's defaults */
             if (L->kind == MLSTACK__LAYER_DELTANET) ok = mlstack__rand_delta(m, &pool, dtype, L, seed, t);
             else if (L->kind != MLSTACK__LAYER_ATTN)
@@ -34219,7 +35886,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
 
 /* ==== 20. KVCACHE ==== */ /* >>kvcache */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* One pool of fixed-size pages allocated once under a byte budget. A page holds the keys and
    values of P consecutive positions of one sequence for every layer, so a sequence's cache is
    just its page table (page ids, one per P positions) and pages come and go in O(1) from a free
@@ -34227,7 +35894,8 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
        [layer][k or v][kv head], keys P x Dh elements [Dh][slot], values P x Dv [slot 0..P-1][Dv]
    i.e. with W = Hkv (Dh + Dv) elements a position of a layer (row_elems), key (l, h, s, d) at
    (l W P + h Dh P) + d P + s and value (l, h, s, d) at (l W P + Hkv Dh P + h Dv P) + s Dv + d.
-   The widths are data (mlstack__kv_widths): Dv = Dh, except for multi-head latent attention
+   The widths are data (mlstack__kv_widths): per layer where layers differ in head size (Gemma 4's
+   full layers: kv->lay, each layer's blocks at its own offset of the page); Dv = Dh, except for multi-head latent attention
    (DeepSeek), whose one KV head's key is the position's normalised latent and rope key (Dh =
    kv_lora_rank + qk_rope_head_dim) and whose values are that key's first kv_lora_rank dims, so
    Dv = 0 and nothing is stored twice (v_of_k; attention reads them from the keys). Attention reads
@@ -34260,6 +35928,15 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
        so carry the state at their ends: a match of m pages restores the snapshot of the m-th
        (a match shortens to the deepest page with one) and computes only the rest, with the same
        bits as a cold run (the state is the exact floats the cold run had there).
+       A prompt the scheduler admits also gets a ladder of snapshots back from its last full
+       page e (snap_end): at pages e, e-1, e-3, e-7, ... (mlstack__snap_rung). A later request
+       that shares the prompt up to g pages before its end then restores at most g + 1 pages back
+       from where it parts, so it recomputes about as much as the earlier prompt had after the
+       shared part (a system prompt with another question: one page), not up to snap_every
+       pages; log2 snapshots per prompt. Like vLLM's and SGLang's hybrid caches, which keep the
+       state at the end of each request's cached prefix. Every wanted snapshot takes a free slot
+       of the pool or, when none is free, evicts least-recently-used unpinned leaves of the tree
+       until one is (the snapshot pool is LRU with the pages).
      - the kept copy (ckpt, ckpt_len positions): what speculative decoding rolls back to.
    All of it is allocated at init and counted in the byte budget with the pages: live and kept
    states per slot first, then pages and a snapshot every snap_every pages. */
@@ -34269,6 +35946,8 @@ typedef struct mlstack__kv_seq {
     int sched; /* owned by the scheduler: the low-level eval API may not touch it */
     int32_t len; /* positions held */
     int32_t ckpt_len; /* hybrids: positions of the kept copy of the state, -1 none */
+    int32_t snap_end; /* hybrids: full pages of the prompt the scheduler admitted here (0: none), the
+                         end of its ladder of snapshots (mlstack__snap_rung) */
     int rope_long; /* longrope: the long factors for every row computed from now on, not only past
                       the original context (a request whose prompt exceeds it, >>forward mlstack__embed) */
     int32_t *pages; /* page table */
@@ -34296,6 +35975,12 @@ typedef struct mlstack__radix {
     uint64_t n_evicted; /* pages dropped from the tree, ever */
 } mlstack__radix;
 
+/* Layer i's blocks with per-layer head sizes: at off elements of a page, nh heads of keys of dh
+   and values of dv. */
+typedef struct mlstack__kv_lay {
+    size_t off, dh, dv, nh;
+} mlstack__kv_lay;
+
 typedef struct mlstack__kv {
     unsigned char *data; /* n_pages * page_bytes */
     mlstack_dtype dtype; /* the keys' elements (dense keys; latent attention: keys and values) */
@@ -34312,6 +35997,7 @@ typedef struct mlstack__kv {
     size_t head_elems; /* Dh: a key's width; a page holds [layer][K: kv head][slot][Dh], [V: kv head][slot][Dv] */
     size_t v_elems; /* Dv: a value's width in the cache (Dh; 0 where values are read from the keys) */
     size_t v_of_k; /* latent attention: the values are the keys' first v_of_k dims (the latent); else 0 */
+    mlstack__kv_lay *lay; /* per-layer head sizes (config var_heads, one rank); NULL: every layer row_elems wide */
     int *free_stack;
     int n_free;
     int32_t *ref; /* per page: references (0 = on the free stack) */
@@ -34405,9 +36091,10 @@ static size_t mlstack__kv_type_bytes(mlstack_kv_type t, size_t n) {
 /* Bytes one position takes over every attention layer at key type kt and value type vt (latent
    attention: one key, no value; >>model mlstack__kv_token_elems). */
 static uint64_t mlstack__kv_token_bytes(const mlstack__config *c, mlstack_kv_type kt, mlstack_kv_type vt) {
-    uint64_t per_layer =
-        (uint64_t)c->n_kv_heads * (mlstack__kv_type_bytes(kt, (size_t)c->head_dim) +
-                                   (c->mla_rank ? 0 : mlstack__kv_type_bytes(vt, (size_t)c->head_dim)));
+    uint64_t per_layer;
+    if (c->var_heads) return mlstack__kv_type_bytes(kt, mlstack__kv_token_elems(c)); /* one dense type */
+    per_layer = (uint64_t)c->n_kv_heads * (mlstack__kv_type_bytes(kt, (size_t)c->head_dim) +
+                                           (c->mla_rank ? 0 : mlstack__kv_type_bytes(vt, (size_t)c->head_dim)));
     return (uint64_t)(c->n_recurrent || c->n_kv_shared ? c->n_kv_layers : c->n_layers) * per_layer;
 }
 
@@ -34422,6 +36109,24 @@ static void mlstack__kv_widths(mlstack__kv *kv, const mlstack__config *c, int kv
     kv->k_bytes = mlstack__kv_type_bytes(kv->ktype, kv->head_elems);
     kv->v_bytes = mlstack__kv_type_bytes(kv->vtype, kv->v_elems);
     kv->row_bytes = (size_t)kv_heads * (kv->k_bytes + kv->v_bytes);
+}
+
+/* Per-layer blocks (c->var_heads, one rank): each layer that stores KV at its own offset of a
+   page, its own heads and widths; page_elems their sum. 0, or -1 out of memory. */
+static int mlstack__kv_layout(mlstack__kv *kv, const mlstack__config *c) {
+    size_t off = 0, P = (size_t)kv->page_tokens;
+    int l, i = 0;
+    kv->lay = (mlstack__kv_lay *)mlstack__calloc((size_t)c->n_layers, sizeof *kv->lay);
+    if (!kv->lay) return -1;
+    for (l = 0; l < c->n_layers; l++)
+        if (mlstack__stores_kv(c, l)) {
+            mlstack__kv_lay *y = &kv->lay[i++];
+            y->off = off, y->nh = (size_t)mlstack__layer_kvh(c, l), y->dh = (size_t)mlstack__layer_dh(c, l);
+            y->dv = c->mla_rank ? 0 : y->dh;
+            off += P * y->nh * (y->dh + y->dv);
+        }
+    kv->page_elems = off;
+    return 0;
 }
 
 /* The pool holds as many pages as `budget` gives pages of all c->n_kv_heads; the data is
@@ -34448,11 +36153,10 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     mlstack__kv_widths(kv, c, c->n_kv_heads);
     /* pages hold the attention layers that store KV (not recurrent ones, not shared-KV ones) */
     if ((c->n_recurrent || c->n_kv_shared) && n_layers == c->n_layers) n_layers = c->n_kv_layers;
-    kv->page_elems =
-        (size_t)(c->n_recurrent || c->n_kv_shared ? c->n_kv_layers : c->n_layers) * (size_t)page_tokens * kv->row_elems;
-    page_bytes = (uint64_t)(c->n_recurrent || c->n_kv_shared ? c->n_kv_layers : c->n_layers) * (uint64_t)page_tokens *
-                 kv->row_bytes;
-    if (!page_bytes) page_bytes = 1; /* no attention layer (Mamba2): a page carries tokens and snapshots */
+    kv->page_elems = (size_t)mlstack__kv_token_elems(c) * (size_t)page_tokens;
+    if (!kv->page_elems) kv->page_elems = 1; /* no attention layer (Mamba2): a page carries tokens and snapshots */
+    page_bytes = mlstack__kv_token_bytes(c, kt, vt) * (uint64_t)page_tokens;
+    if (!page_bytes) page_bytes = 1;
     if ((r = mlstack__state_budget(kv, c, &budget, &page_bytes, max_seqs, err)) != MLSTACK_OK) return r;
     if (budget / page_bytes < 1)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem %llu bytes is less than one page (%llu bytes)",
@@ -34464,6 +36168,9 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     mlstack__kv_widths(kv, c, kv_heads);
     kv->page_elems = (size_t)n_layers * (size_t)page_tokens * kv->row_elems;
     kv->page_bytes = (size_t)n_layers * (size_t)page_tokens * kv->row_bytes;
+    if (c->var_heads && mlstack__kv_layout(kv, c) != 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if (kv->lay) kv->page_bytes = kv->page_elems * kv->esize; /* one dense type (mlstack__kv_types) */
     if (!kv->page_elems) kv->page_elems = 1;
     if (!kv->page_bytes) kv->page_bytes = 1;
     here_bytes = (uint64_t)kv->page_bytes;
@@ -34494,6 +36201,7 @@ static void mlstack__kv_free(mlstack__kv *kv) {
     MLSTACK_FREE(kv->seqs);
     MLSTACK_FREE(kv->free_stack);
     MLSTACK_FREE(kv->ref);
+    MLSTACK_FREE(kv->lay);
     mlstack__aligned_free(kv->data);
     memset(kv, 0, sizeof *kv);
 }
@@ -34605,14 +36313,25 @@ MLSTACK__FN int32_t mlstack__state_floor(const mlstack__kv *kv, int seq, int32_t
     return best;
 }
 
+/* Whether the page ending `pages` pages into a prompt of `end` full pages is a rung of its
+   ladder: end - pages is 0, 1, 3, 7, 15, ... */
+static int mlstack__snap_rung(int32_t end, int32_t pages) {
+    int32_t gap = end - pages;
+    return gap >= 0 && ((gap + 1) & gap) == 0;
+}
+
+static int mlstack__radix_evict_snap(mlstack__kv *kv);
+
 /* Before a forward pass over positions [from, to) of s: snapshots for the pages that end in that
-   range at a depth that asks for one (while the pool has one free). */
+   range at a depth that asks for one (every snap_every pages, and the rungs of s's prompt
+   ladder), evicting from the tree when the pool has none free. */
 MLSTACK__FN void mlstack__state_plan(mlstack__kv *kv, mlstack__kv_seq *s, int32_t from, int32_t to) {
     int P = kv->page_tokens, d;
     if (!kv->state_floats) return;
     for (d = from / P; (int64_t)(d + 1) * P <= to && d < s->n_pages; d++) {
         int32_t pg = s->pages[d];
-        if ((d + 1) % kv->snap_every || kv->snap_of[pg] >= 0 || !kv->n_snap_free) continue;
+        if (kv->snap_of[pg] >= 0 || ((d + 1) % kv->snap_every && !mlstack__snap_rung(s->snap_end, d + 1))) continue;
+        if (!kv->n_snap_free && !mlstack__radix_evict_snap(kv)) continue;
         kv->snap_of[pg] = kv->snap_free[--kv->n_snap_free];
     }
 }
@@ -34823,6 +36542,18 @@ MLSTACK__FN int mlstack__radix_evict(mlstack__kv *kv, int want) {
     return kv->n_free;
 }
 
+/* Evicts unpinned leaves, least recently used first, until a state snapshot is free. Returns
+   whether one is. */
+static int mlstack__radix_evict_snap(mlstack__kv *kv) {
+    while (!kv->n_snap_free) {
+        mlstack__rnode *v = mlstack__radix_lru_leaf(&kv->radix.root, NULL);
+        if (!v) break;
+        kv->radix.n_evicted += (uint64_t)v->n_pages;
+        mlstack__radix_remove_leaf(kv, v);
+    }
+    return kv->n_snap_free > 0;
+}
+
 /* Pages that evicting every unpinned node would free. */
 static int mlstack__radix_evictable(const mlstack__kv *kv) { return kv->radix.n_cached - kv->radix.n_pinned; }
 
@@ -34846,9 +36577,12 @@ static void mlstack__radix_free_all(mlstack__kv *kv) { mlstack__radix_free_subtr
    of `layer`, K (kvi = 0) or V (kvi = 1), in the page of position pos of sequence s. */
 static unsigned char *mlstack__kv_block(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kvi, int h,
                                         int32_t pos) {
-    size_t nh = kv->row_elems / (kv->head_elems + kv->v_elems), P = (size_t)kv->page_tokens;
-    size_t at = (size_t)layer * P * kv->row_bytes +
-                (kvi ? nh * P * kv->k_bytes + (size_t)h * P * kv->v_bytes : (size_t)h * P * kv->k_bytes);
+    size_t nh = kv->row_elems / (kv->head_elems + kv->v_elems), P = (size_t)kv->page_tokens,
+           at = (size_t)layer * P * kv->row_bytes, kb = kv->k_bytes, vb = kv->v_bytes;
+    if (kv->lay) /* per-layer head sizes: one dense type */
+        at = kv->lay[layer].off * kv->esize, nh = kv->lay[layer].nh, kb = kv->lay[layer].dh * kv->esize,
+        vb = kv->lay[layer].dv * kv->esize;
+    at += kvi ? nh * P * kb + (size_t)h * P * vb : (size_t)h * P * kb;
     return kv->data + (size_t)s->pages[pos / kv->page_tokens] * kv->page_bytes + at;
 }
 
@@ -34857,8 +36591,8 @@ static unsigned char *mlstack__kv_block(const mlstack__kv *kv, const mlstack__kv
    then times 1/8 (exact), so the same bits everywhere. A quantized cache stores H k and H v and
    attention takes H q (q . k unchanged) and H of its output: the rotation spreads a head's
    outlier dims over its block, so the blocks' scales fit the rest (llama.cpp rotates its
-   quantized caches so too; SmolLM2-135M, 1,024 tokens, Q4_0 K and V: mean KL 0.134 -> see
-   docs/performance-log.md). */
+   quantized caches so too; SmolLM2-135M, 1,024 tokens, Q4_0 K and V: mean KL 0.134 without
+   it, docs/performance-log.md). */
 static void mlstack__kv_rot(float *x, size_t n) {
     size_t b, h, i, j;
     for (b = 0; b + 64 <= n; b += 64) {
@@ -34881,20 +36615,21 @@ static void mlstack__kv_rot(float *x, size_t n) {
 static void mlstack__kv_store(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int h, int32_t pos,
                               const float *key, const float *val,
                               void (*from_f32)(mlstack_dtype, const float *, void *, size_t)) {
-    size_t es = kv->esize, Dh = kv->head_elems, slot = (size_t)(pos % kv->page_tokens),
+    size_t es = kv->esize, Dh = kv->lay ? kv->lay[layer].dh : kv->head_elems,
+           Dv = kv->lay ? kv->lay[layer].dv : kv->v_elems, slot = (size_t)(pos % kv->page_tokens),
            col = (size_t)kv->page_tokens * es, d0, i;
     unsigned char tmp[64 * 4], qb[MLSTACK__KV_QMAX / 32 * 34], *kd = mlstack__kv_block(kv, s, layer, 0, h, pos);
+    size_t vb = kv->lay ? Dv * kv->esize : kv->v_bytes;
     float xr[MLSTACK__KV_QMAX];
     if (kv->rot_v) {
-        memcpy(xr, val, sizeof(float) * kv->v_elems);
-        mlstack__kv_rot(xr, kv->v_elems);
+        memcpy(xr, val, sizeof(float) * Dv);
+        mlstack__kv_rot(xr, Dv);
         val = xr;
     }
-    if (kv->v_elems && kv->vq)
-        mlstack__ggml_quantize_row(kv->vq, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * kv->v_bytes,
-                                   (int)kv->v_elems);
-    else if (kv->v_elems)
-        from_f32(kv->vdtype, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * kv->v_bytes, kv->v_elems);
+    if (Dv && kv->vq)
+        mlstack__ggml_quantize_row(kv->vq, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * vb, (int)Dv);
+    else if (Dv)
+        from_f32(kv->vdtype, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * vb, Dv);
     kd += slot * es;
     if (kv->kq) { /* the row's block bytes, byte t at row t of the block (one every page_tokens) */
         if (kv->rot_k) {
@@ -34932,12 +36667,13 @@ static void mlstack__fetch_range(const unsigned char *p, size_t n) {
 static int mlstack__kv_chunk_runs(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int32_t t, int n, int h,
                                   const void **k, const void **v, int *len) {
     int P = kv->page_tokens, slot = t % P, nr = 0;
-    size_t ks = kv->esize, Dv = kv->v_elems;
+    size_t ks = kv->esize, Dv = kv->lay ? kv->lay[layer].dv : kv->v_elems,
+           vb = kv->lay ? kv->lay[layer].dv * kv->esize : kv->v_bytes;
     int32_t pg = t / P;
     for (; n > 0; n -= len[nr++], slot = 0, pg++) {
         len[nr] = P - slot < n ? P - slot : n;
         k[nr] = mlstack__kv_block(kv, s, layer, 0, h, pg * P) + (size_t)slot * ks;
-        v[nr] = Dv ? mlstack__kv_block(kv, s, layer, 1, h, pg * P) + (size_t)slot * kv->v_bytes : NULL;
+        v[nr] = Dv ? mlstack__kv_block(kv, s, layer, 1, h, pg * P) + (size_t)slot * vb : NULL;
     }
     return nr;
 }
@@ -34947,13 +36683,14 @@ static int mlstack__kv_chunk_runs(const mlstack__kv *kv, const mlstack__kv_seq *
    columns close together), they go to f's regions, for kernels to ask for a line per step of
    their loops; else all now. The values fetched apart, before the sums, or the fetch two
    chunks ahead, was no faster. */
-static void mlstack__kv_fetch(const mlstack__kv *kv, const void *const *k, const void *const *v, const int *len, int nr,
-                              mlstack__fetch *f) {
-    size_t es = kv->esize, Dh = kv->head_elems, col = (size_t)kv->page_tokens * es;
+static void mlstack__kv_fetch(const mlstack__kv *kv, int layer, const void *const *k, const void *const *v,
+                              const int *len, int nr, mlstack__fetch *f) {
+    size_t es = kv->esize, Dh = kv->lay ? kv->lay[layer].dh : kv->head_elems, col = (size_t)kv->page_tokens * es;
     int r, d;
     if (kv->kq) Dh = kv->k_bytes; /* quantized keys: k_bytes rows of bytes */
     for (r = 0; r < nr; r++) {
-        size_t kspan = ((Dh - 1) * (size_t)kv->page_tokens + (size_t)len[r]) * es, vspan = (size_t)len[r] * kv->v_bytes;
+        size_t kspan = ((Dh - 1) * (size_t)kv->page_tokens + (size_t)len[r]) * es,
+               vspan = (size_t)len[r] * (kv->lay ? kv->lay[layer].dv * es : kv->v_bytes);
         if (f && col <= 128) {
             mlstack__fetch_add(f, k[r], kspan);
             if (vspan) mlstack__fetch_add(f, v[r], vspan);
@@ -35120,7 +36857,8 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
             direct &= len[r] % 8 == 0;
         while (fe.at != fe.end || fe.i < fe.n) mlstack__fetch_step(&fe); /* this chunk's lines not yet asked for */
         fe.i = fe.n = 0, fe.at = fe.end = NULL;
-        mlstack__kv_fetch(kv, kn_, vn_, lenn, nnext, direct ? &fe : NULL); /* direct: from inside the kernels' loops */
+        mlstack__kv_fetch(kv, layer, kn_, vn_, lenn, nnext,
+                          direct ? &fe : NULL); /* direct: from inside the kernels' loops */
         if (kv->v_of_k) mlstack__kv_chunk_latent(kn, kv->dtype, kr, len, nrun, (size_t)kv->page_tokens, Dh, Dv, kt, vf);
         else if (kv->mixed)
             mlstack__kv_chunk_any(kn, kv, kr, vr, len, nrun, kt, vf);
@@ -35160,7 +36898,7 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
 
 /* ==== 21. COMMUNICATION ==== */ /* >>comm */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* What a rank is and how ranks talk: the state one rank's forward pass reads and writes (its
    share of the model, scratch, the exchanged tensors), the communicator (the rank threads of
    this process, or a mlstack_transport such as MPI) and its primitives: barrier, broadcast,
@@ -35222,6 +36960,7 @@ typedef struct mlstack__scratch {
     /* per-layer inputs (Gemma 4, one rank): every layer's input (B, L P), the gate (B, P), the
        projection back (B, D) */
     float *ple, *ple_g, *ple_y;
+    float *alt, *alt_pred, *alt_t, *alt_r, *laurel, *laurel_t; /* Gemma 3n (>>forward AltUp) */
 } mlstack__scratch;
 
 /* One rank's share of the model: ranges [first, end) of each split dimension. */
@@ -35601,7 +37340,7 @@ static int mlstack__pipe(mlstack__rank *rk, int send, float *buf, size_t n, int 
 
 /* ==== 22. FORWARD ==== */ /* >>forward */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* One forward pass over a ragged batch: B rows, each (sequence, position, token). x = the
    token's embedding * embed_scale; per layer (a norm the family lacks is skipped, see
    mlstack__families; every norm is RMSNorm with its weight as applied, or LayerNorm with
@@ -35651,7 +37390,7 @@ static void mlstack__attn_block(const mlstack__attn_job *j, int i, int kh, int h
     mlstack__rank *rk = j->rk;
     const mlstack__config *c = &rk->model->cfg;
     const mlstack__shard *sh = &rk->sh;
-    int b0 = j->blk[i], R = j->blk[i + 1] - b0, r, Dh = c->head_dim;
+    int b0 = j->blk[i], R = j->blk[i + 1] - b0, r, Dh = rk->layers[j->layer].head_dim;
     const mlstack_batch_row *row = &j->rows[b0];
     size_t ldq = (size_t)(sh->q1 - sh->q0) * Dh, lda = (size_t)c->n_heads * Dh;
     int32_t t1[MLSTACK__ATT_ROWS];
@@ -35661,7 +37400,13 @@ static void mlstack__attn_block(const mlstack__attn_job *j, int i, int kh, int h
                     &rk->kv.seqs[row->seq], rk->layers[j->layer].kv_layer - rk->layers[rk->l0].kv_layer, kh - sh->k0,
                     Dh, mlstack__window_from(rk->layers[j->layer].window, row->pos), t1, c->attn_scale, c->attn_softcap,
                     rk->layers[j->layer].sinks ? rk->layers[j->layer].sinks + h0 : NULL,
-                    rk->s.scores + (size_t)thread * mlstack__attend_scratch(c->n_heads / c->n_kv_heads, Dh));
+                    rk->s.scores + (size_t)thread * mlstack__attend_scratch(mlstack__max_group(c), mlstack__max_dh(c)));
+}
+
+/* The KV heads of layer L the rank holds: its shard's, or with per-layer head sizes (one rank)
+   the layer's own. */
+static int mlstack__kv_heads_here(const mlstack__rank *rk, const mlstack__layer *L) {
+    return rk->model->cfg.var_heads ? L->n_kv_heads : rk->sh.k1 - rk->sh.k0;
 }
 
 /* The rank's query heads that read KV head kh: [*h0, return value). */
@@ -35680,7 +37425,8 @@ static void mlstack__attn_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__attn_job *j = (const mlstack__attn_job *)ctx;
     const mlstack__shard *sh = &j->rk->sh;
     const mlstack__config *c = &j->rk->model->cfg;
-    int nkv = sh->k1 - sh->k0, nq = sh->q1 - sh->q0, G = c->n_heads / c->n_kv_heads;
+    const mlstack__layer *L = &j->rk->layers[j->layer];
+    int nkv = mlstack__kv_heads_here(j->rk, L), nq = sh->q1 - sh->q0, G = c->n_heads / L->n_kv_heads;
     if (j->by_head) {
         int64_t P = (int64_t)j->n_blk * nq, p = P * task / n_tasks, p1 = P * (task + 1) / n_tasks;
         while (p < p1) {
@@ -35732,9 +37478,10 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
     const mlstack__layer *L = &rk->layers[j->layer];
     const mlstack_batch_row *row = &j->rows[task];
     mlstack__scratch *s = &rk->s;
-    int Dh = c->head_dim, nq = rk->sh.q1 - rk->sh.q0, nkv = rk->sh.k1 - rk->sh.k0, kvd = nkv * Dh, h;
+    int Dh = L->head_dim, nq = rk->sh.q1 - rk->sh.q0, nkv = mlstack__kv_heads_here(rk, L), kvd = nkv * Dh, h,
+        rd = mlstack__rope_dim(c, L->rope);
     float *q = s->q + (size_t)task * nq * Dh, *k = s->k + (size_t)task * kvd;
-    const float *cs = s->rope + (size_t)task * 2 * Dh + (size_t)L->rope * c->rot_dim;
+    const float *cs = s->rope + (size_t)task * 2 * mlstack__max_dh(c) + mlstack__rope_off(c, L->rope);
     const mlstack__kv_seq *sq = &rk->kv.seqs[row->seq];
     int whole = c->qk_norm == MLSTACK__QK_NORM_WHOLE, own = c->qk_norm == MLSTACK__QK_NORM_HEAD_LN;
     float qs = 1.0f;
@@ -35750,7 +37497,7 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
         if (own) mlstack__layernorm(q + h * Dh, q + h * Dh, L->q_norm + (size_t)(rk->sh.q0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->q_norm && !whole)
             rk->k->rmsnorm(q + h * Dh, q + h * Dh, L->q_norm, Dh, c->eps);
-        if (!L->nope) rk->k->rope_apply(q + h * Dh, c->rot_dim, cs);
+        if (!L->nope) rk->k->rope_apply(q + h * Dh, rd, cs);
     }
     if (qs != 1.0f)
         for (h = 0; h < nq * Dh; h++) q[h] *= qs;
@@ -35762,7 +37509,7 @@ static void mlstack__rope_kv_task(void *ctx, int task, int n_tasks, int thread) 
         if (own) mlstack__layernorm(k + h * Dh, k + h * Dh, L->k_norm + (size_t)(rk->sh.k0 + h) * Dh, NULL, Dh, c->eps);
         else if (L->k_norm && !whole)
             rk->k->rmsnorm(k + h * Dh, k + h * Dh, L->k_norm, Dh, c->eps);
-        if (!L->nope) rk->k->rope_apply(k + h * Dh, c->rot_dim, cs);
+        if (!L->nope) rk->k->rope_apply(k + h * Dh, rd, cs);
     }
     /* the stage's KV holds its layers only */
     for (h = 0; h < nkv; h++)
@@ -35817,8 +37564,7 @@ static void mlstack__rope_dynamic(const mlstack__rope_cfg *t, int dim, int32_t s
 static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int B) {
     const mlstack_model *m = rk->model;
     const mlstack__config *c = &m->cfg;
-    int D = c->n_embd, Dh = c->head_dim, rd = c->rot_dim, n_tab = c->fam->flags & MLSTACK__F_LAYER_ROPE ? 2 : 1, b, t,
-        i;
+    int D = c->n_embd, Dh = mlstack__max_dh(c), rd, n_tab = c->fam->flags & MLSTACK__F_LAYER_ROPE ? 2 : 1, b, t, i;
     float dyn[MLSTACK__MAX_ROPE_PAIRS];
     MLSTACK__PROF_BEGIN(rk->pool, EMBED);
     for (b = 0; b < B && rk->stage == 0; b++) { /* later stages receive x from the one before */
@@ -35829,11 +37575,12 @@ static void mlstack__embed(mlstack__rank *rk, const mlstack_batch_row *rows, int
     }
     for (b = 0; b < B; b++)
         for (t = 0; t < n_tab; t++) {
-            float *cs = rk->s.rope + (size_t)b * 2 * Dh + (size_t)t * rd;
-            const float *inv = m->inv_freq + (size_t)t * (rd / 2);
+            float *cs = rk->s.rope + (size_t)b * 2 * Dh + mlstack__rope_off(c, t);
+            const float *inv = m->inv_freq + mlstack__rope_off(c, t) / 2;
+            rd = mlstack__rope_dim(c, t);
             if (c->rope[t].kind == MLSTACK__ROPE_LONGROPE &&
                 (rows[b].pos >= c->rope[t].orig_max || rk->kv.seqs[rows[b].seq].rope_long))
-                inv = m->inv_freq_long + (size_t)t * (rd / 2);
+                inv = m->inv_freq_long + mlstack__rope_off(c, t) / 2;
             if (c->rope[t].kind == MLSTACK__ROPE_DYNAMIC && rows[b].pos + 1 > c->rope[t].orig_max) {
                 mlstack__rope_dynamic(&c->rope[t], rd, rows[b].pos + 1, dyn);
                 inv = dyn;
@@ -36575,25 +38322,195 @@ static void mlstack__ple_inputs(mlstack__rank *rk, const mlstack_batch_row *rows
     }
 }
 
+/* A layer's per-layer input update (Gemma 4 / 3n, one rank): out (B, D) = RMSNorm((act(src Wg)
+   * ple_l) Wp) of rows src. */
+static void mlstack__ple_update(mlstack__rank *rk, const mlstack__layer *L, const float *src, float *out, int B,
+                                int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    size_t i, P = (size_t)c->ple_dim;
+    int b;
+    mlstack__project(rk, src, B, 1, &L->w_ple_gate, s->ple_g, NULL, NULL, NULL, NULL);
+    mlstack__swiglu_rows(rk, s->ple_g, NULL, B, (int)P, l);
+    for (b = 0; b < B; b++)
+        for (i = 0; i < P; i++)
+            s->ple_g[(size_t)b * P + i] *= s->ple[((size_t)b * (size_t)c->n_layers + (size_t)l) * P + i];
+    mlstack__project(rk, s->ple_g, B, 1, &L->w_ple_proj, s->ple_y, NULL, NULL, NULL, NULL);
+    mlstack__rmsnorm_rows(rk, out, s->ple_y, L->ple_norm, NULL, B, l);
+}
+
 /* The end of a Gemma 4 layer (one rank): with per-layer inputs x += RMSNorm((act(x Wg) * ple_l)
    Wp); then x *= layer_scalar. */
 static void mlstack__gemma4_tail(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
     const mlstack__config *c = &rk->model->cfg;
     mlstack__scratch *s = &rk->s;
-    size_t i, n = (size_t)B * (size_t)c->n_embd, P = (size_t)c->ple_dim;
-    int b;
+    size_t i, n = (size_t)B * (size_t)c->n_embd;
     if (L->w_ple_gate.data) {
-        mlstack__project(rk, s->x, B, 1, &L->w_ple_gate, s->ple_g, NULL, NULL, NULL, NULL);
-        mlstack__swiglu_rows(rk, s->ple_g, NULL, B, (int)P, l);
-        for (b = 0; b < B; b++)
-            for (i = 0; i < P; i++)
-                s->ple_g[(size_t)b * P + i] *= s->ple[((size_t)b * (size_t)c->n_layers + (size_t)l) * P + i];
-        mlstack__project(rk, s->ple_g, B, 1, &L->w_ple_proj, s->ple_y, NULL, NULL, NULL, NULL);
-        mlstack__rmsnorm_rows(rk, s->xn, s->ple_y, L->ple_norm, NULL, B, l);
+        mlstack__ple_update(rk, L, s->x, s->xn, B, l);
         mlstack__residual_add(rk, s->x, s->xn, B, l);
     }
     if (L->layer_scale != 1.0f)
         for (i = 0; i < n; i++) s->x[i] *= L->layer_scale;
+}
+
+/* ---- Gemma 3n: AltUp's residual streams, Laurel, activation sparsity (one rank) ----
+   The residual is n = altup_n streams X_0 .. X_{n-1} (s->alt: stream i of row b at (i B + b) D),
+   and a layer computes on the active one (a = altup_active) between AltUp's prediction and its
+   correction (transformers' Gemma3nTextAltUp, Gemma3nTextDecoderLayer):
+       r = tanh((rmsnorm(X_a) / D) Wrouter^T)  (n,);  c = r Wpred^T  (n n,)
+       pred_i = X_i + sum_j X_j c[i n + j];  x = pred_a
+       xn = norm(x); x += post_norm(attention(xn)); x = (x + xn + norm(xn Wl^T Wr^T)) / sqrt(2)  (Laurel)
+       x += post_norm(mlp(pre_norm(x)))   (a sparse layer's gate g: relu(g - mean(g) - k std(g)) first)
+       r' = tanh((rmsnorm(x) / D) Wrouter^T);  X_i = pred_i + (x - pred_a) (1 + r' Wcorr^T)_i
+       X_1 .. X_{n-1} += RMSNorm((act((X_a * correct_output_scale) Wg) * ple_l) Wp)
+   Streams 1.. start as x0 Wproj_i rescaled to x0's RMS (the embedding's) and end as X_i Wunembed_i
+   rescaled to X_0's; the final norm reads their mean. Every step is per row, in a fixed order. */
+
+/* mean(x^2) of n floats (sums of exact squares in double, rounded once). */
+static float mlstack__mean_sq(const float *x, int n) {
+    double sq = 0;
+    int i;
+    for (i = 0; i < n; i++) sq += (double)x[i] * (double)x[i];
+    return (float)(sq / n);
+}
+/* p (D,) times target / its own RMS (at least sqrt(1e-5)), as transformers rescales the streams. */
+static void mlstack__altup_rescale(float *p, float target, int D) {
+    float ms = mlstack__mean_sq(p, D), nw = sqrtf(ms < 1e-5f ? 1e-5f : ms);
+    int d;
+    for (d = 0; d < D; d++) {
+        float t = p[d] * target;
+        p[d] = t / nw;
+    }
+}
+/* r (B, n) = tanh((rmsnorm(x) / D) Wrouter^T) of rows x (B, D). */
+static void mlstack__altup_route(mlstack__rank *rk, const mlstack__layer *L, const float *x, float *r, int B, int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    int n = c->altup_n, D = c->n_embd, b, i, d;
+    float inv = (float)(1.0 / D), *t = rk->s.alt_t;
+    mlstack__rmsnorm_rows(rk, t, x, L->alt_router_norm, NULL, B, l);
+    for (b = 0; b < B; b++)
+        for (i = 0; i < n; i++) {
+            const float *xr = t + (size_t)b * D, *w = L->alt_router + (size_t)i * D;
+            float acc = 0;
+            for (d = 0; d < D; d++) acc = MLSTACK__FMAF(xr[d] * inv, w[d], acc);
+            r[b * n + i] = mlstack__tanh_canon(acc);
+        }
+}
+/* The streams' prediction into s->alt_pred; x = the active one's. */
+static void mlstack__altup_predict(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int n = c->altup_n, D = c->n_embd, b, i, j, d, k;
+    size_t BD = (size_t)B * (size_t)D;
+    float coef[16 * 16];
+    mlstack__altup_route(rk, L, s->alt + (size_t)c->altup_active * BD, s->alt_r, B, l);
+    for (b = 0; b < B; b++) {
+        for (k = 0; k < n * n; k++) {
+            float acc = 0;
+            for (j = 0; j < n; j++) acc = MLSTACK__FMAF(L->alt_pred[k * n + j], s->alt_r[b * n + j], acc);
+            coef[k] = acc;
+        }
+        for (i = 0; i < n; i++)
+            for (d = 0; d < D; d++) {
+                float acc = 0;
+                for (j = 0; j < n; j++) acc = MLSTACK__FMAF(s->alt[j * BD + (size_t)b * D + d], coef[i * n + j], acc);
+                s->alt_pred[i * BD + (size_t)b * D + d] = acc + s->alt[i * BD + (size_t)b * D + d];
+            }
+    }
+    memcpy(s->x, s->alt_pred + (size_t)c->altup_active * BD, sizeof(float) * BD);
+}
+/* The correction of the predicted streams by the layer's output x into s->alt, then the
+   per-layer input's update of the active stream added to streams 1 .. n - 1. */
+static void mlstack__altup_correct(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int n = c->altup_n, D = c->n_embd, a = c->altup_active, b, i, j, d;
+    size_t BD = (size_t)B * (size_t)D, o;
+    mlstack__altup_route(rk, L, s->x, s->alt_r, B, l);
+    for (b = 0; b < B; b++)
+        for (i = 0; i < n; i++) {
+            float acc = 0;
+            for (j = 0; j < n; j++) acc = MLSTACK__FMAF(L->alt_corr[i * n + j], s->alt_r[b * n + j], acc);
+            acc = acc + 1.0f;
+            for (d = 0; d < D; d++) {
+                o = (size_t)b * D + (size_t)d;
+                s->alt[i * BD + o] = MLSTACK__FMAF(s->x[o] - s->alt_pred[a * BD + o], acc, s->alt_pred[i * BD + o]);
+            }
+        }
+    if (!L->w_ple_gate.data) return;
+    for (o = 0; o < BD; o++)
+        s->alt_t[o] = L->alt_scale ? s->alt[a * BD + o] * L->alt_scale[o % (size_t)D] : s->alt[a * BD + o];
+    mlstack__ple_update(rk, L, s->alt_t, s->xn, B, l);
+    for (i = 1; i < n; i++) mlstack__residual_add(rk, s->alt + i * BD, s->xn, B, l);
+}
+/* Laurel's residual of the normed input xn into s->laurel: xn + norm(xn Wl^T Wr^T). */
+static void mlstack__laurel(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
+    mlstack__scratch *s = &rk->s;
+    size_t i, n = (size_t)B * (size_t)rk->model->cfg.n_embd;
+    mlstack__project(rk, s->xn, B, 1, &L->laurel_l, s->laurel_t, NULL, NULL, NULL, NULL);
+    mlstack__project(rk, s->laurel_t, B, 1, &L->laurel_r, s->laurel, NULL, NULL, NULL, NULL);
+    mlstack__rmsnorm_rows(rk, s->laurel, s->laurel, L->laurel_norm, NULL, B, l);
+    for (i = 0; i < n; i++) s->laurel[i] = s->xn[i] + s->laurel[i];
+}
+/* x = (x + laurel) / sqrt(2), after attention's residual. */
+static void mlstack__laurel_mix(mlstack__rank *rk, int B) {
+    mlstack__scratch *s = &rk->s;
+    size_t i, n = (size_t)B * (size_t)rk->model->cfg.n_embd;
+    for (i = 0; i < n; i++) {
+        float t = s->x[i] + s->laurel[i];
+        s->x[i] = t / 1.41421356f;
+    }
+}
+/* Activation sparsity of a layer's gate rows h (B, n): each cut at mean + sparse_k std (std
+   biased, statistics in double, rounded), relu(h - cut). */
+static void mlstack__gate_cut(const mlstack__layer *L, float *h, int B, int n) {
+    int b, i;
+    for (b = 0; b < B; b++) {
+        float *g = h + (size_t)b * n, mean, sd, cut;
+        double sum = 0, sq = 0;
+        for (i = 0; i < n; i++) sum += g[i];
+        mean = (float)(sum / n);
+        for (i = 0; i < n; i++) {
+            double e = (double)g[i] - (double)mean; /* exact, and so is e * e */
+            sq += e * e;
+        }
+        sd = (float)sqrt(sq / n);
+        cut = MLSTACK__FMAF(sd, L->sparse_k, mean);
+        for (i = 0; i < n; i++) {
+            float v = g[i] - cut;
+            g[i] = v > 0 ? v : 0.0f;
+        }
+    }
+}
+/* The streams from the embeddings x: X_0 = x, X_i = x Wproj_i rescaled to x's RMS. */
+static void mlstack__altup_embed(mlstack__rank *rk, int B) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int D = c->n_embd, i, b;
+    size_t BD = (size_t)B * (size_t)D;
+    memcpy(s->alt, s->x, sizeof(float) * BD);
+    for (i = 1; i < c->altup_n; i++) {
+        mlstack__project(rk, s->x, B, 1, &rk->model->alt_proj[i - 1], s->alt + i * BD, NULL, NULL, NULL, NULL);
+        for (b = 0; b < B; b++)
+            mlstack__altup_rescale(s->alt + i * BD + (size_t)b * D, sqrtf(mlstack__mean_sq(s->x + (size_t)b * D, D)),
+                                   D);
+    }
+}
+/* x = the mean of X_0 and each X_i Wunembed_i rescaled to X_0's RMS. */
+static void mlstack__altup_unembed(mlstack__rank *rk, int B) {
+    const mlstack__config *c = &rk->model->cfg;
+    mlstack__scratch *s = &rk->s;
+    int D = c->n_embd, i, b;
+    size_t BD = (size_t)B * (size_t)D, o;
+    memcpy(s->x, s->alt, sizeof(float) * BD);
+    for (i = 1; i < c->altup_n; i++) {
+        mlstack__project(rk, s->alt + i * BD, B, 1, &rk->model->alt_proj[c->altup_n - 2 + i], s->alt_t, NULL, NULL,
+                         NULL, NULL);
+        for (b = 0; b < B; b++)
+            mlstack__altup_rescale(s->alt_t + (size_t)b * D, sqrtf(mlstack__mean_sq(s->alt + (size_t)b * D, D)), D);
+        for (o = 0; o < BD; o++) s->x[o] = s->x[o] + s->alt_t[o];
+    }
+    for (o = 0; o < BD; o++) s->x[o] = s->x[o] / (float)c->altup_n;
 }
 
 /* q, k, v = in Wq, Wk, Wv; rope, KV; a = attention; xo = a Wo (exchanged or reduced over the
@@ -36604,14 +38521,13 @@ static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const m
     mlstack__scratch *s = &rk->s;
     mlstack__xbuf *xb = rk->xb;
     float *o = mlstack__slice(rk, xb->o, s->out);
-    int b, nq = (rk->sh.q1 - rk->sh.q0) * c->head_dim;
+    int b, Dh = L->head_dim, nq = (rk->sh.q1 - rk->sh.q0) * Dh, kvd = mlstack__kv_heads_here(rk, L) * Dh;
     if (c->mult.attn_in != 1.0f) in = mlstack__scaled(s->mix_in, in, c->mult.attn_in, (size_t)B * c->n_embd);
     /* shared-KV layers project q alone; k = v layers copy k's projection (Gemma 4) */
     mlstack__project(rk, in, B, L->kv_shared ? 1 : L->v_from_k ? 2 : 3, &L->wq, s->q, &L->wk, s->k, &L->wv, s->v);
-    if (L->v_from_k && !L->kv_shared)
-        memcpy(s->v, s->k, sizeof(float) * (size_t)B * (size_t)(rk->sh.k1 - rk->sh.k0) * (size_t)c->head_dim);
+    if (L->v_from_k && !L->kv_shared) memcpy(s->v, s->k, sizeof(float) * (size_t)B * (size_t)kvd);
     if (c->mult.key != 1.0f) /* Falcon-H1: keys times key_multiplier before RoPE */
-        mlstack__scaled(s->k, s->k, c->mult.key, (size_t)B * (size_t)(rk->sh.k1 - rk->sh.k0) * c->head_dim);
+        mlstack__scaled(s->k, s->k, c->mult.key, (size_t)B * (size_t)kvd);
     /* rope(q, k); k, v -> KV pages; a = attention(q; K, V) */
     mlstack__rope_kv(rk, aj, B);
     mlstack__attention(rk, aj, n_blk, B);
@@ -36619,7 +38535,7 @@ static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const m
     /* xo = a Wo */
     if (rk->reduce) { /* this rank's columns of a (into q, done with) times its columns of Wo */
         float *p = mlstack__partial(rk, 0, B);
-        size_t lda = (size_t)c->n_heads * (size_t)c->head_dim, c0 = (size_t)rk->sh.q0 * (size_t)c->head_dim;
+        size_t lda = (size_t)c->n_heads * (size_t)Dh, c0 = (size_t)rk->sh.q0 * (size_t)Dh;
         for (b = 0; b < B; b++)
             memcpy(s->q + (size_t)b * nq, xb->att + (size_t)b * lda + c0, sizeof(float) * (size_t)nq);
         mlstack__project(rk, s->q, B, 1, &L->wo, p, NULL, NULL, NULL, NULL);
@@ -36666,7 +38582,7 @@ static void mlstack__mla_row_task(void *ctx, int task, int n_tasks, int thread) 
     mlstack__scratch *s = &rk->s;
     int H = c->n_heads, R = c->mla_rank, dr = c->mla_rope, dn = c->mla_nope, Dh = c->head_dim, h;
     float *k = s->k + (size_t)task * Dh, *q = s->q + (size_t)task * H * Dh;
-    const float *qs = s->mla_q + (size_t)task * H * (dn + dr), *cs = s->rope + (size_t)task * 2 * Dh;
+    const float *qs = s->mla_q + (size_t)task * H * (dn + dr), *cs = s->rope + (size_t)task * 2 * mlstack__max_dh(c);
     (void)n_tasks, (void)thread;
     rk->k->rmsnorm(k, k, L->kv_a_norm, R, 1e-6f); /* transformers: the module's default eps */
     mlstack__mla_rope(rk->k, k + R, dr, cs, c->mla_interleave);
@@ -36757,6 +38673,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
     aj.blk = s->att_blk;
     mlstack__embed(rk, rows, B);
     if (c->ple_dim) mlstack__ple_inputs(rk, rows, B);
+    if (c->altup_n) mlstack__altup_embed(rk, B);
     if (rk->stage > 0 && mlstack__pipe(rk, 0, s->x, (size_t)B * (size_t)c->n_embd, rk->index - rk->n_ranks)) return -1;
     n_blk = mlstack__attn_blocks(c, rows, B, s->att_blk);
     if (c->n_recurrent) n_run = mlstack__mix_runs(&rk->kv, rows, B, s->mix_run);
@@ -36764,9 +38681,11 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         const mlstack__layer *L = &rk->layers[l];
         const float *in = s->x;
         aj.layer = l;
+        if (c->altup_n) mlstack__altup_predict(rk, L, B, l); /* x = the active stream's prediction */
         /* xn = rmsnorm(x) (or x where the family has no pre-norm); xo = attention, or the
            recurrent layer's mixer (one rank), of xn (post-norm: x += rmsnorm(xo)) */
         if (L->attn_norm) mlstack__rmsnorm_rows(rk, s->xn, s->x, L->attn_norm, L->attn_norm_b, B, l), in = s->xn;
+        if (L->laurel_l.data) mlstack__laurel(rk, L, B, l);
         if (L->kind == MLSTACK__LAYER_MLP) goto ffn; /* no token mixing (Nemotron-H "mlp" blocks) */
         if (L->kind == MLSTACK__LAYER_ATTN_SSM) {
             if (mlstack__attn_ssm_layer(rk, &aj, L, rows, in, xo, B, n_run, n_blk)) return -1;
@@ -36782,6 +38701,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
            above), the attention output is added with the MLP's below */
         if (c->parallel == MLSTACK__RESID_SEQUENTIAL)
             mlstack__residual_add(rk, s->x, L->post_attn_norm ? s->xn : xo, B, l);
+        if (L->laurel_l.data) mlstack__laurel_mix(rk, B);
     ffn:
         /* xn = rmsnorm(x); x += (act(xn Wgate) * xn Wup) Wdown (post-norm: of that product) */
         in = c->parallel == MLSTACK__RESID_PARALLEL_LN1 ? s->xn : s->x;
@@ -36797,6 +38717,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         if (L->w_up.data) {
             mlstack__project(rk, in, B, 2, &L->w_gate, h, &L->w_up, s->up, NULL, NULL);
             if (c->mult.mlp_gate != 1.0f) mlstack__scaled(h, h, c->mult.mlp_gate, (size_t)B * nf); /* Falcon-H1 */
+            if (L->sparse) mlstack__gate_cut(L, h, B, nf); /* Gemma 3n (one rank) */
             mlstack__swiglu_rows(rk, h, s->up, B, rk->sh.f1 - rk->sh.f0, l);
         } else { /* no gate: act(xn W1) */
             mlstack__project(rk, in, B, 1, &L->w_gate, h, NULL, NULL, NULL, NULL);
@@ -36826,8 +38747,11 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
         if (c->parallel == MLSTACK__RESID_PARALLEL_LN1)
             mlstack__residual_add(rk, s->x, xo, B, l); /* StableLM: (x + attn) + mlp */
         mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : xd, B, l);
-        if (c->v_norm) mlstack__gemma4_tail(rk, L, B, l);
+        if (c->altup_n) mlstack__altup_correct(rk, L, B, l);
+        else if (c->v_norm)
+            mlstack__gemma4_tail(rk, L, B, l);
     }
+    if (c->altup_n) mlstack__altup_unembed(rk, B);
     if (rk->n_stages > 1) { /* the next stage goes on from here; the first computes the logits */
         size_t D = (size_t)c->n_embd;
         int n = 0, k = 0;
@@ -36881,7 +38805,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
 
 /* ==== 23. SAMPLING ==== */ /* >>sampling */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* Order, as transformers applies its processors: penalties (repetition, then frequency and
    presence), temperature, top-k, top-p, min-p, then a draw from the renormalised distribution.
    Temperature 0 is greedy (argmax, lowest id on ties). The RNG is splitmix64-seeded
@@ -37225,7 +39149,7 @@ MLSTACK_API int32_t mlstack_sampler_verify(mlstack_sampler *s, const float *logi
 
 /* ==== 24. ENGINE ==== */ /* >>engine */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* An engine: kernels, the thread pool, the KV page pool and its page tables, logits, the
    scheduler, the profiler, and the ranks that share the model (>>ranks; one by default). */
 
@@ -37314,7 +39238,7 @@ MLSTACK_API void mlstack_cpu_report(char *buf, size_t cap) { mlstack__isa_report
 
 /* ==== 25. RANKS ==== */ /* >>ranks */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* Multi-rank sharded execution. R ranks share one model; rank r holds
      query heads [q0, q1)  split by KV group when R <= Hkv (each rank whole groups), else by
                            query head, a KV head then living on every rank whose heads read it;
@@ -37715,12 +39639,22 @@ static int mlstack__mla_scratch(const mlstack__config *c, mlstack__scratch *s, s
     return s->mla_q && s->mla_x && s->mla_y && s->mla_o ? 0 : -1;
 }
 
+/* The widest k (or v) of a row: the rank's share w, or with per-layer head sizes (one rank) the
+   widest layer's KV heads times its head size. */
+static size_t mlstack__kv_width_max(const mlstack__config *c, size_t w) {
+    int l;
+    for (l = 0; c->var_heads && l < c->n_layers; l++)
+        if ((size_t)mlstack__layer_kvh(c, l) * (size_t)mlstack__layer_dh(c, l) > w)
+            w = (size_t)mlstack__layer_kvh(c, l) * (size_t)mlstack__layer_dh(c, l);
+    return w;
+}
+
 /* Activations of the rank's shapes. */
 static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk) {
     const mlstack__config *c = &e->model->cfg;
     const mlstack__shard *sh = &rk->sh;
     mlstack__scratch *s = &rk->s;
-    size_t B = (size_t)e->max_batch, Dh = (size_t)c->head_dim,
+    size_t B = (size_t)e->max_batch, Dh = (size_t)mlstack__max_dh(c),
            max_in = (size_t)(c->n_ff > c->n_embd ? c->n_ff : c->n_embd);
     size_t nout = (size_t)(sh->d1 - sh->d0 > sh->v1 - sh->v0 ? sh->d1 - sh->d0 : sh->v1 - sh->v0);
     int one = rk->n_ranks == 1, k;
@@ -37733,16 +39667,15 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     s->x = mlstack__falloc(B, (size_t)c->n_embd);
     s->xn = mlstack__falloc(B, (size_t)c->n_embd);
     s->q = mlstack__falloc(B, (size_t)(sh->q1 - sh->q0) * Dh);
-    s->k = mlstack__falloc(B, (size_t)(sh->k1 - sh->k0) * Dh);
-    s->v = mlstack__falloc(B, (size_t)(sh->k1 - sh->k0) * Dh);
+    s->k = mlstack__falloc(B, mlstack__kv_width_max(c, (size_t)(sh->k1 - sh->k0) * Dh));
+    s->v = mlstack__falloc(B, mlstack__kv_width_max(c, (size_t)(sh->k1 - sh->k0) * Dh));
     s->gate = one ? mlstack__falloc(1, 1) : mlstack__falloc(B, (size_t)(sh->f1 - sh->f0));
     s->up = mlstack__falloc(B, (size_t)(sh->f1 - sh->f0));
     s->out = one ? mlstack__falloc(1, 1) : mlstack__falloc(B, nout);
     s->mm = mlstack__falloc((size_t)rk->pool->n_threads, MLSTACK__MM_SCRATCH(max_in));
     s->rope = mlstack__falloc(B, 2 * Dh);
     s->xq = (mlstack__q8x *)mlstack__aligned_alloc(B * (max_in / MLSTACK__QK + 1) * sizeof(mlstack__q8x));
-    s->scores =
-        mlstack__falloc((size_t)rk->pool->n_threads, mlstack__attend_scratch(c->n_heads / c->n_kv_heads, c->head_dim));
+    s->scores = mlstack__falloc((size_t)rk->pool->n_threads, mlstack__attend_scratch(mlstack__max_group(c), (int)Dh));
     s->att_blk = (int *)mlstack__calloc(B + 1, sizeof(int));
     if (rk->reduce) {
         s->ro = mlstack__falloc(B, (size_t)c->n_embd);
@@ -37754,6 +39687,13 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     if (c->ple_dim &&
         (!(s->ple = mlstack__falloc(B, (size_t)c->n_layers * (size_t)c->ple_dim)) ||
          !(s->ple_g = mlstack__falloc(B, (size_t)c->ple_dim)) || !(s->ple_y = mlstack__falloc(B, (size_t)c->n_embd))))
+        return MLSTACK_ERR_NO_MEMORY;
+    if (c->altup_n &&
+        (!(s->alt = mlstack__falloc(B * (size_t)c->altup_n, (size_t)c->n_embd)) ||
+         !(s->alt_pred = mlstack__falloc(B * (size_t)c->altup_n, (size_t)c->n_embd)) ||
+         !(s->alt_t = mlstack__falloc(B, (size_t)c->n_embd)) || !(s->alt_r = mlstack__falloc(B, (size_t)c->altup_n)) ||
+         !(s->laurel = mlstack__falloc(B, (size_t)c->n_embd)) ||
+         !(s->laurel_t = mlstack__falloc(B, (size_t)c->laurel_rank))))
         return MLSTACK_ERR_NO_MEMORY;
     if (c->n_experts) { /* MoE scratch (>>forward) */
         size_t fm = (size_t)(c->moe_ff > c->shared_ff ? c->moe_ff : c->shared_ff), D = (size_t)c->n_embd;
@@ -37838,6 +39778,12 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->ple);
     mlstack__aligned_free(s->ple_g);
     mlstack__aligned_free(s->ple_y);
+    mlstack__aligned_free(s->alt);
+    mlstack__aligned_free(s->alt_pred);
+    mlstack__aligned_free(s->alt_t);
+    mlstack__aligned_free(s->alt_r);
+    mlstack__aligned_free(s->laurel);
+    mlstack__aligned_free(s->laurel_t);
     mlstack__aligned_free(s->xq);
     mlstack__aligned_free(s->scores);
     MLSTACK_FREE(s->att_blk);
@@ -38130,7 +40076,8 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (recurrent layers, %d of %d) runs on one rank only",
                              c->architecture, c->n_recurrent, c->n_layers);
-    if (R > 1 && c->v_norm) /* shared KV, per-layer inputs and v norms are not split yet */
+    if (R > 1 &&
+        (c->v_norm || c->var_heads)) /* shared KV, per-layer inputs, v norms and head sizes are not split yet */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s runs on one rank only",
                              c->architecture);
     if (R > 1 && c->attn_gate) /* the attention gate is not split yet */
@@ -38242,7 +40189,7 @@ static mlstack_result mlstack__ranks_xbufs(mlstack_engine *e, const mlstack_engi
     int T = e->n_tp, g, i;
     for (g = 0; g < e->n_xbs; g++) {
         mlstack__xbuf *xb = &e->xbs[g];
-        xb->att = mlstack__falloc(B, (size_t)c->n_heads * (size_t)c->head_dim);
+        xb->att = mlstack__falloc(B, (size_t)c->n_heads * (size_t)mlstack__max_dh(c));
         xb->o = mlstack__falloc(B, (size_t)c->n_embd);
         xb->d = mlstack__falloc(B, (size_t)c->n_embd);
         xb->h = mlstack__falloc(B, (size_t)c->n_ff);
@@ -38448,7 +40395,7 @@ MLSTACK_API mlstack_result mlstack_engine_follow(mlstack_engine *e) {
 
 /* ==== 26. EVAL ==== */ /* >>eval */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* Sequences and batches on an engine: sequence slots and their page tables, validation of a
    batch of rows, one forward pass over it (the ranks', or a backend's), the logits, and
    mlstack_generate, a one-sequence loop over them. The scheduler (>>scheduler) drives the same
@@ -38465,6 +40412,7 @@ MLSTACK_API mlstack_result mlstack_engine_seq_new(mlstack_engine *e, int32_t *se
             e->kv.seqs[i].ckpt_len = -1;
             (void)mlstack__state_restore(&e->kv, i, 0); /* zeros: cannot fail */
             e->kv.seqs[i].rope_long = 0;
+            e->kv.seqs[i].snap_end = 0;
             *seq = i;
             return MLSTACK_OK;
         }
@@ -38787,7 +40735,7 @@ MLSTACK_API mlstack_result mlstack_generate(mlstack_engine *e, mlstack_generate_
 
 /* ==== 27. SCHEDULER ==== */ /* >>scheduler */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* Continuous batching over the paged KV cache. A request is its token list (prompt, then the
    tokens it generated) and n_computed, the positions whose KV its sequence holds. Every step
    gives each running request the rows [n_computed, n_computed + chunk): a decode is the case
@@ -39123,7 +41071,7 @@ static void mlstack__req_detach(mlstack_engine *e, mlstack__req *r) {
     r->pin = NULL;
     mlstack__kv_resize(&e->kv, s, 0);
     s->active = s->sched = s->rope_long = 0;
-    s->len = 0;
+    s->len = s->snap_end = 0;
     r->seq = -1;
     r->n_computed = 0;
     if (r->dseq >= 0) (void)mlstack_engine_seq_free(e->draft, r->dseq);
@@ -39273,6 +41221,7 @@ static int mlstack__admit(mlstack_engine *e, int w) {
     s->active = s->sched = 1;
     s->n_pages = m;
     s->ckpt_len = -1;
+    s->snap_end = r->n_toks / kv->page_tokens;
     s->rope_long = r->ns == MLSTACK__RADIX_NS_LONGROPE;
     for (m = 0; m < s->n_pages; m++) kv->ref[s->pages[m]]++;
     (void)mlstack__state_restore(kv, slot, s->n_pages); /* the last page has a snapshot */
@@ -39913,7 +41862,7 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
 
 /* ==== 28. ENGINE SETUP ==== */ /* >>setup */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* mlstack_engine_init and mlstack_engine_free: the settings' defaults and checks, then each
    part built in the order the sections above define them (kernels and pool, KV pages, ranks,
    scheduler, draft engine), and released in reverse. */
@@ -39935,6 +41884,11 @@ static mlstack_result mlstack__kv_types(const mlstack__config *c, mlstack_engine
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: KV cache types %s / %s: %s's latent attention stores its values "
                              "inside its keys, one dense type (f16, bf16 or f32), not quantized",
+                             names[d->kv_type_k], names[d->kv_type_v], c->architecture);
+    if (c->var_heads && (d->kv_type_k != d->kv_type_v || mlstack__kv_type_ggml(d->kv_type_k)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: KV cache types %s / %s: %s has per-layer head sizes, whose cache "
+                             "takes one dense type for keys and values (f16, bf16 or f32) so far",
                              names[d->kv_type_k], names[d->kv_type_v], c->architecture);
     if ((mlstack__kv_type_ggml(d->kv_type_k) || mlstack__kv_type_ggml(d->kv_type_v)) &&
         (c->head_dim % 32 || c->head_dim > MLSTACK__KV_QMAX))
@@ -40124,7 +42078,7 @@ MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
 
 /* ==== 29. PROFILER ==== */ /* >>profiler */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 /* Named regions around ops and engine phases, recorded into one event buffer allocated by
    mlstack_engine_profile_start; nothing is allocated while recording. Only the engine's thread
    writes events. Pool workers write into their own cache-line slot (first task start, last
@@ -40659,7 +42613,7 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
 
 /* ==== 30. UNICODE TABLES ==== */ /* >>unicodetables */
 #undef MLSTACK__PART
-#define MLSTACK__PART 6
+#define MLSTACK__PART 2
 
 /* Generated tables (tools/gen_unicode.py rewrites the text between the markers in place) and the
    functions that read them; versions and layouts are described under >>unicode. */

@@ -281,7 +281,7 @@ static void check_family(const char *name) {
     /* recurrent layers, latent attention (its own attention path) and shared-KV layers (Gemma 4):
        decode == prefill */
     if (mlstack__json_get(doc.root, "chunked_vs_recurrent_max_diff") || strstr(info.architecture, "Deepseek") ||
-        strncmp(name, "gemma4", 6) == 0) {
+        strncmp(name, "gemma4", 6) == 0 || strncmp(name, "gemma3n", 7) == 0) {
         float *one = fx_eval_all(e1, ids, n, info.n_vocab, 1);
         CHECKF(one && memcmp(ours, one, sizeof(float) * (size_t)n * info.n_vocab) == 0,
                "%s: logits differ when the prompt is decoded one token at a time", name);
@@ -413,16 +413,28 @@ static void check_refusals(void) {
          "\"num_experts_per_tok\": 2, \"moe_intermediate_size\": 16}",
          "qk_nope_head_dim up to kv_lora_rank"},
         {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
-         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16, "
-         "\"global_head_dim\": 32}",
-         "global_head_dim different from head_dim"},
-        {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 3, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16, "
+         "\"per_layer_config\": {\"0\": {\"head_dim\": 32}}}",
+         "sliding layers with different head sizes"},
+        {"{\"architectures\": [\"Gemma3nForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": [64, 32], "
          "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16}",
-         "global_head_dim different from head_dim"},
+         "different widths per layer"},
+        {"{\"architectures\": [\"Gemma3nForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16, "
+         "\"altup_num_inputs\": 2, \"altup_active_idx\": 2}",
+         "altup_active_idx 2"},
+        {"{\"architectures\": [\"Gemma3nForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16, "
+         "\"activation_sparsity_pattern\": [0.95]}",
+         "activation_sparsity_pattern must be a list of 2"},
         {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
          "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16, "
-         "\"per_layer_config\": {\"1\": {\"head_dim\": 32}}}",
-         "per_layer_config with other head sizes"},
+         "\"per_layer_config\": {\"full\": {\"head_dim\": 32}}}",
+         "must be a layer index"},
+        {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
+         "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"head_dim\": 16, "
+         "\"global_head_dim\": 33}",
+         "must be even"},
         {"{\"architectures\": [\"Gemma4ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64, "
          "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 16, \"enable_moe_block\": true, "
          "\"per_layer_config\": {}}",
@@ -509,10 +521,10 @@ static void check_vision_note(void) {
     mlstack_model_desc md;
     mlstack_model *m = NULL;
     mlstack_error err;
-    static const char *const dirs[2] = {"qwen3_5_vl", "gemma4_vl"};
+    static const char *const dirs[3] = {"qwen3_5_vl", "gemma4_vl", "gemma3n_vl"};
     char path[200];
     int i;
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < 3; i++) {
         memset(&md, 0, sizeof md);
         snprintf(path, sizeof path, "tests/fixtures/families/%s", dirs[i]);
         md.path = path;
@@ -526,34 +538,46 @@ static void check_vision_note(void) {
 
 /* Gemma 4's shared-KV layers store no KV: a page of the gemma4 fixture (5 layers, the last 2
    reading layers 1 and 2's KV) holds 3 layers' keys and values, and a prompt's logits are the
-   same whether its pages come from the prefix cache or not (check_family above). */
+   same whether its pages come from the prefix cache or not (check_family above). gemma4_hd's
+   page holds each storing layer at its own head size: 2 sliding layers of 2 heads of 16 and a
+   full one of 2 heads of 32; the cache stats' KV elements per token say the same. */
 static void check_shared_kv_bytes(void) {
+    static const char *const dirs[2] = {"tests/fixtures/families/gemma4", "tests/fixtures/families/gemma4_hd"};
+    static const uint64_t per_token[2] = {3 * 2 * 2 * 16, 2 * (2 * 2 * 16) + 2 * 2 * 32};
     mlstack_model_desc md;
     mlstack_engine_desc ed;
-    mlstack_model *m = NULL;
-    mlstack_engine *e = NULL;
+    mlstack_model_info info;
     mlstack_cache_stats st;
     mlstack_error err;
-    memset(&md, 0, sizeof md);
-    memset(&ed, 0, sizeof ed);
-    md.path = "tests/fixtures/families/gemma4";
-    ed.kv_type = MLSTACK_KV_F32;
-    if (mlstack_model_open(&md, &m, &err) != MLSTACK_OK || mlstack_engine_init(m, &ed, &e, &err) != MLSTACK_OK) {
-        CHECKF(0, "gemma4: %s", err.message);
-    } else {
-        mlstack_engine_cache_stats(e, &st);
-        /* 3 layers x (K, V) x page_tokens x 2 KV heads x 16 dims x 4 bytes */
-        CHECKF(st.page_bytes == (uint64_t)3 * 2 * (uint64_t)st.page_tokens * 2 * 16 * 4,
-               "gemma4: page_bytes %llu for %d tokens (want 3 of 5 layers)", (unsigned long long)st.page_bytes,
-               st.page_tokens);
+    int i;
+    for (i = 0; i < 2; i++) {
+        mlstack_model *m = NULL;
+        mlstack_engine *e = NULL;
+        memset(&md, 0, sizeof md);
+        memset(&ed, 0, sizeof ed);
+        md.path = dirs[i];
+        ed.kv_type = MLSTACK_KV_F32;
+        if (mlstack_model_open(&md, &m, &err) != MLSTACK_OK || mlstack_engine_init(m, &ed, &e, &err) != MLSTACK_OK) {
+            CHECKF(0, "%s: %s", dirs[i], err.message);
+        } else {
+            mlstack_engine_cache_stats(e, &st);
+            mlstack_model_get_info(m, &info);
+            /* (K, V) x page_tokens x heads x dims x 4 bytes over the layers that store KV */
+            CHECKF(st.page_bytes == per_token[i] * (uint64_t)st.page_tokens * 4 &&
+                       info.kv_elems_per_token == per_token[i],
+                   "%s: page_bytes %llu for %d tokens, %llu KV elements a token (want %llu)", dirs[i],
+                   (unsigned long long)st.page_bytes, st.page_tokens, (unsigned long long)info.kv_elems_per_token,
+                   (unsigned long long)per_token[i]);
+        }
+        mlstack_engine_free(e);
+        mlstack_model_close(m);
     }
-    mlstack_engine_free(e);
-    mlstack_model_close(m);
 }
 /* mlstack_model_open_random (bench --shape) builds Gemma 4's parts too: per-layer inputs, the v
-   norm, shared-KV layers; its logits are finite, and a one-thread prefill of 40 tokens gives the
-   same bits as decoding them one at a time with 2 threads. */
-static void check_random_gemma4(void) {
+   norm, shared-KV layers, per-layer head sizes (gemma4_hd); its logits are finite, and a
+   one-thread prefill of 40 tokens gives the same bits as decoding them one at a time with 2
+   threads. */
+static void check_random_gemma4(const char *config) {
     mlstack_model *m = NULL;
     mlstack_engine *e1 = NULL, *e2 = NULL;
     mlstack_engine_desc ed;
@@ -563,10 +587,9 @@ static void check_random_gemma4(void) {
     int k, finite = 1;
     memset(&ed, 0, sizeof ed);
     for (k = 0; k < 40; k++) ids[k] = (int32_t)((k * 37 + 5) % 128);
-    if (mlstack_model_open_random("tests/fixtures/families/gemma4/config.json", MLSTACK_DTYPE_BF16, 0, 7, &m, &err) !=
-            MLSTACK_OK ||
+    if (mlstack_model_open_random(config, MLSTACK_DTYPE_BF16, 0, 7, &m, &err) != MLSTACK_OK ||
         mlstack_engine_init(m, &ed, &e1, &err) != MLSTACK_OK) {
-        CHECKF(0, "gemma4 random: %s", err.message);
+        CHECKF(0, "%s random: %s", config, err.message);
     } else {
         ed.n_threads = 2;
         CHECK(mlstack_engine_init(m, &ed, &e2, &err) == MLSTACK_OK);
@@ -574,13 +597,24 @@ static void check_random_gemma4(void) {
         b = e2 ? fx_eval_all(e2, ids, 40, 128, 1) : NULL; /* decoded one token at a time */
         for (k = 0; a && k < 40 * 128; k++) finite &= isfinite(a[k]) != 0;
         CHECKF(a && b && finite && memcmp(a, b, sizeof(float) * 40 * 128) == 0,
-               "gemma4 random: logits not finite or differ between a 1-thread prefill and a 2-thread decode");
+               "%s random: logits not finite or differ between a 1-thread prefill and a 2-thread decode", config);
     }
     free(a);
     free(b);
     mlstack_engine_free(e1);
     mlstack_engine_free(e2);
     mlstack_model_close(m);
+}
+/* Quick mode (make check, MLSTACK_TEST_QUICK): a fixture that is a variant of another one present
+   (its name is that one's, "_", and a suffix: deepseek_v2_group of deepseek_v2) is left out, with
+   a skip naming it; make test checks every fixture. */
+static int quick_variant(char (*names)[128], int n, const char *name) {
+    int i;
+    for (i = 0; i < n; i++) {
+        size_t k = strlen(names[i]);
+        if (strncmp(name, names[i], k) == 0 && name[k] == '_') return 1;
+    }
+    return 0;
 }
 /* Arguments: only the fixtures named (all without). */
 int main(int argc, char **argv) {
@@ -592,7 +626,8 @@ int main(int argc, char **argv) {
     check_patterns();
     check_vision_note();
     check_shared_kv_bytes();
-    check_random_gemma4();
+    check_random_gemma4("tests/fixtures/families/gemma4/config.json");
+    check_random_gemma4("tests/fixtures/families/gemma4_hd/config.json");
     if (!d) {
         CHECKF(0, "cannot open %s (run from the repository root)", FIX);
         return tl_finish();
@@ -604,6 +639,12 @@ int main(int argc, char **argv) {
     }
     closedir(d);
     CHECKF(n >= (argc < 2 ? 6 : argc - 1), "expected at least 6 family fixtures (or those named), found %d", n);
-    for (i = 0; i < n; i++) check_family(names[i]);
+    for (i = 0; i < n; i++) {
+        if (argc < 2 && getenv("MLSTACK_TEST_QUICK") && quick_variant(names, n, names[i]))
+            SKIP("%s: a variant of a fixture checked here, quick mode (MLSTACK_TEST_QUICK; make test checks it)",
+                 names[i]);
+        else
+            check_family(names[i]);
+    }
     return tl_finish();
 }

@@ -383,10 +383,10 @@ static void test_files(void) {
    tails, zero / constant / tiny blocks, rounding ties, outliers) and, per GGML type, the blocks
    llama.cpp's reference quantizers make of them (gguf-py's gguf.quants.quantize for Q4_0 ..
    Q8_0, ggml's ggml_quantize_chunk without an imatrix -- what llama-quantize calls -- for
-   Q2_K .. Q6_K and IQ4_NL): mlstack__ggml_quantize_row gives the same bytes, row by row. */
+   Q2_K .. Q6_K, IQ4_NL and IQ4_XS): mlstack__ggml_quantize_row gives the same bytes, row by row. */
 static void test_quantize_bytes(void) {
-    static const char *const types[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0",  "Q2_K",
-                                        "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL"};
+    static const char *const types[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0",   "Q2_K",
+                                        "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"};
     mlstack__gguf g;
     mlstack_error err;
     const mlstack__gguf_tensor *src;
@@ -704,10 +704,10 @@ static void test_float_permuted(void) {
    runs: the same logits as the scalar path (bits), prefill == decode, a row's logits unchanged
    by a batch mate; and close to the same file opened as dequantized f32 weights (the dequantizer
    matches gguf-py bit for bit): mean KL < 2e-3 and the same top-1 token at every position. */
-static void test_kq_model(void) {
+static void kq_model_check(const char *path, const char *format, const int want[2][7], int head) {
     static const int32_t ids[8] = {3, 77, 200, 5, 18, 255, 1, 64}, mate[5] = {9, 8, 7, 6, 5};
     static const char *caps[] = {"scalar", "avx2", "avx512", "amx", "neon"};
-    const char *path = "tests/fixtures/gguf/llama-kq.gguf", *seen[5];
+    const char *seen[5];
     mlstack_model_desc md;
     mlstack_model *a = NULL, *r = NULL;
     mlstack_model_info ia;
@@ -724,14 +724,10 @@ static void test_kq_model(void) {
     if (!a || !r) goto done;
     mlstack_model_get_info(a, &ia);
     V = ia.n_vocab;
-    CHECKF(strcmp(ia.weight_format, "Q4_K") == 0 && ia.weight_dtype == MLSTACK_DTYPE_U8, "weight format %s",
+    CHECKF(strcmp(ia.weight_format, format) == 0 && ia.weight_dtype == MLSTACK_DTYPE_U8, "%s: weight format %s", path,
            ia.weight_format);
     {
-        static const int want[2][7] = {{MLSTACK__W_Q4_K, MLSTACK__W_Q8_0, MLSTACK__W_Q6_K, MLSTACK__W_Q5_K,
-                                        MLSTACK__W_Q4_1, MLSTACK__W_Q5_1, MLSTACK__W_Q6_K},
-                                       {MLSTACK__W_Q2_K, MLSTACK__W_Q3_K, MLSTACK__W_Q8_0, MLSTACK__W_Q4_K,
-                                        MLSTACK__W_Q5_K, MLSTACK__W_Q3_K, MLSTACK__W_Q2_K}};
-        int l, ok = a->lm_head.wtype == MLSTACK__W_Q6_K;
+        int l, ok = a->lm_head.wtype == head;
         for (l = 0; l < 2; l++) {
             const mlstack__layer *L = &a->layers[l];
             ok &= L->wq.wtype == want[l][0] && L->wk.wtype == want[l][1] && L->wv.wtype == want[l][2] &&
@@ -823,8 +819,9 @@ static void test_kq_model(void) {
             kl += k / 8;
             top += ap == aq;
         }
-        printf("llama-kq.gguf native vs dequantized f32: mean KL %.2e, top-1 %d/8\n", kl, top);
-        CHECKF(kl < 2e-3 && top == 8, "native block kernels vs dequantized f32: mean KL %.3g, top-1 %d/8", kl, top);
+        printf("%s native vs dequantized f32: mean KL %.2e, top-1 %d/8\n", path, kl, top);
+        CHECKF(kl < 2e-3 && top == 8, "%s: native block kernels vs dequantized f32: mean KL %.3g, top-1 %d/8", path, kl,
+               top);
     }
 done:
     free(lr);
@@ -832,6 +829,71 @@ done:
     mlstack_engine_free(er);
     mlstack_model_close(a);
     mlstack_model_close(r);
+}
+static void test_kq_model(void) {
+    static const int want[2][7] = {{MLSTACK__W_Q4_K, MLSTACK__W_Q8_0, MLSTACK__W_Q6_K, MLSTACK__W_Q5_K, MLSTACK__W_Q4_1,
+                                    MLSTACK__W_Q5_1, MLSTACK__W_Q6_K},
+                                   {MLSTACK__W_Q2_K, MLSTACK__W_Q3_K, MLSTACK__W_Q8_0, MLSTACK__W_Q4_K, MLSTACK__W_Q5_K,
+                                    MLSTACK__W_Q3_K, MLSTACK__W_Q2_K}};
+    kq_model_check("tests/fixtures/gguf/llama-kq.gguf", "Q4_K", want, MLSTACK__W_Q6_K);
+}
+/* tests/fixtures/gguf/llama-iq.gguf: the same checks with every projection in an i-quant, each
+   used as stored (the i-quants' kernels: the decoded groups' integer dots, >>kernels). */
+static void test_iq_model(void) {
+    static const int want[2][7] = {{MLSTACK__W_IQ4_XS, MLSTACK__W_IQ2_XXS, MLSTACK__W_IQ2_XS, MLSTACK__W_IQ2_S,
+                                    MLSTACK__W_IQ3_XXS, MLSTACK__W_IQ3_S, MLSTACK__W_IQ1_S},
+                                   {MLSTACK__W_IQ1_M, MLSTACK__W_IQ4_XS, MLSTACK__W_IQ3_S, MLSTACK__W_IQ3_XXS,
+                                    MLSTACK__W_IQ2_S, MLSTACK__W_IQ2_XS, MLSTACK__W_IQ4_XS}};
+    kq_model_check("tests/fixtures/gguf/llama-iq.gguf", "IQ4_XS", want, MLSTACK__W_IQ4_XS);
+}
+
+/* tests/fixtures/gguf/iquants.gguf (tools/make_gguf_fixtures.py): random blocks of every i-quant
+   dequantized bit-identical to gguf.quants.dequantize, and decoded (the kernels' groups) to the
+   same values: each weight (dw * sa or sb) * q. */
+static void test_iquants(void) {
+    static const char *const types[] = {"IQ4_XS", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M"};
+    mlstack__gguf g;
+    mlstack_error err;
+    size_t i;
+    if (mlstack__gguf_open(&g, "tests/fixtures/gguf/iquants.gguf", &err) != MLSTACK_OK) {
+        CHECKF(0, "iquants.gguf: %s", err.message);
+        return;
+    }
+    CHECK(g.n_tensors == 2 * sizeof types / sizeof types[0]);
+    for (i = 0; i < sizeof types / sizeof types[0]; i++) {
+        char ref[32];
+        const mlstack__gguf_tensor *t = mlstack__gguf_tensor_find(&g, types[i]), *f;
+        float got[512], want[512];
+        mlstack__kqg gr[16];
+        int row, k, bad = 0, bad_g = 0;
+        snprintf(ref, sizeof ref, "%s.ref", types[i]);
+        f = mlstack__gguf_tensor_find(&g, ref);
+        CHECKF(t && f, "%s missing", types[i]);
+        if (!t || !f) continue;
+        CHECKF(strcmp(mlstack__ggml_type_name(t->type), types[i]) == 0 && t->ne[0] == 512 && t->ne[1] == 2,
+               "%s has type %s", types[i], mlstack__ggml_type_name(t->type));
+        CHECKF(mlstack__ggml_can_dequant(t->type) && mlstack__gguf_wtype(t->type) == 16 + (int)t->type &&
+                   mlstack__gguf_in_place(t->type),
+               "%s is not read as stored", types[i]);
+        for (row = 0; row < 2; row++) {
+            const unsigned char *src = g.data + t->offset + (size_t)row * (t->bytes / 2);
+            mlstack__ggml_dequant_row(t->type, src, got, 512);
+            memcpy(want, g.data + f->offset + (size_t)row * 2048, 2048);
+            mlstack__kq_decode(16 + (int)t->type, src, 512, gr);
+            for (k = 0; k < 512; k++) {
+                const mlstack__kqg *q = &gr[k / 32];
+                float v = (q->dw * (float)(k % 32 < 16 ? q->sa : q->sb)) * (float)q->q[k % 32];
+                if (memcmp(&got[k], &want[k], 4) != 0) {
+                    if (!bad) printf("%s row %d [%d]: %.9g vs gguf-py %.9g\n", types[i], row, k, got[k], want[k]);
+                    bad++;
+                }
+                bad_g += memcmp(&v, &want[k], 4) != 0;
+            }
+        }
+        CHECKF(bad == 0, "%s: %d values differ from gguf-py's dequantization", types[i], bad);
+        CHECKF(bad_g == 0, "%s: %d decoded group values differ from gguf-py's dequantization", types[i], bad_g);
+    }
+    mlstack__gguf_close(&g);
 }
 
 /* mlstack_model_save_gguf of the tiny folder quantized to Q8_0 at load: every tensor's bytes
@@ -1413,6 +1475,7 @@ int main(void) {
     test_model();
     test_float_permuted();
     test_kq_model();
+    test_iq_model();
     test_model_errors();
     test_write();
     test_block_embedding();
@@ -1421,6 +1484,7 @@ int main(void) {
     test_vocab_vectors();
     test_types();
     test_files();
+    test_iquants();
     test_quantize_bytes();
     test_valid();
     test_truncated();

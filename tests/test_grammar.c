@@ -553,8 +553,8 @@ static const struct {
                    {"const", 100},
                    {"contains", 100},
                    {"default", 100},
-                   {"definitions", 0},
-                   {"defs", 0},
+                   {"definitions", 100},
+                   {"defs", 100},
                    {"dependencies", 100},
                    {"dependentRequired", 100},
                    {"dependentSchemas", 100},
@@ -1000,6 +1000,118 @@ static void test_trie(void) {
         mlstack_matcher_free(m);
     }
     mlstack_grammar_free(g);
+    mlstack_vocab_free(v);
+}
+
+/* Masks of states that take plain string content by length (a bounded string: one state per
+   length left) against brute force, on a vocabulary with plain tokens of several code point
+   counts and tokens that are not plain: quotes, escapes, controls, partial and invalid UTF-8. */
+static void test_plain_masks(void) {
+    static const char *const toks[] = {
+        "a",      "ab",    "abc",        "abcd",         "abcdefgh", "\xc3\xa9", "\xe6\x97\xa5\xe6\x9c\xac",
+        "\"",     "\",",   "a\"",        "\\",           "\\n",      "\\u00e9",  "\x01",
+        "\n",     " ",     "  x",        "\xc3",         "\xa9",     "\xe6\x97", "\xf0\x9f\x98\x80",
+        "xyz\"}", "}",     "{\"",        "\"t\":",       ":",        "{",        "t",
+        "\":",    "\":\"", "ab\xf0\x9f", "\xed",         "\xed\xa0", "\xe0\x80", "\xf4\x90",
+        "0",      "12",    "\x7f",       "\xed\xa0\x80", "\xc0\x80", "a\xc3",    "\"\"",
+        "ab\\\"c"};
+    static const struct {
+        mlstack_grammar_kind kind;
+        const char *text;
+        int plain; /* the plain path must serve some mask */
+    } cases[] = {
+        {MLSTACK_GRAMMAR_JSON_SCHEMA, "{\"type\": \"string\", \"maxLength\": 5}", 1},
+        {MLSTACK_GRAMMAR_JSON_SCHEMA,
+         "{\"type\": \"object\", \"properties\": {\"t\": {\"type\": \"string\", \"minLength\": 2, \"maxLength\": 4}}, "
+         "\"required\": [\"t\"]}",
+         1},
+        {MLSTACK_GRAMMAR_JSON_SCHEMA, "{\"type\": \"string\"}", 1},
+        {MLSTACK_GRAMMAR_JSON_SCHEMA, "{\"type\": \"string\", \"pattern\": \"^[a-z]{0,3}$\"}", 0},
+        {MLSTACK_GRAMMAR_GBNF, "root ::= \"\\\"\" [^\"\\\\\\x00-\\x1F]{0,3} \"\\\"\" | \"\\\"\" [a-c]* \"\\\"\"", 0},
+        {MLSTACK_GRAMMAR_GBNF, "root ::= [^\"\\\\\\x00-\\x1F]{2,6} (\"}\" | \"\")", 1},
+    };
+    int n_tok = (int)(sizeof toks / sizeof *toks), c, V = n_tok + 1;
+    mlstack_vocab *v = vocab_of(toks, NULL, n_tok, 1);
+    mlstack_error err;
+    if (!v) {
+        CHECK(0);
+        return;
+    }
+    CHECKF(v->plain[0].n == 17 && v->plain[0].max == 8 && v->plain[1].n == 5 && v->plain[1].max == 3,
+           "plain tokens %d, longest %u; ending inside a code point %d, longest %u", v->plain[0].n, v->plain[0].max,
+           v->plain[1].n, v->plain[1].max);
+    for (c = 0; c < (int)(sizeof cases / sizeof *cases); c++) {
+        mlstack_grammar *g = compile(cases[c].kind, cases[c].text, v, &err);
+        mlstack_matcher *m;
+        uint32_t bits[2];
+        int step, exact = 1, n_masks = 0;
+        CHECKF(g != NULL, "plain case %d: %s", c, err.message);
+        if (!g || mlstack_matcher_init(g, &m) != MLSTACK_OK) {
+            mlstack_grammar_free(g);
+            continue;
+        }
+        for (step = 0; step < 40; step++) { /* a deterministic path through the states */
+            int n = mlstack_matcher_mask(m, bits), i, pick = -1, seen = 0;
+            if (n <= 0) break;
+            n_masks++;
+            exact &= mask_is_exact(g, m, bits, V, v->eos, v->n_eos);
+            for (i = 0; i < n_tok; i++) /* the (step*5)-th allowed text token, round the list */
+                if (bit(bits, i) && seen++ <= (step * 5) % n) pick = i;
+            if (pick < 0 || mlstack_matcher_accept(m, pick) != MLSTACK_OK) break;
+        }
+        CHECKF(exact && n_masks >= 3, "plain case %d: %d masks, exact %d", c, n_masks, exact);
+        CHECKF(!cases[c].plain || g->n_plain_masks > 0, "plain case %d: %llu masks by length", c,
+               (unsigned long long)g->n_plain_masks);
+        mlstack_matcher_free(m);
+        mlstack_grammar_free(g);
+    }
+    mlstack_vocab_free(v);
+}
+
+/* json_whitespace 1: whitespace where JSON allows it, bounded (one space or tab, or one newline
+   and up to 20 spaces / tabs); 0 and 2: compact */
+static void test_json_whitespace(void) {
+    static const struct {
+        const char *text;
+        int flexible_ok, compact_ok;
+    } cases[] = {
+        {"{\"a\":[1,2],\"b\":\"x y\"}", 1, 1},
+        {"{ \"a\": [1, 2], \"b\": \"x y\" }", 1, 0},
+        {"{\n  \"a\": [\n    1,\n    2\n  ],\n\t\"b\" :\"x\"\n}", 1, 0},
+        {"{\n\n\"a\":[1]}", 0, 0}, /* a blank line */
+        {"{  \"a\":[1]}", 0, 0}, /* two spaces */
+        {"{\n                     \"a\":[1]}", 0, 0}, /* 21 spaces of indent */
+        {"{\n                    \"a\":[1]}", 1, 0}, /* 20 */
+        {"{\"a\":[ ]}", 1, 0},
+    };
+    char toks[256], *tp[256];
+    size_t lens[256];
+    int i, c, mode;
+    mlstack_vocab *v;
+    for (i = 0; i < 256; i++) toks[i] = (char)i, tp[i] = &toks[i], lens[i] = 1;
+    v = vocab_of((const char *const *)tp, lens, 256, 1);
+    for (mode = 0; v && mode < 3; mode++) {
+        mlstack_grammar_desc d;
+        mlstack_grammar *g = NULL;
+        mlstack_matcher *m;
+        mlstack_error err;
+        memset(&d, 0, sizeof d);
+        d.kind = MLSTACK_GRAMMAR_JSON_SCHEMA;
+        d.text =
+            "{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"array\", \"items\": {\"type\": \"integer\"}}, "
+            "\"b\": {\"type\": \"string\"}}, \"required\": [\"a\"]}";
+        d.vocab = v;
+        d.json_whitespace = mode;
+        CHECKF(mlstack_grammar_compile(&d, &g, &err) == MLSTACK_OK, "whitespace %d: %s", mode, err.message);
+        if (!g || mlstack_matcher_init(g, &m) != MLSTACK_OK) continue;
+        for (c = 0; c < (int)(sizeof cases / sizeof *cases); c++) {
+            int want = mode == 1 ? cases[c].flexible_ok : cases[c].compact_ok;
+            int got = accepts(m, cases[c].text) && (mlstack_matcher_status(m) & MLSTACK_MATCHER_CAN_END);
+            CHECKF(got == want, "json_whitespace %d: %s is %s", mode, cases[c].text, got ? "accepted" : "refused");
+        }
+        mlstack_matcher_free(m);
+        mlstack_grammar_free(g);
+    }
     mlstack_vocab_free(v);
 }
 
@@ -1650,6 +1762,8 @@ int main(void) {
     test_tool_parse();
     test_tool_auto();
     test_trie();
+    test_plain_masks();
+    test_json_whitespace();
     test_hostile();
     test_compile_budget();
     test_schema_sampling();

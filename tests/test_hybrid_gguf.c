@@ -5,7 +5,8 @@
    - read: the file's logits within 1e-4 of transformers' at every position, and its greedy text
      (tokens decoded with the file's own vocabulary, stopping at its end token) is llama.cpp's;
    - written: where mlstack writes the family, the file it writes reads back with the same logits
-     bits (tools/make_hybrid_gguf.py --check runs llama.cpp on such files). */
+     bits (tools/make_hybrid_gguf.py --check runs llama.cpp on such files);
+   - Falcon-H1 written from a folder folds its multipliers into the weights (test_falcon_fold). */
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #include "testlib.h"
@@ -134,13 +135,95 @@ static void test_read(const char *name, int write) {
     mlstack_model_close(m);
 }
 
+/* Falcon-H1 written from its safetensors folder: its multipliers folded into the weights as
+   llama.cpp's converter folds them (tests/fixtures/families/falcon_h1_norm: every kind of
+   multiplier != 1, a tied head with a multiplier of its own). The file read back gives
+   transformers' logits (logits.bin) within 1e-4 at every position and its greedy ids. What
+   llama.cpp's falcon-h1 cannot say is refused by name. */
+static void test_falcon_fold(void) {
+    static const char *DIR_FAM = "tests/fixtures/families/falcon_h1_norm";
+    char path[256], tmp[] = "/tmp/mlstack_falcon_fold_XXXXXX";
+    mlstack_model_desc md;
+    mlstack_engine_desc ed;
+    mlstack_model *m = NULL, *back = NULL;
+    mlstack_engine *e = NULL;
+    mlstack_error err;
+    mlstack__json_doc doc;
+    const mlstack__json *v;
+    int32_t ids[128], greedy[32];
+    int n = 0, ng = 0, i;
+    size_t len = 0, blen = 0;
+    char *text, *bin;
+    float *l = NULL;
+    double d = 0;
+    snprintf(path, sizeof path, "%s/reference.json", DIR_FAM);
+    text = tl_read(path, &len);
+    snprintf(path, sizeof path, "%s/logits.bin", DIR_FAM);
+    bin = tl_read(path, &blen);
+    CHECKF(text && bin && blen == sizeof(float) * 128 * 128, "%s: reference missing", DIR_FAM);
+    if (!text || !bin || blen != sizeof(float) * 128 * 128 || mlstack__json_parse(&doc, text, len, path, &err)) {
+        free(text), free(bin);
+        return;
+    }
+    for (v = mlstack__json_get(doc.root, "ids")->child; v && n < 128; v = v->next) ids[n++] = (int32_t)v->i;
+    for (v = mlstack__json_get(doc.root, "greedy")->child; v && ng < 32; v = v->next) greedy[ng++] = (int32_t)v->i;
+    mlstack__json_free(&doc);
+    memset(&md, 0, sizeof md);
+    memset(&ed, 0, sizeof ed);
+    ed.kv_type = MLSTACK_KV_F32;
+    md.path = DIR_FAM;
+    CHECKF(mlstack_model_open(&md, &m, &err) == MLSTACK_OK, "%s: %s", DIR_FAM, err.message);
+    if (m && temp_file(tmp) == 0) {
+        CHECKF(mlstack_model_save_gguf(m, tmp, &err) == MLSTACK_OK, "falcon_h1_norm: write: %s", err.message);
+        md.path = tmp;
+        CHECKF(mlstack_model_open(&md, &back, &err) == MLSTACK_OK, "falcon_h1_norm: read back: %s", err.message);
+        if (back) CHECKF(mlstack_engine_init(back, &ed, &e, &err) == MLSTACK_OK, "falcon_h1_norm: %s", err.message);
+        if (e) l = fx_eval_all(e, ids, n, 128, 37);
+        for (i = 0; l && i < n * 128; i++) {
+            double x = fabs((double)l[i] - (double)((const float *)(const void *)bin)[i]);
+            if (!(x <= d)) d = x;
+        }
+        CHECKF(l && n == 128 && d <= 1e-4, "falcon_h1_norm folded GGUF: max |logit - transformers| %.3g", d);
+        CHECK(e && fx_generate(e, ids, n, ng) == MLSTACK_OK && fx_n_greedy == ng &&
+              memcmp(fx_greedy, greedy, sizeof(int32_t) * (size_t)ng) == 0);
+        printf("  falcon_h1_norm written with its multipliers folded, %d positions: max |logit - transformers| = "
+               "%.2e\n",
+               n, d);
+        unlink(tmp);
+    }
+    mlstack_engine_free(e);
+    mlstack_model_close(back);
+    mlstack_model_close(m);
+    free(l), free(text), free(bin);
+}
+
+/* What llama.cpp's falcon-h1 graph has no place for is refused by name, not written wrong. */
+static void test_falcon_refused(const char *name, const char *what) {
+    char path[256];
+    mlstack_model_desc md;
+    mlstack_model *m = NULL;
+    mlstack_error err;
+    memset(&md, 0, sizeof md);
+    snprintf(path, sizeof path, "tests/fixtures/families/%s", name);
+    md.path = path;
+    CHECKF(mlstack_model_open(&md, &m, &err) == MLSTACK_OK, "%s: %s", path, err.message);
+    if (m)
+        CHECKF(mlstack_model_save_gguf(m, "build/tmp_falcon_refused.gguf", &err) == MLSTACK_ERR_UNSUPPORTED &&
+                   strstr(err.message, what),
+               "%s: write: %s", name, err.message);
+    mlstack_model_close(m);
+}
+
 int main(void) {
     static const struct {
         const char *name;
         int write; /* mlstack writes this family to GGUF */
-    } cases[] = {{"lfm2", 1},       {"lfm2_moe", 0}, {"qwen3_5", 1},        {"qwen3_5_moe", 0},
-                 {"qwen3_next", 0}, {"mamba2", 1},   {"granite_hybrid", 0}, {"nemotron_h", 0}};
+    } cases[] = {{"lfm2", 1},   {"lfm2_moe", 1},       {"qwen3_5", 1},    {"qwen3_5_moe", 1}, {"qwen3_next", 1},
+                 {"mamba2", 1}, {"granite_hybrid", 1}, {"nemotron_h", 1}, {"falcon_h1", 1}};
     size_t i;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) test_read(cases[i].name, cases[i].write);
+    test_falcon_fold();
+    test_falcon_refused("falcon_h1", "projection biases");
+    test_falcon_refused("falcon_h1_prenorm", "before the gate");
     return tl_finish();
 }

@@ -848,7 +848,7 @@ static void check_quantize_weight(void) {
     }
 }
 
-/* Native GGML formats (>>kernels: Q5_0, Q5_1, Q2_K .. Q6_K) on path k: rows of random block
+/* Native GGML formats (>>kernels: Q5_0, Q5_1, Q2_K .. Q6_K, MXFP4, the i-quants) on path k: rows of random block
    bytes with modest f16 scales (both signs), n_out 37, 83 and 128 (short groups of panels, a
    partial panel, whole groups), B 1..9 and 17; from the rows and, where k packs the type, from
    its KQ panels, whole and in two ranges of rows (a split across tasks). The same bits as the
@@ -857,16 +857,20 @@ static void check_quantize_weight(void) {
    weights (the dequantizer matches gguf-py bit for bit, tests/test_gguf.c): |y - w.x| <=
    sum_k |w_k| d_x(k) / 2 plus f32 rounding. */
 static void check_kq(const mlstack__kernels *k) {
-    static const int wtypes[] = {MLSTACK__W_Q5_1, MLSTACK__W_Q2_K, MLSTACK__W_Q3_K, MLSTACK__W_Q4_K,
-                                 MLSTACK__W_Q5_K, MLSTACK__W_Q6_K, MLSTACK__W_Q5_0, MLSTACK__W_MXFP4};
-    /* f16 scale fields of each block: byte offset, count (MXFP4: its E8M0 byte, below) */
-    static const int sc_off[] = {0, 80, 108, 0, 0, 208, 0, 0}, sc_n[] = {2, 2, 1, 2, 2, 1, 1, 0};
+    static const int wtypes[] = {MLSTACK__W_Q5_1,    MLSTACK__W_Q2_K,    MLSTACK__W_Q3_K,   MLSTACK__W_Q4_K,
+                                 MLSTACK__W_Q5_K,    MLSTACK__W_Q6_K,    MLSTACK__W_Q5_0,   MLSTACK__W_MXFP4,
+                                 MLSTACK__W_IQ4_XS,  MLSTACK__W_IQ2_XXS, MLSTACK__W_IQ2_XS, MLSTACK__W_IQ2_S,
+                                 MLSTACK__W_IQ3_XXS, MLSTACK__W_IQ3_S,   MLSTACK__W_IQ1_S,  MLSTACK__W_IQ1_M};
+    /* f16 scale fields of each block: byte offset, count (MXFP4: its E8M0 byte; IQ1_M: the top
+       nibbles of its scale words; both below) */
+    static const int sc_off[] = {0, 80, 108, 0, 0, 208, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                     sc_n[] = {2, 2, 1, 2, 2, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 0};
     static const int n_ins[] = {256, 512, 1280}, n_outs[] = {37, 83, 128}, Bs[] = {1, 2, 3, 5, 9, 17};
     int wi, ni, no, bi, i, b, o, pk, mm_ref = (tk_fn)k->matmul == (tk_fn)tk_ref->matmul;
     /* the reference: its batch invariance and its bound against the dequantized product; every
        other table: the reference's bits (which imply that bound) and its own batch invariance */
     if (!tk_first((tk_fn)k->matmul, TK_KQ)) return;
-    for (wi = 0; wi < 8; wi++)
+    for (wi = 0; wi < (int)(sizeof wtypes / sizeof wtypes[0]); wi++)
         for (ni = 0; ni < 3; ni++)
             for (no = 0; no < 3; no++) {
                 int wt = wtypes[wi], n_in = n_ins[ni], n_out = n_outs[no], gt = wt - 16, nblk, bs, j;
@@ -895,6 +899,13 @@ static void check_kq(const mlstack__kernels *k) {
                     for (i = 0; i < nblk; i++) {
                         static const unsigned char ext[] = {0, 1, 2, 228};
                         wd[(size_t)i * bs] = i % 7 == 3 ? ext[(i / 7) % 4] : (unsigned char)(118 + (i * 5) % 7);
+                    }
+                if (wt == MLSTACK__W_IQ1_M) /* d's four nibbles atop the four scale words */
+                    for (i = 0; i < nblk; i++) {
+                        uint16_t h = mlstack__f32_to_f16(frand() * 0.003f);
+                        for (j = 0; j < 4; j++)
+                            wd[(size_t)i * bs + 49 + 2 * j] =
+                                (unsigned char)((wd[(size_t)i * bs + 49 + 2 * j] & 15) | ((h >> (4 * j)) & 15) << 4);
                     }
                 for (o = 0; o < n_out; o++)
                     mlstack__ggml_dequant_row((uint32_t)gt, wd + o * rb, wf + (size_t)o * n_in, n_in);

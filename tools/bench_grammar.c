@@ -7,8 +7,12 @@
    ../shared/tokenizers/qwen2.5.
      cc -O2 -I. tools/bench_grammar.c -o build/bench_grammar -lpthread -lm
      build/bench_grammar [-m models/smollm2-135m-instruct] [-t THREADS] [-n TOKENS] [-Q q4_1|q8_0] [-q TOKENIZER_DIR] [-M]
+                         [-s tools/grammar_bench_schemas.tsv]
    -q: the folder of the random-logits part (default ../shared/tokenizers/qwen2.5); -M: that part
-   only (no model run; for callgrind: -M -q models/smollm2-135m-instruct).
+   only (no model run; for callgrind: -M -q models/smollm2-135m-instruct); -s: more schemas for
+   that part, `name<TAB>schema` a line (tools/make_grammar_bench_schemas.py writes the hard ones;
+   tools/bench_grammar_llamacpp.cpp times llama.cpp on the same file). That part takes up to
+   10 x TOKENS masks per schema.
    Greedy decoding, so runs repeat; the schemas are written to build/bench_grammar_*.json for
    the llama.cpp side (llama-cli --json-schema-file). */
 #define MLSTACK_IMPLEMENTATION
@@ -127,68 +131,103 @@ static int generate(mlstack_engine *e, const mlstack_grammar *g, const mlstack_v
     return n;
 }
 
-/* The mask cost alone (random logits), on the vocabulary of the tokenizer in qdir (Qwen2.5's 152k
-   by default). Returns 1 when a schema does not compile. */
-static int bench_masks(const char *qdir, int max_tokens) {
+static double pct(double *v, int n, double q) {
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n ? v[(int)((n - 1) * q + 0.5)] : 0;
+}
+
+/* One schema on vocabulary qv: compile time (p50 and p99 of 10 compiles), then one cold
+   generation with random logits (temperature 1), every mask timed; in CPU time of this thread,
+   so that time waiting for a core on a loaded machine is not counted. Returns 1 when it does not
+   compile. */
+static int bench_one(const char *qdir, mlstack_vocab *qv, const char *name, const char *schema, int max_masks) {
+    mlstack_grammar_desc gd;
+    mlstack_grammar *g = NULL;
+    mlstack_sampler_desc sd;
+    mlstack_sampler *s;
     mlstack_error err;
-    int c;
-    mlstack_tokenizer *tok;
-    if (mlstack_tokenizer_open(qdir, &tok, &err) == MLSTACK_OK) {
-        mlstack_vocab *qv;
-        int32_t eos = mlstack_tokenizer_eos_id(tok);
-        if (mlstack_vocab_from_tokenizer(tok, 0, &eos, 1, &qv, &err) == MLSTACK_OK) {
-            for (c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++) {
-                mlstack_grammar_desc gd;
-                mlstack_grammar *g;
-                mlstack_sampler_desc sd;
-                mlstack_sampler *s;
-                int V = mlstack_vocab_size(qv), n = 0, k;
-                float *lg = (float *)malloc(sizeof(float) * (size_t)V);
-                uint32_t *bits = (uint32_t *)calloc((size_t)(V + 31) / 32, sizeof(uint32_t));
-                double t0, compile_ms, tot = 0, *ms = (double *)calloc(4000, sizeof(double));
-                uint64_t x = 88172645463325252ull;
-                memset(&gd, 0, sizeof gd);
-                gd.kind = MLSTACK_GRAMMAR_JSON_SCHEMA;
-                gd.text = cases[c].schema;
-                gd.vocab = qv;
-                t0 = now_s();
-                if (mlstack_grammar_compile(&gd, &g, &err) != MLSTACK_OK) return printf("%s\n", err.message), 1;
-                compile_ms = (now_s() - t0) * 1e3;
-                memset(&sd, 0, sizeof sd);
-                sd.temperature = 1.0f;
-                sd.top_k = 0; /* a full sort of the vocabulary per token would hide the mask */
-                sd.grammar = g;
-                mlstack_sampler_init(&sd, V, &s);
-                while (n < 4000 && n < max_tokens * 10) {
-                    int32_t t;
-                    for (k = 0; k < V; k++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, lg[k] = (float)(x >> 40) * 1e-6f;
-                    t0 = now_s();
-                    mlstack_matcher_mask(mlstack_sampler_matcher(s), bits);
-                    ms[n] = (now_s() - t0) * 1e3;
-                    tot += ms[n++];
-                    t = mlstack_sampler_sample(s, lg);
-                    if (t < 0 || (mlstack_matcher_status(mlstack_sampler_matcher(s)) & MLSTACK_MATCHER_MUST_END)) break;
-                }
-                printf("%s: %d-token vocabulary, %-8s (random logits, cold): compile %.2f ms, %d tokens, mask mean "
-                       "%.3f ms, p99 %.3f ms\n",
-                       qdir, V, cases[c].name, compile_ms, n, tot / n, p99(ms, n));
-                mlstack_sampler_free(s);
-                mlstack_grammar_free(g);
-                free(lg);
-                free(bits);
-                free(ms);
-            }
-            mlstack_vocab_free(qv);
-        }
-        mlstack_tokenizer_close(tok);
-    } else {
-        printf("%s: %s (random-logits part skipped)\n", qdir, err.message);
+    int V = mlstack_vocab_size(qv), n = 0, k;
+    float *lg = (float *)malloc(sizeof(float) * (size_t)V);
+    uint32_t *bits = (uint32_t *)calloc((size_t)(V + 31) / 32, sizeof(uint32_t));
+    double t0, cms[10], tot = 0, *ms = (double *)calloc((size_t)max_masks + 1, sizeof(double));
+    uint64_t x = 88172645463325252ull;
+    memset(&gd, 0, sizeof gd);
+    gd.kind = MLSTACK_GRAMMAR_JSON_SCHEMA;
+    gd.text = schema;
+    gd.vocab = qv;
+    for (k = 0; k < 10; k++) {
+        mlstack_grammar_free(g);
+        t0 = cpu_s();
+        if (mlstack_grammar_compile(&gd, &g, &err) != MLSTACK_OK) return printf("%s: %s\n", name, err.message), 1;
+        cms[k] = (cpu_s() - t0) * 1e3;
     }
+    memset(&sd, 0, sizeof sd);
+    sd.temperature = 1.0f;
+    sd.top_k = 0; /* a full sort of the vocabulary per token would hide the mask */
+    sd.grammar = g;
+    mlstack_sampler_init(&sd, V, &s);
+    while (n < max_masks) {
+        int32_t t;
+        for (k = 0; k < V; k++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, lg[k] = (float)(x >> 40) * 1e-6f;
+        t0 = cpu_s();
+        mlstack_matcher_mask(mlstack_sampler_matcher(s), bits);
+        ms[n] = (cpu_s() - t0) * 1e3;
+        tot += ms[n++];
+        t = mlstack_sampler_sample(s, lg);
+        if (t < 0 || (mlstack_matcher_status(mlstack_sampler_matcher(s)) & MLSTACK_MATCHER_MUST_END)) break;
+    }
+    printf("%s: %d-token vocabulary, %-9s (random logits, cold, thread CPU time): compile p50 %.2f ms, p99 %.2f ms, %d "
+           "tokens, mask "
+           "mean %.3f ms, p50 %.3f ms, p99 %.3f ms\n",
+           qdir, V, name, pct(cms, 10, 0.5), pct(cms, 10, 0.99), n, tot / n, pct(ms, n, 0.5), pct(ms, n, 0.99));
+    printf("    %d DFA states, %llu masks computed (%llu of them plain tokens by length), %llu from the cache\n",
+           g->n_states, (unsigned long long)g->n_walks, (unsigned long long)g->n_plain_masks,
+           (unsigned long long)g->n_mask_hits);
+    mlstack_sampler_free(s);
+    mlstack_grammar_free(g);
+    free(lg);
+    free(bits);
+    free(ms);
     return 0;
 }
 
+/* The mask cost alone (random logits), on the vocabulary of the tokenizer in qdir (Qwen2.5's 152k
+   by default), for the cases above and the `name<TAB>schema` lines of file sfile (-s, may be
+   NULL). Returns 1 when a schema does not compile. */
+static int bench_masks(const char *qdir, int max_tokens, const char *sfile) {
+    mlstack_error err;
+    mlstack_tokenizer *tok;
+    mlstack_vocab *qv;
+    int32_t eos;
+    int c, bad = 0;
+    char line[65536];
+    FILE *f;
+    if (mlstack_tokenizer_open(qdir, &tok, &err) != MLSTACK_OK) {
+        printf("%s: %s (random-logits part skipped)\n", qdir, err.message);
+        return 0;
+    }
+    eos = mlstack_tokenizer_eos_id(tok);
+    if (mlstack_vocab_from_tokenizer(tok, 0, &eos, 1, &qv, &err) == MLSTACK_OK) {
+        for (c = 0; c < (int)(sizeof cases / sizeof cases[0]); c++)
+            bad |= bench_one(qdir, qv, cases[c].name, cases[c].schema, max_tokens * 10);
+        if (sfile && (f = fopen(sfile, "r")) != NULL) {
+            while (fgets(line, sizeof line, f)) {
+                char *tab = strchr(line, '\t');
+                if (!tab) continue;
+                *tab = 0;
+                tab[strcspn(tab + 1, "\n") + 1] = 0;
+                bad |= bench_one(qdir, qv, line, tab + 1, max_tokens * 10);
+            }
+            fclose(f);
+        }
+        mlstack_vocab_free(qv);
+    }
+    mlstack_tokenizer_close(tok);
+    return bad;
+}
+
 int main(int argc, char **argv) {
-    const char *dir = "models/smollm2-135m-instruct", *qdir = "../shared/tokenizers/qwen2.5";
+    const char *dir = "models/smollm2-135m-instruct", *qdir = "../shared/tokenizers/qwen2.5", *sfile = NULL;
     int threads = 2, max_tokens = 160, i, c, masks_only = 0;
     mlstack_dtype quant = (mlstack_dtype)0;
     mlstack_model *model;
@@ -208,8 +247,10 @@ int main(int argc, char **argv) {
             threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-n"))
             max_tokens = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-s"))
+            sfile = argv[i + 1];
     }
-    if (masks_only) return bench_masks(qdir, max_tokens);
+    if (masks_only) return bench_masks(qdir, max_tokens, sfile);
     memset(&md, 0, sizeof md);
     md.path = dir;
     md.quant = quant;
@@ -288,5 +329,5 @@ int main(int argc, char **argv) {
     mlstack_vocab_free(v);
     mlstack_engine_free(e);
     mlstack_model_close(model);
-    return bench_masks(qdir, max_tokens);
+    return bench_masks(qdir, max_tokens, sfile);
 }

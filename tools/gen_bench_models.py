@@ -59,6 +59,36 @@ SHAPES = {
                       name="TinyLlama-1.1B (random weights)"),
 }
 
+# Shapes written straight to GGUF as random blocks (--dtype q4_k_m, iq4_xs, iq2_xxs or q8_0; no
+# float copy anywhere, so even the 8B shape is made in a minute and its size in memory): for
+# side-by-side benchmarks on the same file, not for text. Each tensor's blocks are random bytes
+# from its own seeded generator with their f16 scales set so the weights' std is about --std.
+# The mixes follow llama.cpp's file types, simplified: Q4_K_M: Q4_K, with attn_v and ffn_down
+# Q6_K in the layers llama.cpp gives more bits (the first and last eighth, every third between),
+# output Q6_K; IQ4_XS: IQ4_XS, output Q6_K; IQ2_XXS: IQ2_XXS, output Q5_K; Q8_0: Q8_0. The
+# embedding is Q8_0 in every mix (mlstack keeps Q8_0 / Q4_1 tables as blocks; other block types
+# it dequantizes to f32 at load) and the head is untied.
+BLOCK_SHAPES = {
+    "llama3.2-1b": dict(arch="llama", hidden_size=2048, num_hidden_layers=16, num_attention_heads=32,
+                        num_key_value_heads=8, head_dim=64, intermediate_size=8192, vocab_size=128256,
+                        rope_theta=500000.0, name="Llama-3.2-1B (random blocks)"),
+    "llama3.2-3b": dict(arch="llama", hidden_size=3072, num_hidden_layers=28, num_attention_heads=24,
+                        num_key_value_heads=8, head_dim=128, intermediate_size=8192, vocab_size=128256,
+                        rope_theta=500000.0, name="Llama-3.2-3B (random blocks)"),
+    "qwen3-4b": dict(arch="qwen3", hidden_size=2560, num_hidden_layers=36, num_attention_heads=32,
+                     num_key_value_heads=8, head_dim=128, intermediate_size=9728, vocab_size=151936,
+                     rope_theta=1000000.0, name="Qwen3-4B (random blocks)"),
+    "llama3.1-8b": dict(arch="llama", hidden_size=4096, num_hidden_layers=32, num_attention_heads=32,
+                        num_key_value_heads=8, head_dim=128, intermediate_size=14336, vocab_size=128256,
+                        rope_theta=500000.0, name="Llama-3.1-8B (random blocks)"),
+}
+BLOCK_DTYPES = ("q4_k_m", "iq4_xs", "iq2_xxs", "q8_0")
+BLOCK_FTYPE = {"q4_k_m": gguf.LlamaFileType.MOSTLY_Q4_K_M, "iq4_xs": gguf.LlamaFileType.MOSTLY_IQ4_XS,
+               "iq2_xxs": gguf.LlamaFileType.MOSTLY_IQ2_XXS, "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}
+# byte offsets of the f16 scale fields (d, and dmin where the type has one) in a block
+BLOCK_SCALES = {QT.Q8_0: (0,), QT.Q4_K: (0, 2), QT.Q5_K: (0, 2), QT.Q6_K: (208,), QT.IQ4_XS: (0,),
+                QT.IQ2_XXS: (0,)}
+
 DTYPES = ("f32", "f16", "bf16", "q8_0", "q4_1")
 
 GGUF_TYPE = {"f32": QT.F32, "f16": QT.F16, "bf16": QT.BF16, "q8_0": QT.Q8_0, "q4_1": QT.Q4_1}
@@ -300,6 +330,92 @@ def write_gguf(path: str, shape: str, dtype: str, plan, seed: int, std: float) -
     os.replace(tmp, path)
 
 
+# ---------------------------------------------------------------- random-block GGUF shapes
+
+def block_type(dtype: str, gname: str, n_layers: int) -> QT:
+    """The GGML type of tensor gname in the simplified mix of dtype (BLOCK_SHAPES' comment)."""
+    if gname.endswith("norm.weight"):
+        return QT.F32
+    if gname == "token_embd.weight" or dtype == "q8_0":
+        return QT.Q8_0
+    if gname == "output.weight":
+        return QT.Q5_K if dtype == "iq2_xxs" else QT.Q6_K
+    if dtype == "q4_k_m":
+        i = int(gname.split(".")[1])
+        more = i < n_layers // 8 or i >= 7 * n_layers // 8 or (i - n_layers // 8) % 3 == 2
+        return QT.Q6_K if more and (".attn_v." in gname or ".ffn_down." in gname) else QT.Q4_K
+    return QT.IQ4_XS if dtype == "iq4_xs" else QT.IQ2_XXS
+
+
+def block_unit_std(qt: QT) -> float:
+    """The std of type qt's weights when every scale field holds 1.0 (over random blocks)."""
+    block, size = GGML_QUANT_SIZES[qt]
+    raw = np.random.default_rng(7).integers(0, 256, size=(64, size), dtype=np.uint8)
+    for off in BLOCK_SCALES[qt]:
+        raw[:, off:off + 2] = np.array([1.0], dtype=np.float16).view(np.uint8)
+    return float(np.std(gguf.quants.dequantize(raw, qt)))
+
+
+def random_blocks(name: str, shape: tuple[int, int], qt: QT, seed: int, std: float) -> np.ndarray:
+    """Random blocks of qt for a [rows, cols] tensor, scales set for a weight std of about std."""
+    block, size = GGML_QUANT_SIZES[qt]
+    rows, nb = shape[0], shape[1] // block
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+    raw = rng.integers(0, 256, size=(rows, nb, size), dtype=np.uint8)
+    scale = np.float16(std / block_unit_std(qt))
+    for off in BLOCK_SCALES[qt]:
+        raw[:, :, off:off + 2] = np.array([scale], dtype=np.float16).view(np.uint8)
+    return raw.reshape(rows, nb * size)
+
+
+def write_block_gguf(path: str, shape: str, dtype: str, seed: int, std: float) -> None:
+    s = BLOCK_SHAPES[shape]
+    h, nh, nkv, hd, f, v = (s["hidden_size"], s["num_attention_heads"], s["num_key_value_heads"], s["head_dim"],
+                            s["intermediate_size"], s["vocab_size"])
+    n_layers, arch = s["num_hidden_layers"], s["arch"]
+    plan = [("token_embd.weight", (v, h))]
+    for i in range(n_layers):
+        g = f"blk.{i}."
+        plan += [(g + "attn_norm.weight", (h,)), (g + "attn_q.weight", (nh * hd, h)),
+                 (g + "attn_k.weight", (nkv * hd, h)), (g + "attn_v.weight", (nkv * hd, h)),
+                 (g + "attn_output.weight", (h, nh * hd)), (g + "ffn_norm.weight", (h,)),
+                 (g + "ffn_gate.weight", (f, h)), (g + "ffn_up.weight", (f, h)), (g + "ffn_down.weight", (h, f))]
+        if arch == "qwen3":
+            plan += [(g + "attn_q_norm.weight", (hd,)), (g + "attn_k_norm.weight", (hd,))]
+    plan += [("output_norm.weight", (h,)), ("output.weight", (v, h))]
+    tmp = path + ".part"
+    w = gguf.GGUFWriter(tmp, arch)
+    w.add_name(s["name"])
+    w.add_vocab_size(v)
+    w.add_context_length(131072)
+    w.add_embedding_length(h)
+    w.add_block_count(n_layers)
+    w.add_feed_forward_length(f)
+    w.add_head_count(nh)
+    w.add_head_count_kv(nkv)
+    w.add_key_length(hd)
+    w.add_value_length(hd)
+    w.add_rope_dimension_count(hd)
+    w.add_rope_freq_base(s["rope_theta"])
+    w.add_layer_norm_rms_eps(1e-5 if arch == "llama" else 1e-6)
+    w.add_file_type(BLOCK_FTYPE[dtype])
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    add_dummy_tokenizer(w, v, 1, 2)
+    types = [block_type(dtype, name, n_layers) for name, _ in plan]
+    for (name, shp), qt in zip(plan, types):
+        w.add_tensor_info(name, shp, np.dtype(np.float32), gguf_nbytes(shp, qt), raw_dtype=qt)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    for (name, shp), qt in zip(plan, types):
+        if qt == QT.F32:
+            w.write_tensor_data(np.ones(shp, dtype=np.float32))
+        else:
+            w.write_tensor_data(random_blocks(name, shp, qt, seed, std))
+    w.close()
+    os.replace(tmp, path)
+
+
 # ---------------------------------------------------------------- gpt-oss (GGUF only)
 
 # gpt-oss-20b's shape (openai/gpt-oss-20b config.json); --layers keeps the first N of its 24
@@ -386,24 +502,13 @@ def write_gpt_oss_gguf(path: str, n_layers: int, seed: int) -> None:
 
 # ---------------------------------------------------------------- hybrids
 
-# The smallest public checkpoints' shapes (text part): Qwen3.5-0.8B and LFM2-1.2B.
-HYBRID_SHAPES = {
-    "qwen35-0.8b": dict(
-        architectures=["Qwen3_5ForCausalLM"], vocab_size=248320, hidden_size=1024, intermediate_size=3584,
-        num_hidden_layers=24, num_attention_heads=8, num_key_value_heads=2, head_dim=256, hidden_act="silu",
-        max_position_embeddings=262144, rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False,
-        rope_parameters=dict(rope_theta=10000000.0, partial_rotary_factor=0.25, rope_type="default"),
-        linear_conv_kernel_dim=4, linear_key_head_dim=128, linear_value_head_dim=128, linear_num_key_heads=16,
-        linear_num_value_heads=16, eos_token_id=2,
-        layer_types=["full_attention" if i % 4 == 3 else "linear_attention" for i in range(24)]),
-    "lfm2-1.2b": dict(
-        architectures=["Lfm2ForCausalLM"], vocab_size=65536, hidden_size=2048, intermediate_size=12288,
-        num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=128000,
-        norm_eps=1e-5, tie_word_embeddings=True, rope_parameters=dict(rope_theta=1000000.0, rope_type="default"),
-        conv_bias=False, conv_L_cache=3, block_multiple_of=256, block_ffn_dim_multiplier=1.0,
-        block_auto_adjust_ff_dim=True, bos_token_id=1, eos_token_id=2, pad_token_id=0,
-        layer_types=["full_attention" if i in (2, 5, 8, 10, 12, 14) else "conv" for i in range(16)]),
-}
+# The smallest public checkpoints' shapes (text part): Qwen3.5-0.8B and LFM2-1.2B, as config.json
+# files in tools/shapes/ (which `make bench` also runs through `mlstack bench --shape`).
+SHAPES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shapes")
+HYBRID_SHAPES = {}
+for _name in ("qwen35-0.8b", "lfm2-1.2b"):
+    with open(os.path.join(SHAPES_DIR, _name + ".json"), encoding="utf-8") as _f:
+        HYBRID_SHAPES[_name] = json.load(_f)
 
 
 def write_hybrid(a) -> int:
@@ -417,6 +522,7 @@ def write_hybrid(a) -> int:
     import transformers
     cfg = dict(HYBRID_SHAPES[a.shape])
     arch = cfg.pop("architectures")[0]
+    cfg.pop("model_type", None)
     conf = {"Qwen3_5ForCausalLM": transformers.Qwen3_5TextConfig,
             "Lfm2ForCausalLM": transformers.Lfm2Config}[arch](**cfg)
     conf.architectures = [arch]
@@ -444,8 +550,10 @@ def write_hybrid(a) -> int:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shape", required=True, choices=sorted(SHAPES) + ["gpt-oss-20b"] + sorted(HYBRID_SHAPES))
-    ap.add_argument("--dtype", choices=list(DTYPES) + ["mxfp4"], help="not for the hybrid shapes (they write all three)")
+    ap.add_argument("--shape", required=True,
+                    choices=sorted(SHAPES) + ["gpt-oss-20b"] + sorted(HYBRID_SHAPES) + sorted(BLOCK_SHAPES))
+    ap.add_argument("--dtype", choices=sorted(set(DTYPES) | set(BLOCK_DTYPES)) + ["mxfp4"],
+                    help="not for the hybrid shapes (they write all three)")
     ap.add_argument("--tokenizer", default=os.path.join(os.path.dirname(__file__), "..", "models", "smollm2-135m-instruct"),
                     help="hybrid shapes: a folder with tokenizer.json and tokenizer_config.json")
     ap.add_argument("--peer", default=os.path.join(os.path.dirname(__file__), "..", "peer"),
@@ -466,6 +574,14 @@ def main(argv=None) -> int:
         return write_hybrid(a)
     if not a.dtype:
         ap.error("--dtype is needed")
+    if a.shape in BLOCK_SHAPES:  # GGUF only, random blocks
+        if a.dtype not in BLOCK_DTYPES:
+            ap.error("--shape %s takes --dtype %s" % (a.shape, ", ".join(BLOCK_DTYPES)))
+        gp = os.path.join(a.out, "model.gguf")
+        t0 = time.time()
+        write_block_gguf(gp, a.shape, a.dtype, a.seed, a.std)
+        print(f"{gp}: {os.path.getsize(gp) / 1e6:.1f} MB in {time.time() - t0:.1f} s")
+        return 0
     if a.shape == "gpt-oss-20b":  # GGUF only (mlstack reads it as llama.cpp does), MXFP4 experts
         if a.dtype != "mxfp4":
             ap.error("--shape gpt-oss-20b takes --dtype mxfp4")

@@ -393,6 +393,30 @@ FAMILIES = [
                                                         "rope_theta": 1000000.0, "factor": 2.0},
                                      "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
          layer_scalar=True, head_std=0.75, clip=dict(final=5.0), prompt_len=128),
+    # Gemma 4 as published: full layers with heads twice as wide (global_head_dim 32 against
+    # head_dim 16, as 512 against 256), proportional RoPE over the full head (4 of 16 pairs
+    # rotate), the last 2 layers reading layer 2's (sliding) and layer 1's (full) KV, per-layer
+    # inputs, final soft-capping
+    dict(name="gemma4_hd", cls="Gemma4ForCausalLM",
+         extra=dict(num_hidden_layers=5, sliding_window=20, global_head_dim=32, num_kv_shared_layers=2,
+                    layer_types=["sliding_attention", "full_attention", "sliding_attention", "sliding_attention",
+                                 "full_attention"],
+                    hidden_size_per_layer_input=8, vocab_size_per_layer_input=FAM_VOCAB,
+                    final_logit_softcapping=30.0,
+                    rope_parameters={"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                        "rope_theta": 1000000.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+         layer_scalar=True, mul={"q_norm": 0.5}, embed_std=0.35, prompt_len=128),
+    # Gemma 4 31B's attention: full layers of global_head_dim 32 with attention_k_eq_v and one KV
+    # head (num_global_key_value_heads 1, sliding layers 2), no per-layer inputs
+    dict(name="gemma4_hd_keqv", cls="Gemma4ForCausalLM",
+         extra=dict(num_hidden_layers=4, sliding_window=24, global_head_dim=32, attention_k_eq_v=True,
+                    num_global_key_value_heads=1, hidden_size_per_layer_input=0, tie_word_embeddings=False,
+                    layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+                    rope_parameters={"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                        "rope_theta": 1000000.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+         layer_scalar=True, head_std=0.75, prompt_len=120),
     # Gemma 4 as its multimodal checkpoint: text_config, the text model under model.language_model,
     # a (tiny) vision tower mlstack skips; per-layer inputs of 4, the last layer reading layer 1's KV
     dict(name="gemma4_vl", cls="Gemma4ForConditionalGeneration",
@@ -405,6 +429,32 @@ FAMILIES = [
          vision=dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2, head_dim=8,
                      intermediate_size=32, position_embedding_size=64),
          layer_scalar=True, mul={"q_norm": 0.5}, embed_std=0.35, prompt_len=120),
+    # Gemma 3n: 4 AltUp streams (the active one 0, correct_output_scale), Laurel of rank 8,
+    # activation sparsity (0.95, 0.95, then 0.5 on layer 3), per-layer intermediate_size (one
+    # value), per-layer inputs of 8, the last 2 layers reading layers 2 and 1's KV, final
+    # soft-capping; norms applied as stored, q/k/v heads RMS-normalized, scores unscaled (AltUp's
+    # weights drawn smaller and q_norm halved: otherwise transformers' own f32 and f64 differ by 4e-4)
+    dict(name="gemma3n", cls="Gemma3nForCausalLM",
+         extra=dict(num_hidden_layers=5, sliding_window=20, num_kv_shared_layers=2, intermediate_size=[64] * 5,
+                    layer_types=["sliding_attention", "full_attention", "sliding_attention", "sliding_attention",
+                                 "full_attention"],
+                    hidden_size_per_layer_input=8, vocab_size_per_layer_input=FAM_VOCAB, altup_num_inputs=4,
+                    laurel_rank=8, activation_sparsity_pattern=[0.95, 0.95, 0.0, 0.5, 0.0],
+                    final_logit_softcapping=30.0,
+                    rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+         std={"altup": 0.1}, mul={"q_norm": 0.5}, embed_std=0.35, prompt_len=128),
+    # Gemma 3n's other options: 3 streams with the active one 1 (the per-layer input still goes to
+    # streams 1 and 2, the active one included), no correct_output_scale, no shared-KV layers,
+    # the default 4:1 pattern, sparsity on the first 2 layers only, untied head, soft-capping 50
+    dict(name="gemma3n_alt", cls="Gemma3nForCausalLM",
+         extra=dict(num_hidden_layers=5, sliding_window=24, num_kv_shared_layers=0, altup_num_inputs=3,
+                    altup_active_idx=1, altup_correct_scale=False, laurel_rank=4,
+                    activation_sparsity_pattern=[0.9, 0.6, 0.0, 0.0, 0.0], hidden_size_per_layer_input=4,
+                    vocab_size_per_layer_input=96, final_logit_softcapping=50.0, tie_word_embeddings=False,
+                    rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+         std={"altup": 0.1}, mul={"q_norm": 0.5}, embed_std=0.35, prompt_len=120),
     # fused qkv_proj / gate_up_proj, partial rotary (half), longrope beyond the original
     # context (64 < 112), sliding window; recorded token by token (see run_incremental), and as
     # transformers' generate runs it (the prompt in one forward: long factors from row 0)
@@ -793,7 +843,7 @@ def fam_init_weights(model, seed, embed_std=0.5, head_std=0.25, std=None, plus_o
     need their own scale."""
     rng = np.random.default_rng(seed)
     kind = type(model).__name__
-    plus_one = plus_one or (kind.startswith("Gemma") and not kind.startswith("Gemma4"))
+    plus_one = plus_one or (kind.startswith("Gemma") and not kind.startswith(("Gemma4", "Gemma3n")))
     with torch.no_grad():
         for name, p in sorted(model.named_parameters(), key=lambda kv: kv[0]):
             shape = tuple(p.shape)
@@ -1051,15 +1101,53 @@ def make_family(spec):
                 distinct=len(set(greedy)))
 
 
+def make_gemma3n_vl():
+    """gemma3n as Gemma3nForConditionalGeneration: its config under text_config beside (stub)
+    vision_config / audio_config, its tensors under model.language_model. transformers cannot
+    build that class here (its vision tower needs timm), so the reference is the gemma3n
+    fixture's own: Gemma3nForConditionalGeneration's text path is Gemma3nTextModel and the same
+    LM head, the same forward on the same weights."""
+    from safetensors.torch import load_file, save_file
+    src, out = os.path.join(FAM_DIR, "gemma3n"), os.path.join(FAM_DIR, "gemma3n_vl")
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+    with open(os.path.join(src, "config.json")) as f:
+        text = json.load(f)
+    cfg = dict(architectures=["Gemma3nForConditionalGeneration"], model_type="gemma3n",
+               text_config=dict(text, model_type="gemma3n_text"), tie_word_embeddings=True,
+               vision_config=dict(model_type="gemma3n_vision", hidden_size=16),
+               audio_config=dict(model_type="gemma3n_audio", hidden_size=16), dtype="float32",
+               transformers_version=text.get("transformers_version"))
+    cfg["text_config"].pop("architectures", None)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2, sort_keys=True)
+    tensors = {("model.language_model." + k[len("model."):] if k.startswith("model.") else k): v
+               for k, v in load_file(os.path.join(src, "model.safetensors")).items()}
+    tensors["model.vision_tower.stub.weight"] = torch.zeros(2)  # a tower mlstack must skip
+    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    for name in ("generation_config.json", "logits.bin"):
+        shutil.copy(os.path.join(src, name), os.path.join(out, name))
+    with open(os.path.join(src, "reference.json")) as f:
+        ref = json.load(f)
+    ref.update(model="gemma3n_vl", architecture="Gemma3nForConditionalGeneration",
+               note="the gemma3n fixture's reference (transformers' Gemma3nForCausalLM on the same weights)")
+    with open(os.path.join(out, "reference.json"), "w") as f:
+        json.dump(ref, f)
+    return dict(name="gemma3n_vl", files=len(os.listdir(out)), bytes=0, margin=1.0, attempts=[0], distinct=0)
+
+
 def main(argv):
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     wanted = set(argv)
-    unknown = wanted - {m["name"] for m in MODELS} - {f["name"] for f in FAMILIES}
+    unknown = wanted - {m["name"] for m in MODELS} - {f["name"] for f in FAMILIES} - {"gemma3n_vl"}
     if unknown:
         raise SystemExit("unknown model(s): %s" % ", ".join(sorted(unknown)))
     rows = [make(m) for m in MODELS if not wanted or m["name"] in wanted]
     rows += [make_family(f) for f in FAMILIES if not wanted or f["name"] in wanted]
+    if not wanted or "gemma3n_vl" in wanted:  # after gemma3n, from its files
+        rows.append(make_gemma3n_vl())
 
     print("%-18s %5s %9s %12s %9s %8s" % ("model", "files", "bytes", "min margin", "retries", "distinct"))
     for r in rows:

@@ -23,6 +23,11 @@ implementation:
                    (conversion/gpt_oss.py): arch "gpt-oss", gate/up split, experts as GGML MXFP4
                    blocks (scale byte, then element j / j + 16 in the low / high nibble of byte j),
                    sinks as attn_sinks.weight; checked here against gguf-py's dequantization.
+  iquants.gguf     the i-quants (IQ4_XS, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M) as
+                   quants.gguf: random blocks (gguf-py cannot quantize them) with modest f16
+                   scales, each beside its gguf.quants.dequantize values
+  llama-iq.gguf    llama-kq.gguf's shape with every projection and the head in an i-quant
+                   (IQ_TYPES below), random blocks rescaled to a weight std of about 0.05
   ../../fuzz/corpus/gguf/  seeds for tests/fuzz/fuzz_gguf.c
 
 Rerunnable; the same gguf/numpy versions give the same bytes.
@@ -310,6 +315,102 @@ def write_family(name):
     w.close()
 
 
+IQ_BLOCK_TYPES = [T.IQ4_XS, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S, T.IQ3_XXS, T.IQ3_S, T.IQ1_S, T.IQ1_M]
+
+
+def iq_blocks(rng, t, rows, cols, scale=None):
+    """Random blocks of i-quant t whose f16 d is scale (an array [rows, blocks]) or modest random
+    values; IQ1_M keeps d in the top nibbles of its four scale words (bytes 48..55)."""
+    block, size = GGML_QUANT_SIZES[t]
+    nb = cols // block
+    raw = rng.integers(0, 256, size=(rows, nb, size), dtype=np.uint8)
+    if scale is None:
+        scale = rng.uniform(0.002, 0.05, size=(rows, nb)) * rng.choice([-1, 1], size=(rows, nb))
+    d = scale.astype(np.float16).view(np.uint16)
+    if t == T.IQ1_M:
+        words = raw[:, :, 48:56].copy().view(np.uint16) & np.uint16(0x0FFF)
+        for k in range(4):
+            words[:, :, k] |= ((d >> np.uint16(4 * k)) & np.uint16(15)) << np.uint16(12)
+        raw[:, :, 48:56] = words.view(np.uint8)
+    else:
+        raw[:, :, 0:2] = d.reshape(rows, nb, 1).view(np.uint8)
+    return raw.reshape(rows, nb * size)
+
+
+def write_iquants():
+    rng = np.random.default_rng(20261206)
+    w = gguf.GGUFWriter(os.path.join(OUT, "iquants.gguf"), "llama")
+    for t in IQ_BLOCK_TYPES:
+        q = iq_blocks(rng, t, 2, 512)
+        ref = quants.dequantize(q, t).astype(np.float32)
+        assert ref.shape == (2, 512) and np.all(np.isfinite(ref)), t.name
+        w.add_tensor(t.name, q, raw_shape=q.shape, raw_dtype=t)
+        w.add_tensor(t.name + ".ref", ref)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+# llama-iq.gguf: the format of each projection, per layer, and of the output head
+IQ_TYPES = [
+    {"attn_q": T.IQ4_XS, "attn_k": T.IQ2_XXS, "attn_v": T.IQ2_XS, "attn_output": T.IQ2_S,
+     "ffn_gate": T.IQ3_XXS, "ffn_up": T.IQ3_S, "ffn_down": T.IQ1_S},
+    {"attn_q": T.IQ1_M, "attn_k": T.IQ4_XS, "attn_v": T.IQ3_S, "attn_output": T.IQ3_XXS,
+     "ffn_gate": T.IQ2_S, "ffn_up": T.IQ2_XS, "ffn_down": T.IQ4_XS},
+]
+IQ_HEAD = T.IQ4_XS
+
+
+def iq_tensor(rng, t, rows, cols):
+    """Random blocks of t with their d set so the weights' standard deviation is about 0.05."""
+    nb = cols // GGML_QUANT_SIZES[t][0]
+    one = np.ones((rows, nb))
+    std = float(np.std(quants.dequantize(iq_blocks(np.random.default_rng(1), t, rows, cols, one), t)))
+    scale = (0.05 / std) * rng.uniform(0.5, 1.5, size=(rows, nb)) * rng.choice([-1, 1], size=(rows, nb))
+    return iq_blocks(rng, t, rows, cols, scale)
+
+
+def write_iq_model():
+    rng = np.random.default_rng(20261207)
+    D, H, HKV, DH, FF, V = 256, 4, 1, 64, 256, 256
+    w = gguf.GGUFWriter(os.path.join(OUT, "llama-iq.gguf"), "llama")
+    w.add_name("mlstack i-quant formats fixture")
+    w.add_block_count(len(IQ_TYPES))
+    w.add_context_length(256)
+    w.add_embedding_length(D)
+    w.add_feed_forward_length(FF)
+    w.add_head_count(H)
+    w.add_head_count_kv(HKV)
+    w.add_key_length(DH)
+    w.add_value_length(DH)
+    w.add_rope_dimension_count(DH)
+    w.add_rope_freq_base(10000.0)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_vocab_size(V)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_IQ4_XS)
+
+    def add(name, t, rows, cols):
+        q = iq_tensor(rng, t, rows, cols)
+        w.add_tensor(name, q, raw_shape=q.shape, raw_dtype=t)
+
+    w.add_tensor("token_embd.weight", rng.standard_normal((V, D)).astype(np.float16))
+    w.add_tensor("output_norm.weight", (1 + 0.1 * rng.standard_normal(D)).astype(np.float32))
+    add("output.weight", IQ_HEAD, V, D)
+    shapes = {"attn_q": (H * DH, D), "attn_k": (HKV * DH, D), "attn_v": (HKV * DH, D),
+              "attn_output": (D, H * DH), "ffn_gate": (FF, D), "ffn_up": (FF, D), "ffn_down": (D, FF)}
+    for l, types in enumerate(IQ_TYPES):
+        b = "blk.%d." % l
+        w.add_tensor(b + "attn_norm.weight", (1 + 0.1 * rng.standard_normal(D)).astype(np.float32))
+        w.add_tensor(b + "ffn_norm.weight", (1 + 0.1 * rng.standard_normal(D)).astype(np.float32))
+        for name, t in types.items():
+            add(b + name + ".weight", t, *shapes[name])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def write_corpus():
     os.makedirs(CORPUS, exist_ok=True)
     data = open(os.path.join(OUT, "quants.gguf"), "rb").read()
@@ -411,6 +512,8 @@ if __name__ == "__main__":
     write_quants()
     write_llama()
     write_kq()
+    write_iquants()
+    write_iq_model()
     for fam in FAMILY_GGUF:
         write_family(fam)
     write_gpt_oss()

@@ -16,7 +16,8 @@ delta-net reorders) is the converter's own code.
         [--keep DIR]
   python3 tools/make_hybrid_gguf.py --peer PEER --check
         the other way: build/mlstack quantize writes each fixture of WRITTEN as stored, Q8_0, Q4_1
-        and Q4_K_M; llama.cpp must load each file and give mlstack's greedy text on it
+        and Q4_K_M; llama.cpp must load each file and give mlstack's greedy text on it; and Falcon-H1
+        written from its folder (multipliers folded) is compared tensor by tensor with the converter's
 PEER is the llama.cpp build of tools/build_llamacpp.sh (PEER/src/vendor/llama.cpp holds the
 converter, PEER/bin/llama-completion runs it). --types f32,f16,q8_0 also converts to F16 / Q8_0
 (into --keep, default a temporary folder) and checks those files: mlstack's logits against
@@ -37,7 +38,7 @@ OUT = os.path.join(ROOT, "tests", "fixtures", "gguf", "hybrid")
 # fixture -> the GGUF architecture llama.cpp writes for it
 HYBRIDS = {"lfm2": "lfm2", "lfm2_moe": "lfm2moe", "qwen3_5": "qwen35", "qwen3_5_moe": "qwen35moe",
            "qwen3_next": "qwen3next", "granite_hybrid": "granitehybrid", "nemotron_h": "nemotron_h",
-           "mamba2": "mamba2"}
+           "mamba2": "mamba2", "falcon_h1": "falcon-h1"}
 PROMPT = "the cat sat on"
 N_PREDICT = 16
 MERGES = ["Ġ t", "h e", "Ġt he", "a t", "Ġ s", "Ġ c", "o n", "Ġ o"]
@@ -95,6 +96,17 @@ def convert_here(src, out, outtype, peer):
 
 
 def peer_text(peer, path, prompt):
+    """llama.cpp's greedy continuation on path, the same text twice in a row (on the loaded 2-core
+    machine llama-completion once printed nothing, once all but the last token)."""
+    texts = [peer_text_once(peer, path, prompt)]
+    for _ in range(3):
+        texts.append(peer_text_once(peer, path, prompt))
+        if texts[-1] == texts[-2]:
+            break
+    return texts[-1]
+
+
+def peer_text_once(peer, path, prompt):
     """llama.cpp's greedy continuation on path (text; it stops at the end-of-text token)."""
     exe = os.path.join(peer, "bin", "llama-completion")
     cmd = [exe, "-m", path, "-p", prompt, "-n", str(N_PREDICT), "-t", "2", "--temp", "0", "-no-cnv",
@@ -130,13 +142,19 @@ def encode(prompt, tokens):
 # attention heads x head_dim = hidden_size; its Nemotron-H converter a Mamba2 head width of 64; its
 # Qwen3.5 delta-net value heads as wide as key heads, and M-RoPE sections that fit the rotary dims
 # (text positions: any split is plain RoPE); experts in every Qwen3-Next layer, renormalized as
-# llama.cpp always does; Granite without experts, its dense MLP intermediate_size wide
+# llama.cpp always does, two key heads of two value heads each (ssm_ba grouped by key head);
+# Granite without experts, its dense MLP intermediate_size wide; Falcon-H1
+# (every multiplier != 1: the converter folds them into the weights) without the projection biases
+# llama.cpp does not load, its gated norm after the gate (llama.cpp's Mamba2 order)
 QWEN35_ROPE = {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25, "mrope_section": [1, 1, 0]}
 OVERRIDES = {"lfm2": {"head_dim": 8}, "lfm2_moe": {"head_dim": 8},
              "qwen3_5": {"linear_value_head_dim": 8, "rope_parameters": QWEN35_ROPE},
-             "qwen3_5_moe": {"rope_parameters": QWEN35_ROPE}, "qwen3_next": {"mlp_only_layers": [], "norm_topk_prob": True},
+             "qwen3_5_moe": {"rope_parameters": QWEN35_ROPE}, "qwen3_next": {"mlp_only_layers": [], "norm_topk_prob": True,
+                            "linear_num_key_heads": 2, "linear_num_value_heads": 4},
              "granite_hybrid": {"num_experts_per_tok": 0, "shared_intermediate_size": 64},
-             "nemotron_h": {"mamba_num_heads": 1, "mamba_head_dim": 64, "n_groups": 1}}
+             "nemotron_h": {"mamba_num_heads": 1, "mamba_head_dim": 64, "n_groups": 1},
+             "falcon_h1": {"mamba_proj_bias": False, "projectors_bias": False, "mamba_rms_norm": True,
+                           "mamba_norm_before_gate": False}}
 # the layer kinds as the released configs write them (transformers 5 rewrites them; the converter
 # reads these): Granite 4.0-H's layer_types names, Nemotron-H's hybrid_override_pattern
 RELEASED_TYPES = {"granite_hybrid": {"linear_attention": "mamba", "full_attention": "attention"}}
@@ -183,7 +201,7 @@ def make_model(name, out):
     return model
 
 
-WRITTEN = ["lfm2", "mamba2", "qwen3_5"]  # the hybrids mlstack writes to GGUF
+WRITTEN = list(HYBRIDS)  # mlstack writes every hybrid to GGUF
 CHECK_QUANTS = ["none", "q8_0", "q4_1", "q4_k_m"]
 
 
@@ -236,6 +254,52 @@ def check_written(peer, names):
     return bad
 
 
+def check_fold(peer):
+    """Falcon-H1 written by mlstack from its safetensors folder (multipliers folded into the weights)
+    against the converter's file of the same model: each tensor's largest difference, then llama.cpp's
+    greedy text on mlstack's tensors with the converter's vocabulary. Returns 1 on a mismatch."""
+    sys.path.insert(0, os.path.join(peer, "src", "vendor", "llama.cpp", "gguf-py"))
+    import gguf
+    import numpy as np
+    tmp = tempfile.mkdtemp()
+    make_model("falcon_h1", os.path.join(tmp, "hf"))
+    ours = os.path.join(tmp, "ours.gguf")
+    subprocess.run([os.path.join(ROOT, "build", "mlstack"), "quantize", "-m", os.path.join(tmp, "hf"), "--quant",
+                    "none", "-o", ours], check=True, stdout=subprocess.DEVNULL)
+    theirs = gguf.GGUFReader(os.path.join(OUT, "falcon_h1-f32.gguf"))
+    mine = gguf.GGUFReader(ours)
+    ref = {t.name: np.array(t.data) for t in theirs.tensors}
+    worst = 0.0
+    for t in mine.tensors:
+        d = float(np.max(np.abs(np.array(t.data).reshape(ref[t.name].shape) - ref[t.name])))
+        worst = max(worst, d)
+        if d:
+            print("  %-28s max |ours - converter| %.3g" % (t.name, d))
+    print("falcon_h1 folded by mlstack: %d tensors (converter: %d), max |ours - converter| %.3g" %
+          (len(mine.tensors), len(theirs.tensors), worst))
+    merged = os.path.join(tmp, "merged.gguf")
+    w = gguf.GGUFWriter(merged, "falcon-h1")
+    for f in list(mine.fields.values()) + [f for f in theirs.fields.values() if f.name.startswith("tokenizer.")]:
+        if f.name.startswith(("GGUF.", "general.architecture", "tokenizer.ggml.model")) and f.name != "tokenizer.ggml.model":
+            continue
+        if f.name == "tokenizer.ggml.model" and f in mine.fields.values():
+            continue
+        val = f.contents()
+        vtype = f.types[0]
+        sub = f.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
+        w.add_key_value(f.name, val, vtype, sub_type=sub)
+    for t in mine.tensors:
+        w.add_tensor(t.name, np.array(t.data), raw_shape=list(reversed([int(x) for x in t.shape])))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    a, b = ours_text(merged), peer_text(peer, merged, PROMPT)
+    print("falcon_h1 folded: greedy text %s: ours %r llama.cpp %r" % ("same" if a == b else "DIFFERS", a, b))
+    shutil.rmtree(tmp)
+    return int(a != b or len(mine.tensors) != len(theirs.tensors))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--peer", required=True)
@@ -250,7 +314,9 @@ def main():
         return
     names = [n for n in HYBRIDS if not a.only or n in a.only.split(",")]
     if a.check:
-        raise SystemExit(1 if check_written(a.peer, [n for n in names if n in WRITTEN]) else 0)
+        bad = check_written(a.peer, [n for n in names if n in WRITTEN])
+        bad += check_fold(a.peer) if "falcon_h1" in names else 0
+        raise SystemExit(1 if bad else 0)
     import torch
     os.makedirs(OUT, exist_ok=True)
     keep = a.keep or tempfile.mkdtemp()

@@ -10,7 +10,7 @@ Tensors (GGUF shape [512, ROWS]):
              all-positive values, values on a coarse grid (rounding ties)
   <TYPE>     src quantized to TYPE.  Q4_0, Q4_1, Q5_0, Q5_1, Q8_0: gguf-py's
              gguf.quants.quantize (a Python port of ggml's reference quantizers).  Q2_K .. Q6_K
-             and IQ4_NL (gguf-py cannot quantize those): ggml's own ggml_quantize_chunk without
+             IQ4_NL and IQ4_XS (gguf-py cannot quantize those): ggml's own ggml_quantize_chunk without
              an importance matrix -- the call llama-quantize makes -- from the llama.cpp peer
              that tools/build_llamacpp.sh builds (a small C program compiled against its
              libggml-base.a); both sources are checked to agree where both exist.
@@ -92,7 +92,7 @@ def main():
         subprocess.run(["cc", "-O2", "-I", inc, src, lib, "-o", exe, "-fopenmp", "-lm", "-lpthread", "-lstdc++"], check=True)
         w = gguf.GGUFWriter(OUT, "quantize-fixture")
         w.add_tensor("src", x)
-        for name in ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL"):
+        for name in ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"):
             t = T[name]
             ref = ggml_quantize(exe, t, x)
             try:
