@@ -9096,6 +9096,9 @@ MLSTACK_API mlstack_result mlstack_tokenizer_open(const char *dir, mlstack_token
     return r;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* mlstack_tokenizer_encode where special tokens overlapping the n_prot byte ranges
    [prot[2k], prot[2k+1]) (ascending, not overlapping) are text. */
 MLSTACK__FN mlstack_result mlstack__tokenizer_encode_prot(mlstack_tokenizer *t, const char *text, size_t len, int flags,
@@ -9200,9 +9203,6 @@ MLSTACK_API const char *mlstack_tokenizer_chat_template(const mlstack_tokenizer 
 }
 MLSTACK_API const char *mlstack_tokenizer_error(const mlstack_tokenizer *t) { return t && t->err ? t->err : ""; }
 
-#if MLSTACK__COLD_O1 /* end of cold code */
-#pragma GCC pop_options
-#endif
 /* ---- streaming decoder ---- */
 struct mlstack_detok {
     const mlstack_tokenizer *t;
@@ -29589,10 +29589,10 @@ static const mlstack__family mlstack__families[] = {
          {"mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv", "mamba_expand",
           "mamba_conv_bias", "mamba_proj_bias", "rms_norm_eps", MLSTACK__SSM_HYBRID, 1, NULL, NULL}},
     /* multi-head latent attention (MLA): the KV cache holds each position's latent and rope key */
-    {"DeepseekV2ForCausalLM", NULL, MLSTACK__F_MLA,
+    {"DeepseekV2ForCausalLM", "deepseek2", MLSTACK__F_MLA,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
          MLSTACK__EXPERTS("mlp", "n_routed_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
-    {"DeepseekV3ForCausalLM", NULL, MLSTACK__F_MLA | MLSTACK__F_MLA_V3 | MLSTACK__F_TOPK_NORM_ON,
+    {"DeepseekV3ForCausalLM", "deepseek2", MLSTACK__F_MLA | MLSTACK__F_MLA_V3 | MLSTACK__F_TOPK_NORM_ON,
          MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
          MLSTACK__EXPERTS("mlp", "n_routed_experts", "moe_intermediate_size"), MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"NemotronHForCausalLM", "nemotron_h", MLSTACK__F_PLAIN_MLP | MLSTACK__F_GROUP_ROUTER | MLSTACK__F_TOPK_NORM_ON,
@@ -29712,6 +29712,8 @@ typedef struct mlstack__config {
     int norm_plus_stored; /* F_NORM_PLUS_ONE norms are stored as 1 + w (GGUF): applied as stored */
     int dn_v_tiled; /* delta-net value heads stored tiled (GGUF, F_GGUF_V_TILED): their input rows are
                        put back grouped at load; outputs go to the tiled columns ssm_out reads */
+    int dn_in_split; /* some delta-net layer keeps q | k | v (w_in) and z | b | a (w_in2) in two
+                        types (llama-quantize's Q4_K_M: attn_qkv Q6_K beside a Q4_K gate) */
     int text_only; /* F_TEXT_CONFIG with a vision_config: its vision tower is not loaded */
     /* F_GEMMA4: v RMSNorm per head (no weight); k_eq_v: layers without v_proj take v = xn Wk
        (full layers with attention_k_eq_v); the last n_kv_shared layers read the KV of the last
@@ -29786,6 +29788,7 @@ typedef struct mlstack__layer {
     int head_dim, n_kv_heads; /* attention: this layer's head size and KV heads (mlstack__layer_dh) */
     size_t state_off;
     mlstack__weight w_in;
+    mlstack__weight w_in2; /* delta-net of two stored types: the z | b | a rows (w_in then q | k | v) */
     const float *conv_w, *conv_b; /* (C, conv_k) causal convolution as f32, its bias (or NULL) */
     /* Mamba2 (in_proj in w_in, out_proj in wo, conv1d in conv_w / conv_b): dt_bias, A =
        -exp(A_log) and the D skip (H each), the gated norm's weight (inner) */
@@ -31849,6 +31852,30 @@ static mlstack_result mlstack__mla_kv_b(mlstack_model *m, mlstack__layer *L, con
     return MLSTACK_OK;
 }
 
+/* W_UK and W_UV from llama.cpp's attn_k_b (H r, dn) and attn_v_b (H dv, r): already the layouts
+   mlstack__mla_kv_b makes, copied to f32. */
+static mlstack_result mlstack__mla_kv_split(mlstack_model *m, mlstack__layer *L, const mlstack__weight *kb,
+                                            const mlstack__weight *vb, mlstack_error *err) {
+    const mlstack__weight *w[2];
+    mlstack__weight *out[2];
+    int k, i;
+    w[0] = kb, w[1] = vb, out[0] = &L->w_uk, out[1] = &L->w_uv;
+    for (k = 0; k < 2; k++) {
+        float *d = (float *)mlstack__model_own(m, sizeof(float) * (size_t)w[k]->n_out * (size_t)w[k]->n_in);
+        if (!d) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        if (w[k]->wtype != MLSTACK__W_F32 && w[k]->wtype != MLSTACK__W_F16 && w[k]->wtype != MLSTACK__W_BF16)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s stored as %s (F32, F16 or BF16 supported)",
+                                 m->path, w[k]->name, mlstack__wtype_name(w[k]->wtype));
+        for (i = 0; i < w[k]->n_out; i++)
+            mlstack__to_f32((mlstack_dtype)w[k]->wtype, (const unsigned char *)w[k]->data + (size_t)i * w[k]->row_bytes,
+                            d + (size_t)i * (size_t)w[k]->n_in, (size_t)w[k]->n_in);
+        memset(out[k], 0, sizeof *out[k]);
+        out[k]->data = d, out[k]->wtype = MLSTACK__W_F32, out[k]->n_out = w[k]->n_out, out[k]->n_in = w[k]->n_in;
+        out[k]->row_bytes = mlstack__row_bytes(MLSTACK__W_F32, w[k]->n_in);
+    }
+    return MLSTACK_OK;
+}
+
 /* Layer l's latent attention (F_MLA): q (q_proj, or q_a_proj, its norm and q_b_proj),
    kv_a_proj_with_mqa and its latent's norm, kv_b_proj, o_proj. */
 static mlstack_result mlstack__map_layer_mla(mlstack_model *m, mlstack__layer *L, const char *pre, const char *attn,
@@ -31873,10 +31900,17 @@ static mlstack_result mlstack__map_layer_mla(mlstack_model *m, mlstack__layer *L
         return r;
     }
     if (MLSTACK__MLA_W("kv_a_proj_with_mqa", R + c->mla_rope, D, &L->wk) ||
-        MLSTACK__MLA_N("kv_a_layernorm", R, &L->kv_a_norm) ||
-        MLSTACK__MLA_W("kv_b_proj", H * (c->mla_nope + c->mla_v), R, &kvb) ||
-        MLSTACK__MLA_W("o_proj", D, H * c->mla_v, &L->wo))
+        MLSTACK__MLA_N("kv_a_layernorm", R, &L->kv_a_norm) || MLSTACK__MLA_W("o_proj", D, H * c->mla_v, &L->wo))
         return r;
+    snprintf(nm, sizeof nm, "%s.k_b_proj.weight", attn);
+    if (mlstack__st_find(&m->st, MLSTACK__LNAME(nm))) { /* GGUF: llama.cpp's split of kv_b_proj */
+        mlstack__weight kb, vb;
+        memset(&kb, 0, sizeof kb), memset(&vb, 0, sizeof vb);
+        if (MLSTACK__MLA_W("k_b_proj", H * R, c->mla_nope, &kb) || MLSTACK__MLA_W("v_b_proj", H * c->mla_v, R, &vb))
+            return r;
+        return mlstack__mla_kv_split(m, L, &kb, &vb, err);
+    }
+    if (MLSTACK__MLA_W("kv_b_proj", H * (c->mla_nope + c->mla_v), R, &kvb)) return r;
 #undef MLSTACK__MLA_W
 #undef MLSTACK__MLA_N
     return mlstack__mla_kv_b(m, L, &kvb, err);
@@ -32380,8 +32414,10 @@ static int mlstack__dn_sources(mlstack_model *m, const char *pre, int l, mlstack
     return n;
 }
 
-/* The rows q | k | v | z | b | a of w_in (W rows) from the n sources, value heads grouped. */
-static void mlstack__dn_gather(const mlstack__config *c, unsigned char *dst, const mlstack__weight *src, int n) {
+/* The rows q | k | v | z | b | a of w_in (W rows) from the n sources, value heads grouped: rows
+   [0, C) into dst, the rest into zba's row 0 on (n >= 3; NULL: dst's row C on). */
+static void mlstack__dn_gather(const mlstack__config *c, unsigned char *dst, unsigned char *zba,
+                               const mlstack__weight *src, int n) {
     int Hk = c->dn_k_heads, Hv = c->dn_v_heads, dk = c->dn_k_dim, dv = c->dn_v_dim, G = Hv / Hk;
     int kd = Hk * dk, vd = Hv * dv, C = 2 * kd + vd, h;
     if (n == 2) {
@@ -32396,19 +32432,20 @@ static void mlstack__dn_gather(const mlstack__config *c, unsigned char *dst, con
         }
         return;
     }
+    if (!zba) zba = dst + (size_t)C * src[0].row_bytes;
     mlstack__copy_rows(dst, 0, &src[0], 0, 2 * kd);
     for (h = 0; h < Hv; h++) { /* value heads back in grouped order where they are stored tiled */
         int s = mlstack__dn_stored_head(c, h);
         mlstack__copy_rows(dst, 2 * kd + h * dv, &src[0], 2 * kd + s * dv, dv);
-        mlstack__copy_rows(dst, C + h * dv, &src[1], s * dv, dv);
+        mlstack__copy_rows(zba, h * dv, &src[1], s * dv, dv);
         if (n == 4) {
-            mlstack__copy_rows(dst, C + vd + h, &src[2], s, 1);
-            mlstack__copy_rows(dst, C + vd + Hv + h, &src[3], s, 1);
+            mlstack__copy_rows(zba, vd + h, &src[2], s, 1);
+            mlstack__copy_rows(zba, vd + Hv + h, &src[3], s, 1);
         }
     }
     for (h = 0; n == 3 && h < Hk; h++) { /* b_h (G) a_h (G) per key head */
-        mlstack__copy_rows(dst, C + vd + h * G, &src[2], h * 2 * G, G);
-        mlstack__copy_rows(dst, C + vd + Hv + h * G, &src[2], h * 2 * G + G, G);
+        mlstack__copy_rows(zba, vd + h * G, &src[2], h * 2 * G, G);
+        mlstack__copy_rows(zba, vd + Hv + h * G, &src[2], h * 2 * G + G, G);
     }
 }
 
@@ -32458,17 +32495,27 @@ static mlstack_result mlstack__map_layer_delta(mlstack_model *m, mlstack__layer 
     char name[256];
     memset(src, 0, sizeof src);
     if (!(n_src = mlstack__dn_sources(m, pre, l, src, &r, err))) return r;
-    for (i = 0; i < n_src; i++)
-        if (src[i].packed || src[i].wtype != src[0].wtype)
+    for (i = 0; i < n_src; i++) /* q | k | v in one type, z | b | a in one (the same or another) */
+        if (src[i].packed || (i > 1 && src[i].wtype != src[1].wtype) || (n_src == 2 && src[1].wtype != src[0].wtype))
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                                 "%s: layer %d: delta-net input projections of different types or in panels", m->path,
-                                 l);
+                                 "%s: layer %d: delta-net input projections z, b and a of different types, or in "
+                                 "panels",
+                                 m->path, l);
     L->w_in = src[0];
     L->w_in.name = NULL;
     L->w_in.n_out = W;
-    dst = (unsigned char *)mlstack__model_own(m, (size_t)W * src[0].row_bytes);
+    if (src[1].wtype != src[0].wtype) { /* two weights: q | k | v, and z | b | a */
+        L->w_in.n_out = C;
+        L->w_in2 = src[1];
+        L->w_in2.name = NULL;
+        L->w_in2.n_out = W - C;
+        L->w_in2.data = mlstack__model_own(m, (size_t)(W - C) * src[1].row_bytes);
+        if (!L->w_in2.data) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+        m->cfg.dn_in_split = 1;
+    }
+    dst = (unsigned char *)mlstack__model_own(m, (size_t)L->w_in.n_out * src[0].row_bytes);
     if (!dst) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    mlstack__dn_gather(c, dst, src, n_src);
+    mlstack__dn_gather(c, dst, (unsigned char *)(uintptr_t)L->w_in2.data, src, n_src);
     L->w_in.data = dst;
     if ((r = mlstack__model_linear(m, MLSTACK__LNAME("linear_attn.out_proj"), c->n_embd, vd, 0, &L->wo, err)) ||
         (r = mlstack__dn_params(m, L, pre, l, err)) ||
@@ -32655,10 +32702,10 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
 /* The projection weights of layer l (l = -1: the LM head) into ws (room for
    MLSTACK__MAX_LAYER_WEIGHTS); returns how many. Absent ones (the dense MLP of a MoE layer, a
    shared expert the family lacks) are left out. */
-#define MLSTACK__MAX_LAYER_WEIGHTS (18 + 3 * MLSTACK__MAX_EXPERTS)
+#define MLSTACK__MAX_LAYER_WEIGHTS (19 + 3 * MLSTACK__MAX_EXPERTS)
 MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
     mlstack__layer *L;
-    mlstack__weight *all[17];
+    mlstack__weight *all[18];
     int n = 0, i;
     if (l < 0) {
         ws[0] = &m->lm_head;
@@ -32669,8 +32716,8 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
     all[4] = &L->w_gate, all[5] = &L->w_up, all[6] = &L->w_down;
     all[7] = &L->router, all[8] = &L->sh_gate, all[9] = &L->sh_up, all[10] = &L->sh_down;
     all[11] = &L->w_in, all[12] = &L->wqg, all[13] = &L->wqa, all[14] = &L->w_mix_out;
-    all[15] = &L->moe_lin, all[16] = &L->moe_lout;
-    for (i = 0; i < 17; i++)
+    all[15] = &L->moe_lin, all[16] = &L->moe_lout, all[17] = &L->w_in2;
+    for (i = 0; i < 18; i++)
         if (all[i]->data) ws[n++] = all[i];
     if (L->sh_router.data) ws[n++] = &L->sh_router;
     for (i = 0; L->experts && i < 3 * m->cfg.n_experts; i++)
@@ -33566,6 +33613,19 @@ static int mlstack__gguf_rope_rows(const mlstack__config *c) {
     return c->fam && (c->fam->flags & MLSTACK__F_GGUF_ROPE_ROWS) != 0;
 }
 
+/* GGUF architectures llama.cpp gives a family's MoE form (its converter picks them when the config
+   has experts): {family's gguf name, the MoE one}. Read as the family; written when it has experts. */
+static const char *const mlstack__gguf_moe_archs[][2] = {{"nemotron_h", "nemotron_h_moe"}};
+
+/* The architecture a model of family f is written under (its MoE form when it has experts). */
+static const char *mlstack__gguf_write_arch(const mlstack__family *f, int n_experts) {
+    size_t k;
+    for (k = 0; f && f->gguf && n_experts && k < sizeof mlstack__gguf_moe_archs / sizeof mlstack__gguf_moe_archs[0];
+         k++)
+        if (strcmp(f->gguf, mlstack__gguf_moe_archs[k][0]) == 0) return mlstack__gguf_moe_archs[k][1];
+    return f ? f->gguf : NULL;
+}
+
 /* The GGUF architectures of the family table, "a, b, c" (each once), for messages. */
 static void mlstack__gguf_arch_list(char *out, size_t cap) {
     size_t k, j, n = 0;
@@ -33692,10 +33752,14 @@ static const struct {
     {"attention.layer_norm_rms_epsilon", "rms_norm_eps norm_eps layer_norm_epsilon"},
     {"attention.layer_norm_epsilon", "rms_norm_eps norm_eps layer_norm_epsilon"},
     {"rope.freq_base", "rope_theta"},
-    {"expert_count", "num_experts num_local_experts"},
+    {"expert_count", "num_experts num_local_experts n_routed_experts"},
     {"expert_used_count", "num_experts_per_tok"},
     {"expert_feed_forward_length", "moe_intermediate_size"},
-    {"expert_shared_feed_forward_length", "shared_expert_intermediate_size shared_intermediate_size"},
+    {"expert_shared_feed_forward_length",
+     "shared_expert_intermediate_size shared_intermediate_size moe_shared_expert_intermediate_size"},
+    {"expert_group_count", "n_group"},
+    {"expert_group_used_count", "topk_group"},
+    {"moe_latent_size", "moe_latent_size"},
     {"leading_dense_block_count", "num_dense_layers"},
     {"expert_weights_scale", "routed_scaling_factor"},
     {"expert_weights_norm", "norm_topk_prob"},
@@ -33799,10 +33863,14 @@ static int mlstack__gj_layers(mlstack__buf *b, const mlstack__family *f, const m
     ok = ok && mlstack__buf_puts(b, ",\"layer_types\":[");
     for (l = 0; ok && l < n_layers; l++) {
         int attends = rec ? !mlstack__gguf_layer_int(g, rec, l) : mlstack__gguf_layer_int(g, kv, l) > 0;
-        const char *t = attends ? "full_attention"
-                        : f->ssm.layout == MLSTACK__SSM_BLOCKS && mlstack__gguf_layer_int(g, ff, l) > 0 ? "mlp"
-                        : f->mix.type                                                                   ? f->mix.type
-                                      : "linear_attention";
+        char gate[48];
+        const char *t;
+        snprintf(gate, sizeof gate, "blk.%d.ffn_gate_inp.weight", l);
+        t = attends ? "full_attention"
+            : f->ssm.layout == MLSTACK__SSM_BLOCKS && mlstack__gguf_layer_int(g, ff, l) > 0
+                ? (mlstack__gguf_tensor_find(g, gate) ? "moe" : "mlp")
+            : f->mix.type ? f->mix.type
+                          : "linear_attention";
         if (attends && f->mix.kind == MLSTACK__LAYER_MAMBA2 && f->ssm.layout == MLSTACK__SSM_HYBRID) t = "attention";
         ok = mlstack__buf_puts(b, l ? ",\"" : "\"") && mlstack__buf_puts(b, t) && mlstack__buf_puts(b, "\"");
     }
@@ -33857,6 +33925,9 @@ static int mlstack__gj_derived(mlstack__buf *b, const mlstack__family *f, const 
          mlstack__gj_put(b, "tie_word_embeddings", mlstack__gguf_tensor_find(g, "output.weight") ? "false" : "true") &&
          mlstack__gj_put(b, "norm_topk_prob", "true") && /* llama.cpp's default (the key, when given, comes first) */
          mlstack__gj_put(b, "mlp_hidden_act", "\"relu2\""); /* Nemotron-H's MLP blocks in llama.cpp */
+    snprintf(key, sizeof key, "%s.expert_group_count", arch); /* no used count: every group is kept */
+    mlstack__gj_value(g, key, num, sizeof num);
+    if (ok && num[0]) ok = mlstack__gj_put(b, "topk_group", num);
     snprintf(key, sizeof key, "%s.rope.scaling.finetuned", arch); /* Granite 4.0-H: RoPE only when set */
     if (ok && mlstack__gguf_bool(g, key, 0)) ok = mlstack__gj_put(b, "position_embedding_type", "\"rope\"");
     return ok;
@@ -33911,6 +33982,126 @@ static mlstack_result mlstack__gguf_config_hybrid(mlstack__config *c, const mlst
     return mlstack__gguf_cfg_tokens(c, g, path, err);
 }
 
+/* ---- DeepSeek V2 / V3 from GGUF (llama.cpp's deepseek2) ----
+   Turned into the config.json of the checkpoint, as for hybrids. llama.cpp stores MLA as one
+   KV head whose key is latent | rope key (key_length = kv_lora_rank + qk_rope_head_dim), the
+   per-head widths in the *_mla keys (older files: key_length / value_length themselves); sigmoid
+   gating (expert_gating_func 2) or an exp_probs_b bias is V3's noaux_tc routing, groups without it
+   V2's group_limited_greedy; yarn's mscale_all_dim is stored as 0.1 x it (yarn_log_multiplier). */
+static const struct {
+    const char *suffix, *names;
+} mlstack__gguf_mla_keys[] = {
+    {"block_count", "num_hidden_layers"},
+    {"embedding_length", "hidden_size"},
+    {"feed_forward_length", "intermediate_size"},
+    {"attention.head_count", "num_attention_heads num_key_value_heads"},
+    {"context_length", "max_position_embeddings"},
+    {"attention.layer_norm_rms_epsilon", "rms_norm_eps"},
+    {"rope.freq_base", "rope_theta"},
+    {"expert_count", "n_routed_experts"},
+    {"expert_used_count", "num_experts_per_tok"},
+    {"expert_feed_forward_length", "moe_intermediate_size"},
+    {"expert_shared_count", "n_shared_experts"},
+    {"leading_dense_block_count", "first_k_dense_replace"},
+    {"expert_weights_scale", "routed_scaling_factor"},
+    {"expert_weights_norm", "norm_topk_prob"},
+    {"expert_group_count", "n_group"},
+    {"expert_group_used_count", "topk_group"},
+    {"attention.kv_lora_rank", "kv_lora_rank"},
+    {"attention.q_lora_rank", "q_lora_rank"},
+    {"rope.dimension_count", "qk_rope_head_dim"},
+};
+
+/* <arch>.key as an integer (def when missing or not one). */
+static int64_t mlstack__gguf_key_int(const mlstack__gguf *g, const char *arch, const char *suffix, int64_t def) {
+    char key[128];
+    int64_t v;
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    return mlstack__gguf_int(g, key, INT64_MIN, INT64_MAX, &v, NULL) ? v : def;
+}
+
+/* The head widths, the routing and the rope scaling of a deepseek2 file. */
+static int mlstack__gj_mla(mlstack__buf *b, const mlstack__gguf *g, const char *arch, int v3) {
+    char key[128], num[64];
+    int64_t rope = mlstack__gguf_key_int(g, arch, "rope.dimension_count", 0),
+            kl = mlstack__gguf_key_int(g, arch, "attention.key_length_mla", -1),
+            vl = mlstack__gguf_key_int(g, arch, "attention.value_length_mla", -1);
+    size_t n;
+    const char *st;
+    double d;
+    int ok = 1;
+    if (kl < 0) kl = mlstack__gguf_key_int(g, arch, "attention.key_length", 0);
+    if (vl < 0) vl = mlstack__gguf_key_int(g, arch, "attention.value_length", 0);
+    snprintf(num, sizeof num, "%lld", (long long)(kl - rope));
+    ok = mlstack__gj_put(b, "qk_nope_head_dim", num);
+    snprintf(num, sizeof num, "%lld", (long long)vl);
+    ok = ok && mlstack__gj_put(b, "v_head_dim", num) &&
+         mlstack__gj_put(b, "scoring_func", v3 ? "\"sigmoid\"" : "\"softmax\"") &&
+         mlstack__gj_put(b, "topk_method",
+                         v3                                                            ? "\"noaux_tc\""
+                         : mlstack__gguf_key_int(g, arch, "expert_group_count", 1) > 1 ? "\"group_limited_greedy\""
+                                                                                       : "\"greedy\"") &&
+         mlstack__gj_put(b, "tie_word_embeddings", mlstack__gguf_tensor_find(g, "output.weight") ? "false" : "true");
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    st = mlstack__gguf_string(g, key, &n);
+    if (!ok || !st || !(n == 4 && memcmp(st, "yarn", 4) == 0)) return ok;
+    ok = mlstack__buf_puts(b, ",\"rope_scaling\":{\"type\":\"yarn\"");
+    snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
+    if (mlstack__gguf_float(g, key, &d))
+        snprintf(num, sizeof num, "%.9g", d), ok = ok && mlstack__gj_put(b, "factor", num);
+    snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", arch);
+    mlstack__gj_value(g, key, num, sizeof num);
+    if (num[0]) ok = ok && mlstack__gj_put(b, "original_max_position_embeddings", num);
+    snprintf(key, sizeof key, "%s.rope.scaling.yarn_beta_fast", arch);
+    mlstack__gj_value(g, key, num, sizeof num);
+    if (num[0]) ok = ok && mlstack__gj_put(b, "beta_fast", num);
+    snprintf(key, sizeof key, "%s.rope.scaling.yarn_beta_slow", arch);
+    mlstack__gj_value(g, key, num, sizeof num);
+    if (num[0]) ok = ok && mlstack__gj_put(b, "beta_slow", num);
+    snprintf(key, sizeof key, "%s.rope.scaling.yarn_log_multiplier", arch);
+    if (mlstack__gguf_float(g, key, &d)) /* an f32 of 0.1 x mscale_all_dim: 6 digits give it back */
+        snprintf(num, sizeof num, "%.6g", d / 0.1), ok = ok && mlstack__gj_put(b, "mscale mscale_all_dim", num);
+    return ok && mlstack__buf_puts(b, "}");
+}
+
+static mlstack_result mlstack__gguf_config_mla(mlstack__config *c, const mlstack__gguf *g, const char *arch,
+                                               const char *path, mlstack_error *err) {
+    const mlstack__gguf_tensor *emb = mlstack__gguf_tensor_find(g, "token_embd.weight");
+    mlstack__buf b = {0, 0, 0};
+    mlstack__json_doc doc;
+    char key[160], val[64];
+    size_t k;
+    int ok, v3 = mlstack__gguf_key_int(g, arch, "expert_gating_func", 0) == 2;
+    mlstack_result r;
+    if (!emb || emb->n_dims != 2 || emb->ne[1] < 1 || emb->ne[1] > (1u << 30))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor token_embd.weight is missing or not 2-D", path);
+    for (k = 0; k < 64 && !v3; k++) { /* the bias of V3's routing in any layer */
+        snprintf(key, sizeof key, "blk.%d.exp_probs_b.bias", (int)k);
+        v3 = mlstack__gguf_tensor_find(g, key) != NULL;
+    }
+    ok = mlstack__buf_puts(&b, v3 ? "{\"architectures\":[\"DeepseekV3ForCausalLM\"]"
+                                  : "{\"architectures\":[\"DeepseekV2ForCausalLM\"]");
+    snprintf(val, sizeof val, "%llu", (unsigned long long)emb->ne[1]);
+    ok = ok && mlstack__gj_put(&b, "vocab_size", val) && mlstack__gj_put(&b, "rope_interleave", "true");
+    for (k = 0; ok && k < sizeof mlstack__gguf_mla_keys / sizeof mlstack__gguf_mla_keys[0]; k++) {
+        snprintf(key, sizeof key, "%s.%s", arch, mlstack__gguf_mla_keys[k].suffix);
+        mlstack__gj_value(g, key, val, sizeof val);
+        if (val[0]) ok = mlstack__gj_put(&b, mlstack__gguf_mla_keys[k].names, val);
+    }
+    ok = ok && mlstack__gj_mla(&b, g, arch, v3) && mlstack__buf_puts(&b, "}");
+    if (!ok) {
+        MLSTACK_FREE(b.p);
+        return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    }
+    r = mlstack__json_parse(&doc, b.p, b.n, path, err);
+    if (r == MLSTACK_OK) {
+        r = mlstack__config_parse(c, doc.root, NULL, path, err);
+        mlstack__json_free(&doc);
+    }
+    MLSTACK_FREE(b.p);
+    return r != MLSTACK_OK ? r : mlstack__gguf_cfg_tokens(c, g, path, err);
+}
+
 MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstack__gguf *g, const char *path,
                                                 mlstack_error *err) {
     const mlstack__gguf_tensor *emb = mlstack__gguf_tensor_find(g, "token_embd.weight");
@@ -33924,8 +34115,9 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     if (!a) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: missing string key general.architecture", path);
     snprintf(arch, sizeof arch, "%.*s", (int)(alen > 60 ? 60 : alen), a);
     for (k = 0; k < sizeof mlstack__families / sizeof mlstack__families[0] && !c->fam; k++) {
-        const char *name = mlstack__families[k].gguf;
-        if (name && strlen(name) == alen && memcmp(name, a, alen) == 0) {
+        const char *name = mlstack__families[k].gguf, *moe = mlstack__gguf_write_arch(&mlstack__families[k], 1);
+        if (name && ((strlen(name) == alen && memcmp(name, a, alen) == 0) ||
+                     (moe != name && strlen(moe) == alen && memcmp(moe, a, alen) == 0))) {
             c->arch = (int)k, c->fam = &mlstack__families[k];
             snprintf(c->architecture, sizeof c->architecture, "%s", c->fam->arch);
         }
@@ -33936,6 +34128,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
                              "%s: general.architecture = \"%s\" is not supported (supported: %s)", path, arch, names);
     }
     if (c->fam->mix.kind) return mlstack__gguf_config_hybrid(c, g, arch, path, err);
+    if (c->fam->flags & MLSTACK__F_MLA) return mlstack__gguf_config_mla(c, g, arch, path, err);
     if ((r = mlstack__gguf_cfg_int(g, arch, "block_count", -1, 1, 1 << 16, &c->n_layers, path, err)) ||
         (r = mlstack__gguf_cfg_int(g, arch, "embedding_length", -1, 1, 1 << 30, &c->n_embd, path, err)) ||
         (r = mlstack__gguf_cfg_int(g, arch, "feed_forward_length", -1, 1, 1 << 30, &c->n_ff, path, err)) ||
@@ -34058,7 +34251,9 @@ static int mlstack__gguf_hybrid_name(const mlstack__family *f, const char *rest,
                                          {"ffn_gate_inp_shexp", "E.shared_expert_gate"},
                                          {"ffn_gate_shexp", "E.shared_expert.gate_proj"},
                                          {"ffn_up_shexp", "E.shared_expert.up_proj"},
-                                         {"ffn_down_shexp", "E.shared_expert.down_proj"}};
+                                         {"ffn_down_shexp", "E.shared_expert.down_proj"},
+                                         {"ffn_latent_down", "E.fc1_latent_proj"},
+                                         {"ffn_latent_up", "E.fc2_latent_proj"}};
     const char *attn = f->name.attn ? f->name.attn : "self_attn", *mlp = f->name.mlp ? f->name.mlp : "mlp";
     const char *moe = f->moe.block ? f->moe.block : mlp, *mx = f->mix.block ? f->mix.block : "mixer", *suffix;
     size_t k, n;
@@ -34070,6 +34265,11 @@ static int mlstack__gguf_hybrid_name(const mlstack__family *f, const char *rest,
         if (strcmp(map[k][0], "ssm_dt") == 0 || strcmp(map[k][0], "exp_probs_b") == 0) suffix = "";
         if (strcmp(map[k][0], "ssm_a") == 0 || strcmp(map[k][0], "ssm_d") == 0) suffix = "";
         part = h + 2;
+        if (f->flags & MLSTACK__F_GROUP_ROUTER) { /* Nemotron-H: the router's bias, an ungated shared expert */
+            if (strcmp(map[k][0], "exp_probs_b") == 0) part = "gate.e_score_correction_bias";
+            if (strcmp(map[k][0], "ffn_up_shexp") == 0) part = "shared_experts.up_proj";
+            if (strcmp(map[k][0], "ffn_down_shexp") == 0) part = "shared_experts.down_proj";
+        }
         if (strcmp(part, "o") == 0) part = f->name.o_proj ? f->name.o_proj : "o_proj";
         else if (strcmp(part, "qn") == 0)
             part = f->name.q_norm ? f->name.q_norm : "q_norm";
@@ -34082,6 +34282,33 @@ static int mlstack__gguf_hybrid_name(const mlstack__family *f, const char *rest,
         else if (strcmp(part, "d") == 0)
             part = f->name.down ? f->name.down : "down_proj";
         snprintf(out, cap, "%s.%s%s", h[0] == 'A' ? attn : h[0] == 'M' ? mlp : h[0] == 'E' ? moe : mx, part, suffix);
+        return 1;
+    }
+    return 0;
+}
+
+/* A deepseek2 layer tensor blk.N.<rest> -> its Hugging Face name after model.layers.N. into out
+   (0: not one of these). attn_k_b / attn_v_b are kv_b_proj split as MLA reads it (per head W_UK
+   transposed, W_UV: >>model mlstack__mla_kv_b), read as 2-D k_b_proj / v_b_proj. */
+static int mlstack__gguf_mla_name(const char *rest, char *out, size_t cap) {
+    static const char *const map[][2] = {{"attn_q_a", "self_attn.q_a_proj"},
+                                         {"attn_q_a_norm", "self_attn.q_a_layernorm"},
+                                         {"attn_q_b", "self_attn.q_b_proj"},
+                                         {"attn_kv_a_mqa", "self_attn.kv_a_proj_with_mqa"},
+                                         {"attn_kv_a_norm", "self_attn.kv_a_layernorm"},
+                                         {"attn_kv_b", "self_attn.kv_b_proj"},
+                                         {"attn_k_b", "self_attn.k_b_proj"},
+                                         {"attn_v_b", "self_attn.v_b_proj"},
+                                         {"ffn_gate_inp", "mlp.gate"},
+                                         {"exp_probs_b", "mlp.gate.e_score_correction_bias"},
+                                         {"ffn_gate_shexp", "mlp.shared_experts.gate_proj"},
+                                         {"ffn_up_shexp", "mlp.shared_experts.up_proj"},
+                                         {"ffn_down_shexp", "mlp.shared_experts.down_proj"}};
+    size_t k, n;
+    for (k = 0; k < sizeof map / sizeof map[0]; k++) {
+        n = strlen(map[k][0]);
+        if (strncmp(rest, map[k][0], n) != 0 || rest[n] != '.') continue;
+        snprintf(out, cap, "%s%s", map[k][1], strcmp(map[k][0], "exp_probs_b") == 0 ? "" : rest + n);
         return 1;
     }
     return 0;
@@ -34108,6 +34335,8 @@ static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gg
         char hf[96];
         if (norm) snprintf(name, name_cap, "%s.layers.%d.%s.weight", pre, layer, norm);
         else if (f->mix.kind && mlstack__gguf_hybrid_name(f, rest, hf, sizeof hf))
+            snprintf(name, name_cap, "%s.layers.%d.%s", pre, layer, hf);
+        else if ((f->flags & MLSTACK__F_MLA) && mlstack__gguf_mla_name(rest, hf, sizeof hf))
             snprintf(name, name_cap, "%s.layers.%d.%s", pre, layer, hf);
         else if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf) || mlstack__gguf_hf_more_name(rest, hf, sizeof hf))
             snprintf(name, name_cap, "%s.layers.%d.%s", pre, layer, hf);
@@ -34159,6 +34388,10 @@ static void mlstack__gguf_hf_shape(const mlstack__config *c, const mlstack__gguf
     int k;
     x->n_dims = t->n_dims;
     for (k = 0; k < t->n_dims; k++) x->shape[k] = (int64_t)t->ne[t->n_dims - 1 - k];
+    if ((c->fam->flags & MLSTACK__F_MLA) && t->n_dims == 3 && strncmp(rest, "attn_", 5) == 0) {
+        x->n_dims = 2; /* attn_k_b [H, r, dn] and attn_v_b [H, dv, r]: H r and H dv rows */
+        x->shape[0] = (int64_t)(t->ne[2] * t->ne[1]), x->shape[1] = (int64_t)t->ne[0];
+    }
     if (!c->fam->mix.kind) return;
     if (t->n_dims == 2 && (strcmp(rest, "shortconv.conv.weight") == 0 || strcmp(rest, "ssm_conv1d.weight") == 0)) {
         x->n_dims = 3;
@@ -34175,9 +34408,10 @@ static void mlstack__gguf_hf_shape(const mlstack__config *c, const mlstack__gguf
    file stay proportional to its size. */
 static int mlstack__gguf_expert_count(const mlstack__config *c, const mlstack__gguf_tensor *t) {
     const char *u = strstr(t->name, "_exps.weight");
-    return c->fam->mix.kind && strncmp(t->name, "blk.", 4) == 0 && strstr(t->name, ".ffn_") && c->fam->moe.block &&
-                   !(c->fam->flags & MLSTACK__F_EXPERTS_3D) && t->n_dims == 3 && u && strlen(u) == 12 && t->ne[2] > 0 &&
-                   t->ne[2] <= MLSTACK__MAX_EXPERTS && t->bytes / t->ne[2] >= 32
+    return (c->fam->mix.kind || (c->fam->flags & MLSTACK__F_MLA)) && strncmp(t->name, "blk.", 4) == 0 &&
+                   strstr(t->name, ".ffn_") && c->fam->moe.block && !(c->fam->flags & MLSTACK__F_EXPERTS_3D) &&
+                   t->n_dims == 3 && u && strlen(u) == 12 && t->ne[2] > 0 && t->ne[2] <= MLSTACK__MAX_EXPERTS &&
+                   t->bytes / t->ne[2] >= 32
                ? (int)t->ne[2]
                : 0;
 }
@@ -34192,6 +34426,7 @@ static void mlstack__gguf_split_experts(const mlstack__config *c, const mlstack_
     uint64_t slice;
     int e, E = (int)t->ne[2], layer = atoi(t->name + 4);
     hf = strncmp(proj, "gate", 4) == 0 ? f->moe.gate : strncmp(proj, "up", 2) == 0 ? f->moe.up : f->moe.down;
+    if (!hf && strncmp(proj, "up", 2) == 0) hf = f->moe.gate; /* ungated experts: W1 is llama.cpp's up */
     slice = (whole.end - whole.begin) / (uint64_t)E;
     for (e = 0; e < E; e++) {
         char *name = names + (size_t)e * name_cap;
@@ -34466,6 +34701,7 @@ typedef struct mlstack__gw_tensor {
        expert e's rows from exps[3 e + role] (0 gate, 1 up, 2 down); n_exp 0: a 1-D/2-D tensor */
     const mlstack__weight *exps;
     int n_exp, role;
+    int exp_bias; /* 2-D [E, rows]: row e is expert e's bias (exps[3 e + role].bias) */
     int ba_group; /* Qwen3-Next's ssm_ba: per key head, its ba_group beta rows then its alpha rows */
 } mlstack__gw_tensor;
 
@@ -34524,6 +34760,10 @@ static int mlstack__gw_f32(mlstack__buf *b, const char *arch, const char *key, f
     memcpy(&bits, &v, 4);
     ++*n_kv;
     return mlstack__gw_key(b, arch, key, MLSTACK__GGUF_F32) && mlstack__gw_u(b, bits, 4);
+}
+static int mlstack__gw_bool(mlstack__buf *b, const char *arch, const char *key, int v, int *n_kv) {
+    ++*n_kv;
+    return mlstack__gw_key(b, arch, key, MLSTACK__GGUF_BOOL) && mlstack__gw_u(b, v != 0, 1);
 }
 static int mlstack__gw_s(mlstack__buf *b, const char *arch, const char *key, const char *v, size_t n, int *n_kv) {
     ++*n_kv;
@@ -34648,7 +34888,7 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
         t_->type = (ty), t_->n_dims = (nd), t_->ne[0] = (uint64_t)(e0), t_->ne[1] = (uint64_t)(e1); \
         t_->data = (const unsigned char *)(dat), t_->row_bytes = (rb), t_->permute_heads = (perm);  \
         t_->unpack = 0, t_->file_row = (rb), t_->gate_heads = 0, t_->tile_dim = 0, t_->flat = 0;    \
-        t_->exps = NULL, t_->n_exp = 0, t_->role = 0, t_->ba_group = 0;                             \
+        t_->exps = NULL, t_->n_exp = 0, t_->role = 0, t_->ba_group = 0, t_->exp_bias = 0;           \
     } while (0)
 
 /* The embedding table (a tied head's blocks, or a Q8_0 copy of a float table for a Q4_1 head),
@@ -34747,16 +34987,17 @@ static void mlstack__gw_list_delta(const mlstack__config *c, const mlstack__laye
     static const char *const nm4[4] = {"attn_qkv", "attn_gate", "ssm_beta", "ssm_alpha"};
     int Hv = c->dn_v_heads, dv = c->dn_v_dim, kd = c->dn_k_heads * c->dn_k_dim, vd = Hv * dv, C = 2 * kd + vd, k;
     int rows[4], first[4], K = c->dn_conv;
-    size_t rb = L->w_in.row_bytes;
     char nm[64];
     rows[0] = C, rows[1] = vd, rows[2] = Hv, rows[3] = Hv;
     first[0] = 0, first[1] = C, first[2] = C + vd, first[3] = C + vd + Hv;
     for (k = 0; k < 4; k++) { /* Qwen3-Next: beta and alpha in one ssm_ba, grouped by key head */
         int ba = k == 2 && !(c->fam->flags & MLSTACK__F_GGUF_V_TILED);
+        const mlstack__weight *w = k && L->w_in2.data ? &L->w_in2 : &L->w_in; /* z | b | a: apart when split */
+        size_t rb = w->row_bytes, at = (size_t)(k && L->w_in2.data ? first[k] - C : first[k]);
         snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, ba ? "ssm_ba" : nm4[k]);
-        MLSTACK__GW_T(nm, mlstack__gw_type(L->w_in.wtype), 2, L->w_in.n_in, ba ? 2 * rows[k] : rows[k],
-                      (const unsigned char *)L->w_in.data + (size_t)first[k] * rb, rb, 0);
-        mlstack__gw_made(&ts[*n_t - 1], &L->w_in);
+        MLSTACK__GW_T(nm, mlstack__gw_type(w->wtype), 2, w->n_in, ba ? 2 * rows[k] : rows[k],
+                      (const unsigned char *)w->data + at * rb, rb, 0);
+        mlstack__gw_made(&ts[*n_t - 1], w);
         mlstack__gw_tile(c, &ts[*n_t - 1], k ? 0 : 2 * kd, k < 2 ? dv : 1, 0);
         if (ba) {
             ts[*n_t - 1].ba_group = Hv / c->dn_k_heads;
@@ -34782,25 +35023,49 @@ static void mlstack__gw_list_delta(const mlstack__config *c, const mlstack__laye
     if (!c->dn_v_tiled) mlstack__gw_tile(c, &ts[*n_t - 1], 0, dv, 1); /* read from GGUF: already tiled */
 }
 
+/* One projection w as blk.l.<nm>.weight (and its bias), in w's stored type. */
+static void mlstack__gw_list_w(const mlstack__weight *w, int l, const char *nm, mlstack__gw_tensor *ts, int *n_t) {
+    char name[64];
+    snprintf(name, sizeof name, "blk.%d.%s.weight", l, nm);
+    MLSTACK__GW_T(name, mlstack__gw_type(w->wtype), 2, w->n_in, w->n_out, w->data, w->row_bytes, 0);
+    mlstack__gw_made(&ts[*n_t - 1], w);
+    if (w->bias) {
+        snprintf(name, sizeof name, "blk.%d.%s.bias", l, nm);
+        MLSTACK__GW_T(name, MLSTACK__GGML_F32, 1, w->n_out, 1, w->bias, (size_t)w->n_out * 4, 0);
+    }
+}
+
+/* An f32 vector of n as blk.l.<nm>. */
+static void mlstack__gw_list_vec(const float *v, int n, int l, const char *nm, mlstack__gw_tensor *ts, int *n_t) {
+    char name[64];
+    snprintf(name, sizeof name, "blk.%d.%s", l, nm);
+    MLSTACK__GW_T(name, MLSTACK__GGML_F32, 1, n, 1, v, (size_t)n * 4, 0);
+}
+
 /* A MoE layer's router, experts (one [E, rows, in] tensor per projection), expert bias, shared
    expert and its gate, under llama.cpp's names. */
 static void mlstack__gw_list_moe(const mlstack__config *c, const mlstack__layer *L, int l, mlstack__gw_tensor *ts,
                                  int *n_t) {
     static const char *const exps[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"},
                              *shexp[4] = {"ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", "ffn_gate_inp_shexp"};
-    const mlstack__weight *sh[4] = {&L->sh_gate, &L->sh_up, &L->sh_down, &L->sh_router};
+    const mlstack__weight *sh[4] = {&L->sh_gate, &L->sh_up, &L->sh_down, &L->sh_router},
+                          *lat[2] = {&L->moe_lin, &L->moe_lout};
     char nm[64];
     int k;
-    snprintf(nm, sizeof nm, "blk.%d.ffn_gate_inp.weight", l);
-    MLSTACK__GW_T(nm, mlstack__gw_type(L->router.wtype), 2, L->router.n_in, L->router.n_out, L->router.data,
-                  L->router.row_bytes, 0);
+    if (c->mla_rank) sh[0] = &L->w_gate, sh[1] = &L->w_up, sh[2] = &L->w_down; /* DeepSeek keeps them there */
+    mlstack__gw_list_w(&L->router, l, "ffn_gate_inp", ts, n_t); /* gpt-oss: with its bias */
     for (k = 0; k < 3; k++) {
         const mlstack__weight *w = &L->experts[k];
         if (!w->data) continue;
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, exps[k]);
+        /* ungated experts (Nemotron-H): their W1, held as the gate, is llama.cpp's up */
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, exps[k == 0 && !L->experts[1].data ? 1 : k]);
         MLSTACK__GW_T(nm, mlstack__gw_type(w->wtype), 3, w->n_in, w->n_out, w->data, w->row_bytes, 0);
         mlstack__gw_made(&ts[*n_t - 1], w);
         ts[*n_t - 1].exps = L->experts, ts[*n_t - 1].n_exp = c->n_experts, ts[*n_t - 1].role = k;
+        if (!w->bias) continue; /* gpt-oss: [E, rows], row e expert e's */
+        snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, exps[k]);
+        MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 2, w->n_out, c->n_experts, NULL, (size_t)w->n_out * 4, 0);
+        ts[*n_t - 1].exps = L->experts, ts[*n_t - 1].role = k, ts[*n_t - 1].exp_bias = 1;
     }
     if (L->expert_bias) {
         snprintf(nm, sizeof nm, "blk.%d.exp_probs_b.bias", l);
@@ -34808,14 +35073,46 @@ static void mlstack__gw_list_moe(const mlstack__config *c, const mlstack__layer 
     }
     for (k = 0; k < 4; k++) {
         if (!sh[k]->data) continue;
-        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, shexp[k]);
+        snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, shexp[k == 0 && !L->sh_up.data ? 1 : k]);
         MLSTACK__GW_T(nm, mlstack__gw_type(sh[k]->wtype), 2, sh[k]->n_in, sh[k]->n_out, sh[k]->data, sh[k]->row_bytes,
                       0);
         mlstack__gw_made(&ts[*n_t - 1], sh[k]);
     }
+    for (k = 0; k < 2; k++) { /* latent experts: from D to the latent width and back */
+        if (!lat[k]->data) continue;
+        snprintf(nm, sizeof nm, "blk.%d.ffn_latent_%s.weight", l, k ? "up" : "down");
+        MLSTACK__GW_T(nm, mlstack__gw_type(lat[k]->wtype), 2, lat[k]->n_in, lat[k]->n_out, lat[k]->data,
+                      lat[k]->row_bytes, 0);
+        mlstack__gw_made(&ts[*n_t - 1], lat[k]);
+    }
 }
 
 /* Each layer's norms, projections (q and k rows permuted for llama.cpp's rope), biases and q/k norms. */
+/* Latent attention as llama.cpp's deepseek2 stores it: q (or its LoRA pair and norm), the latent |
+   rope key projection and the latent's norm, kv_b_proj split into attn_k_b [H, r, dn] (W_UK
+   transposed per head) and attn_v_b [H, dv, r] (W_UV): the layouts MLA reads (w_uk, w_uv). */
+static void mlstack__gw_list_mla(const mlstack__config *c, const mlstack__layer *L, int l, mlstack__gw_tensor *ts,
+                                 int *n_t) {
+    char name[64];
+    int H = c->n_heads, R = c->mla_rank;
+    if (c->mla_q_rank) {
+        mlstack__gw_list_w(&L->wqa, l, "attn_q_a", ts, n_t);
+        mlstack__gw_list_vec(L->q_a_norm, c->mla_q_rank, l, "attn_q_a_norm.weight", ts, n_t);
+        mlstack__gw_list_w(&L->wq, l, "attn_q_b", ts, n_t);
+    } else {
+        mlstack__gw_list_w(&L->wq, l, "attn_q", ts, n_t);
+    }
+    mlstack__gw_list_w(&L->wk, l, "attn_kv_a_mqa", ts, n_t);
+    mlstack__gw_list_vec(L->kv_a_norm, R, l, "attn_kv_a_norm.weight", ts, n_t);
+    snprintf(name, sizeof name, "blk.%d.attn_k_b.weight", l);
+    MLSTACK__GW_T(name, MLSTACK__GGML_F32, 3, c->mla_nope, R, L->w_uk.data, L->w_uk.row_bytes, 0);
+    ts[*n_t - 1].n_exp = H;
+    snprintf(name, sizeof name, "blk.%d.attn_v_b.weight", l);
+    MLSTACK__GW_T(name, MLSTACK__GGML_F32, 3, R, c->mla_v, L->w_uv.data, L->w_uv.row_bytes, 0);
+    ts[*n_t - 1].n_exp = H;
+    mlstack__gw_list_w(&L->wo, l, "attn_output", ts, n_t);
+}
+
 static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t) {
     const mlstack__config *c = &m->cfg;
     int l;
@@ -34829,9 +35126,10 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         for (k = 0; k < 4; k++) { /* the norms the layer has, by role */
             if (!norms[k]) continue;
             snprintf(nm, sizeof nm, k == 1 && L->kind == MLSTACK__LAYER_ATTN_SSM ? "blk.%d.%s" : "blk.%d.%s.weight", l,
-                     k == 1 && L->kind == MLSTACK__LAYER_MLP                 ? "attn_norm" /* a block's one norm */
-                     : k == 1 && (c->fam->flags & MLSTACK__F_GGUF_POST_ATTN) ? "post_attention_norm"
-                                                                             : mlstack__gguf_norm_names[k]);
+                     k == 1 && L->kind == MLSTACK__LAYER_MLP ? "attn_norm" /* a block's one norm */
+                     : k == 1 && (c->fam->flags & (MLSTACK__F_GGUF_POST_ATTN | MLSTACK__F_SINKS))
+                         ? "post_attention_norm"
+                         : mlstack__gguf_norm_names[k]);
             MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->n_embd, 1, norms[k], (size_t)c->n_embd * 4, 0);
         }
         for (k = 0; k < 7; k++) {
@@ -34842,6 +35140,8 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
                 role = k == 4 && !L->w_up.data ? 5 : k; /* an ungated MLP's W1 (in w_gate) is ffn_up */
             if (!ws[k]->data || (k == 3 && L->kind != MLSTACK__LAYER_ATTN && L->kind != MLSTACK__LAYER_ATTN_SSM))
                 continue; /* wo: the mixer's */
+            if (k < 4 && c->mla_rank) continue; /* latent attention: mlstack__gw_list_mla */
+            if (k >= 4 && c->mla_rank && L->moe) continue; /* DeepSeek's shared experts: mlstack__gw_list_moe */
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
             MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in,
                           k == 0 && L->wqg.data ? 2 * ws[k]->n_out : ws[k]->n_out, ws[k]->data, ws[k]->row_bytes, perm);
@@ -34863,6 +35163,8 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
             mlstack__gw_list_mixer(c, L, l, ts, n_t);
             continue;
         }
+        if (c->mla_rank) mlstack__gw_list_mla(c, L, l, ts, n_t);
+        if (L->sinks) mlstack__gw_list_vec(L->sinks, c->n_heads, l, "attn_sinks.weight", ts, n_t);
         if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_QK_NORM));
             MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->head_dim, 1, L->q_norm, (size_t)c->head_dim * 4, 0);
@@ -34967,14 +35269,22 @@ static int mlstack__gw_list_rope(mlstack_model *m, mlstack__gw_tensor *ts, int *
 }
 #undef MLSTACK__GW_T
 
+static mlstack_result mlstack__gw_check_moe(mlstack_model *m, mlstack_error *err);
 /* What llama.cpp's architecture cannot say about this model: refused before writing. */
 static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     int l;
     if (c->rope[0].kind != MLSTACK__ROPE_DEFAULT && c->rope[0].kind != MLSTACK__ROPE_LINEAR &&
-        c->rope[0].kind != MLSTACK__ROPE_LLAMA3)
+        c->rope[0].kind != MLSTACK__ROPE_LLAMA3 &&
+        !(c->rope[0].kind == MLSTACK__ROPE_YARN && (c->fam->flags & (MLSTACK__F_MLA | MLSTACK__F_SINKS))))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: its RoPE scaling is not written to GGUF (none, linear and llama3 are)", m->path);
+                             "%s: its RoPE scaling is not written to GGUF (none, linear and llama3 are; yarn for "
+                             "deepseek2 and gpt-oss)",
+                             m->path);
+    if (c->n_experts && (c->fam->flags & (MLSTACK__F_MLA | MLSTACK__F_SINKS))) {
+        mlstack_result r = mlstack__gw_check_moe(m, err);
+        if (r != MLSTACK_OK) return r;
+    }
     for (l = 0; l < c->n_layers; l++) { /* gated q_proj: q and gate rows of one type */
         const mlstack__layer *L = &m->layers[l];
         int tiled = L->kind == MLSTACK__LAYER_DELTANET && c->dn_k_heads != c->dn_v_heads && !c->dn_v_tiled &&
@@ -34998,6 +35308,24 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                                  "%s: layer %d %s RoPE; %s GGUF files have NoPE layers every 4th layer only", m->path,
                                  l, m->layers[l].nope ? "has no" : "has", arch);
+    return MLSTACK_OK;
+}
+
+/* What llama.cpp's nemotron_h_moe has no place for: an MLP block beside the experts (a block with
+   an FFN is a MoE block there) and biases on the experts' side (it loads none). */
+static mlstack_result mlstack__gw_check_moe(mlstack_model *m, const char *arch, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    int l;
+    if (!c->n_experts || !(c->fam->flags & MLSTACK__F_GROUP_ROUTER)) return MLSTACK_OK;
+    if (c->mlp_bias)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: llama.cpp's %s has no MLP or expert biases (mlp_bias)",
+                             m->path, arch);
+    for (l = 0; l < c->n_layers; l++)
+        if (m->layers[l].kind == MLSTACK__LAYER_MLP && !m->layers[l].moe)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: block %d is an MLP beside MoE blocks; llama.cpp's %s takes every block with an "
+                                 "FFN as a MoE block",
+                                 m->path, l, arch);
     return MLSTACK_OK;
 }
 
@@ -35065,7 +35393,11 @@ static int mlstack__gw_ff_eps(mlstack_model *m, const char *arch, mlstack__buf *
         ok = mlstack__gw_key(kv, arch, "feed_forward_length", MLSTACK__GGUF_ARRAY) &&
              mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
         for (l = 0; ok && l < c->n_layers; l++)
-            ok = mlstack__gw_u(kv, m->layers[l].kind == MLSTACK__LAYER_MLP ? (uint32_t)c->n_ff : 0, 4);
+            ok = mlstack__gw_u(kv,
+                               m->layers[l].kind != MLSTACK__LAYER_MLP ? 0
+                               : m->layers[l].moe                      ? (uint32_t)c->moe_ff
+                                                                       : (uint32_t)c->n_ff,
+                               4);
         ++*n_kv;
         ok = ok && mlstack__gw_f32(kv, arch, "attention.layer_norm_epsilon", c->eps, n_kv);
     }
@@ -35080,6 +35412,13 @@ static int mlstack__gw_ff_eps(mlstack_model *m, const char *arch, mlstack__buf *
              (!lead || mlstack__gw_u32(kv, arch, "leading_dense_block_count", (uint32_t)lead, n_kv)) &&
              (!c->moe_sigmoid || mlstack__gw_u32(kv, arch, "expert_gating_func", 2, n_kv)); /* 2: sigmoid */
     }
+    if (ok && c->n_experts && (c->fam->flags & MLSTACK__F_GROUP_ROUTER)) /* Nemotron-H (nemotron_h_moe) */
+        ok = mlstack__gw_u32(kv, arch, "expert_shared_count", c->shared_ff ? 1 : 0, n_kv) &&
+             mlstack__gw_bool(kv, arch, "expert_weights_norm", c->norm_topk, n_kv) &&
+             mlstack__gw_f32(kv, arch, "expert_weights_scale", c->moe_scale, n_kv) &&
+             mlstack__gw_u32(kv, arch, "expert_group_count", (uint32_t)c->moe_groups, n_kv) &&
+             mlstack__gw_u32(kv, arch, "expert_group_used_count", (uint32_t)c->moe_topk_groups, n_kv) &&
+             (!c->moe_latent || mlstack__gw_u32(kv, arch, "moe_latent_size", (uint32_t)c->moe_latent, n_kv));
     if (ok && (c->fam->flags & MLSTACK__F_MULTIPLIERS))
         ok = mlstack__gw_f32(kv, arch, "attention.scale", c->attn_scale, n_kv) &&
              mlstack__gw_f32(kv, arch, "embedding_scale", c->embed_scale, n_kv) &&
@@ -35123,6 +35462,69 @@ static int mlstack__gw_layer_keys(mlstack_model *m, const char *arch, mlstack__b
     return ok;
 }
 
+/* Beside the experts' keys (count, per token, width, dense layers first, sigmoid gating): yarn's as
+   llama.cpp reads them (deepseek2: mscale_all_dim as 0.1 x it) and deepseek2's latent attention and
+   routing (shared experts, scale, renormalization, softmax gating, groups). Returns 0 when out of
+   memory. */
+static int mlstack__gw_moe_keys(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__rope_cfg *t = &c->rope[0];
+    int ok = 1, l, dense = 0;
+    if (t->kind == MLSTACK__ROPE_YARN) {
+        ok = mlstack__gw_s(kv, arch, "rope.scaling.type", "yarn", 4, n_kv) &&
+             mlstack__gw_f32(kv, arch, "rope.scaling.factor", t->factor, n_kv) &&
+             mlstack__gw_u32(kv, arch, "rope.scaling.original_context_length", (uint32_t)t->orig_max, n_kv);
+        if (ok && c->mla_rank)
+            ok = mlstack__gw_f32(kv, arch, "rope.scaling.yarn_beta_fast", t->beta_fast, n_kv) &&
+                 mlstack__gw_f32(kv, arch, "rope.scaling.yarn_beta_slow", t->beta_slow, n_kv) &&
+                 mlstack__gw_f32(kv, arch, "rope.scaling.yarn_log_multiplier", 0.1f * t->mscale_all_dim, n_kv);
+    }
+    if (!ok || !c->mla_rank) return ok;
+    while (dense < c->n_layers && !m->layers[dense].moe) dense++;
+    for (l = dense; l < c->n_layers; l++) ok = ok && m->layers[l].moe;
+    ok = ok && mlstack__gw_u32(kv, arch, "attention.kv_lora_rank", (uint32_t)c->mla_rank, n_kv) &&
+         (!c->mla_q_rank || mlstack__gw_u32(kv, arch, "attention.q_lora_rank", (uint32_t)c->mla_q_rank, n_kv)) &&
+         mlstack__gw_u32(kv, arch, "attention.key_length_mla", (uint32_t)(c->mla_nope + c->mla_rope), n_kv) &&
+         mlstack__gw_u32(kv, arch, "attention.value_length_mla", (uint32_t)c->mla_v, n_kv) &&
+         (dense || mlstack__gw_u32(kv, arch, "leading_dense_block_count", 0, n_kv)) && /* else: the experts' keys */
+         mlstack__gw_u32(kv, arch, "expert_shared_count", (uint32_t)(c->moe_ff ? c->mla_shared_ff / c->moe_ff : 0),
+                         n_kv) &&
+         mlstack__gw_f32(kv, arch, "expert_weights_scale", c->moe_scale, n_kv) &&
+         mlstack__gw_key(kv, arch, "expert_weights_norm", MLSTACK__GGUF_BOOL) &&
+         mlstack__gw_u(kv, c->norm_topk != 0, 1) &&
+         (c->moe_sigmoid || mlstack__gw_u32(kv, arch, "expert_gating_func", 1, n_kv)); /* 2: with the experts' keys */
+    ++*n_kv;
+    if (ok && c->moe_group_rank)
+        ok = mlstack__gw_u32(kv, arch, "expert_group_count", (uint32_t)c->moe_groups, n_kv) &&
+             mlstack__gw_u32(kv, arch, "expert_group_used_count", (uint32_t)c->moe_topk_groups, n_kv);
+    return ok;
+}
+
+/* What llama.cpp's deepseek2 and gpt-oss cannot say about such a model: refused before writing. */
+static mlstack_result mlstack__gw_check_moe(mlstack_model *m, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    const mlstack__rope_cfg *t = &c->rope[0];
+    const char *why = NULL;
+    int l, dense = 1;
+    for (l = 0; l < c->n_layers; l++) {
+        if (m->layers[l].moe && m->layers[l].experts && m->layers[l].experts[0].gtype) why = "repacked experts";
+        if (dense && !m->layers[l].moe) continue;
+        if (!m->layers[l].moe) why = "a dense layer after an MoE layer";
+        dense = 0;
+    }
+    if (c->mla_rank && !c->mla_interleave) why = "rotate-half rope pairs (rope_interleave false)";
+    if (c->mla_rank && c->moe_group_rank == MLSTACK__GROUPS_MAX) why = "group_limited_greedy routing";
+    if (c->mla_rank && t->kind == MLSTACK__ROPE_YARN && t->mscale != t->mscale_all_dim)
+        why = "yarn mscale != mscale_all_dim";
+    if (t->kind == MLSTACK__ROPE_YARN && (t->beta_fast != 32 || t->beta_slow != 1) && !c->mla_rank)
+        why = "yarn betas other than 32 / 1";
+    if ((c->fam->flags & MLSTACK__F_SINKS) && (c->swiglu_alpha != 1.702f || c->swiglu_limit != 7.0f))
+        why = "a SwiGLU alpha / limit other than 1.702 / 7 (llama.cpp fixes them)";
+    return why ? MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s is not written to GGUF (llama.cpp cannot say it)",
+                               m->path, why)
+               : MLSTACK_OK;
+}
+
 /* The metadata keys: architecture, shape, rope, and the tokenizer (a GGUF source's keys as they
    are, else converted from tokenizer.json, else "none"). Returns 0 when out of memory; *r is set
    when the tokenizer cannot be written. */
@@ -35146,14 +35548,15 @@ static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv
          mlstack__gw_u32(kv, arch, "attention.head_count", (uint32_t)c->n_heads, n_kv) &&
          mlstack__gw_head_count_kv(m, arch, kv, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.key_length", (uint32_t)c->head_dim, n_kv) &&
-         mlstack__gw_u32(kv, arch, "attention.value_length", (uint32_t)c->head_dim, n_kv) &&
+         mlstack__gw_u32(kv, arch, "attention.value_length", (uint32_t)(c->mla_rank ? c->mla_rank : c->head_dim),
+                         n_kv) &&
          mlstack__gw_u32(kv, arch, "rope.dimension_count", (uint32_t)c->rot_dim, n_kv) &&
          mlstack__gw_u32(kv, arch, "vocab_size", (uint32_t)c->n_vocab, n_kv) &&
          mlstack__gw_f32(kv, arch, "rope.freq_base", c->rope_theta, n_kv);
     if (ok && c->rope_kind == MLSTACK__ROPE_LINEAR)
         ok = mlstack__gw_s(kv, arch, "rope.scaling.type", "linear", 6, n_kv) &&
              mlstack__gw_f32(kv, arch, "rope.scaling.factor", c->rope_factor, n_kv);
-    ok = ok && mlstack__gw_layer_keys(m, arch, kv, n_kv);
+    ok = ok && mlstack__gw_layer_keys(m, arch, kv, n_kv) && mlstack__gw_moe_keys(m, arch, kv, n_kv);
     if (ok && m->gguf.bytes) { /* a GGUF source: its tokenizer keys as they are */
         uint64_t k;
         for (k = 0; ok && k < m->gguf.n_kv; k++) {
@@ -35216,7 +35619,8 @@ static uint64_t mlstack__gw_src_row(const mlstack__gw_tensor *t, uint64_t row, i
 /* The bytes of file row `row`. */
 static const unsigned char *mlstack__gw_row(const mlstack__gw_tensor *t, uint64_t row, int hd) {
     uint64_t src = mlstack__gw_src_row(t, row, hd);
-    if (t->n_exp) /* expert row / ne[1]'s row row % ne[1] */
+    if (t->exp_bias) return (const unsigned char *)t->exps[3 * row + (uint64_t)t->role].bias;
+    if (t->n_exp && t->exps) /* expert row / ne[1]'s row row % ne[1] */
         return (const unsigned char *)t->exps[3 * (row / t->ne[1]) + (uint64_t)t->role].data +
                (row % t->ne[1]) * t->row_bytes;
     const unsigned char *d = t->gate_heads && (row % (2 * (uint64_t)hd)) >= (uint64_t)hd ? t->data2 : t->data;
@@ -35287,7 +35691,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     if (!m || !path)
         return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_model_save_gguf: model or path is NULL");
     c = &m->cfg;
-    arch = c->fam ? c->fam->gguf : NULL;
+    arch = mlstack__gguf_write_arch(c->fam, c->n_experts);
     if (!arch) {
         char names[200];
         mlstack__gguf_arch_list(names, sizeof names);
@@ -35301,17 +35705,20 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     if (c->attn_bias && mlstack__gguf_rope_rows(c))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture attention biases are not written to GGUF", m->path, arch);
-    /* experts: written for the short-conv and delta-net hybrids (lfm2moe, qwen35moe, qwen3next) */
-    if ((c->n_experts && c->fam->mix.kind != MLSTACK__LAYER_CONV && c->fam->mix.kind != MLSTACK__LAYER_DELTANET) ||
-        (c->fam->flags & MLSTACK__F_SINKS) || c->moe_latent) /* read, not written yet (gpt-oss) */
+    /* experts: written for the short-conv and delta-net hybrids (lfm2moe, qwen35moe, qwen3next),
+       Nemotron-H's grouped router (nemotron_h_moe), deepseek2 and gpt-oss; latent experts only for
+       Nemotron-H */
+    if ((c->n_experts && c->fam->mix.kind != MLSTACK__LAYER_CONV && c->fam->mix.kind != MLSTACK__LAYER_DELTANET &&
+         !(c->fam->flags & (MLSTACK__F_MLA | MLSTACK__F_SINKS | MLSTACK__F_GROUP_ROUTER))) ||
+        (c->moe_latent && !(c->fam->flags & MLSTACK__F_GROUP_ROUTER)))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "%s: %s models (experts, attention sinks) are read from GGUF but not written yet", m->path,
-                             arch);
+                             "%s: %s models (experts) are read from GGUF but not written yet", m->path, arch);
     if (c->n_recurrent && !(c->fam->mix.kind == MLSTACK__LAYER_CONV || c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 ||
                             c->fam->mix.kind == MLSTACK__LAYER_DELTANET))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s models are read from GGUF but not written yet",
                              m->path, arch);
-    if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
+    if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK || (r = mlstack__gw_check_moe(m, arch, err)) != MLSTACK_OK)
+        return r;
     ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 40 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     ok = mlstack__gw_list_embed(m, ts, &n_t, &head_q8);
@@ -38173,7 +38580,7 @@ static mlstack_result mlstack__mix_scratch(const mlstack__config *c, mlstack__sc
         if (mlstack__mix_out_width(c, k) > wout) wout = mlstack__mix_out_width(c, k);
         if (mlstack__mix_scratch_floats(c, k) > sc) sc = mlstack__mix_scratch_floats(c, k);
     }
-    s->mix_x = mlstack__falloc(B, (size_t)win);
+    s->mix_x = mlstack__falloc(B, (size_t)win * (c->dn_in_split ? 2 : 1)); /* split: the two parts after */
     s->mix_y = mlstack__falloc(B, (size_t)wout);
     s->mix_s = mlstack__falloc((size_t)n_threads, sc);
     s->mix_run = (int *)mlstack__calloc(B + 1, sizeof(int));
@@ -38251,6 +38658,19 @@ static void mlstack__ssm_mup(const mlstack__ssm_cfg *s, float *x, int B) {
             for (i = i0; i < end[k]; i++) x[(size_t)b * s->proj + i] = x[(size_t)b * s->proj + i] * s->mup[k];
 }
 
+/* A delta-net input of two stored types: x (B, W) rows q | k | v from w_in, z | b | a from w_in2,
+   each computed into the second half of mix_x first (the same bits as one weight of W rows:
+   every output column is its own fixed reduction). */
+static void mlstack__project_split(mlstack__rank *rk, const mlstack__layer *L, const float *in, int B, int W) {
+    int C = L->w_in.n_out, Z = L->w_in2.n_out, b;
+    float *a = rk->s.mix_x + (size_t)B * W, *z = a + (size_t)B * C;
+    mlstack__project(rk, in, B, 2, &L->w_in, a, &L->w_in2, z, NULL, NULL);
+    for (b = 0; b < B; b++) {
+        memcpy(rk->s.mix_x + (size_t)b * W, a + (size_t)b * C, sizeof(float) * (size_t)C);
+        memcpy(rk->s.mix_x + (size_t)b * W + C, z + (size_t)b * Z, sizeof(float) * (size_t)Z);
+    }
+}
+
 /* A recurrent layer's token mixing (one rank): out (B, D) = mixer(in Win) Wo, the mixer over the
    batch's n_run runs in order, split over the pool's threads by units (a large enough batch),
    its state copied to a page's snapshot after the run that ends the page. */
@@ -38263,7 +38683,11 @@ static void mlstack__recurrent(mlstack__rank *rk, const mlstack__layer *L, const
     j.rk = rk, j.L = L, j.rows = rows, j.win = mlstack__mix_in_width(c, L->kind);
     j.wout = mlstack__mix_out_width(c, L->kind);
     if (c->mult.ssm_in != 1.0f) in = mlstack__scaled(rk->s.mix_in, in, c->mult.ssm_in, (size_t)B * c->n_embd);
-    mlstack__project(rk, in, B, 1, &L->w_in, rk->s.mix_x, NULL, NULL, NULL, NULL);
+    if (L->w_in2.data) {
+        mlstack__project_split(rk, L, in, B, j.win);
+    } else {
+        mlstack__project(rk, in, B, 1, &L->w_in, rk->s.mix_x, NULL, NULL, NULL, NULL);
+    }
     if (c->ssm.has_mup && L->kind != MLSTACK__LAYER_CONV && L->kind != MLSTACK__LAYER_DELTANET)
         mlstack__ssm_mup(&c->ssm, rk->s.mix_x, B);
     MLSTACK__PROF_BEGIN(rk->pool, MIXER);

@@ -18,6 +18,8 @@ delta-net reorders) is the converter's own code.
         the other way: build/mlstack quantize writes each fixture of WRITTEN as stored, Q8_0, Q4_1
         and Q4_K_M; llama.cpp must load each file and give mlstack's greedy text on it; and Falcon-H1
         written from its folder (multipliers folded) is compared tensor by tensor with the converter's
+With qwen3_5 it also writes files with two types in the delta-net's input projections
+(make_mixed: qwen3_5-mixed16.gguf and its all-F32 copy, qwen3_5-mixed.gguf by llama-quantize).
 PEER is the llama.cpp build of tools/build_llamacpp.sh (PEER/src/vendor/llama.cpp holds the
 converter, PEER/bin/llama-completion runs it). --types f32,f16,q8_0 also converts to F16 / Q8_0
 (into --keep, default a temporary folder) and checks those files: mlstack's logits against
@@ -38,7 +40,8 @@ OUT = os.path.join(ROOT, "tests", "fixtures", "gguf", "hybrid")
 # fixture -> the GGUF architecture llama.cpp writes for it
 HYBRIDS = {"lfm2": "lfm2", "lfm2_moe": "lfm2moe", "qwen3_5": "qwen35", "qwen3_5_moe": "qwen35moe",
            "qwen3_next": "qwen3next", "granite_hybrid": "granitehybrid", "nemotron_h": "nemotron_h",
-           "mamba2": "mamba2", "falcon_h1": "falcon-h1"}
+           "mamba2": "mamba2", "falcon_h1": "falcon-h1", "nemotron_h_moe": "nemotron_h_moe",
+           "nemotron_h_moe_latent": "nemotron_h_moe"}
 PROMPT = "the cat sat on"
 N_PREDICT = 16
 MERGES = ["Ġ t", "h e", "Ġt he", "a t", "Ġ s", "Ġ c", "o n", "Ġ o"]
@@ -145,6 +148,10 @@ def encode(prompt, tokens):
 # llama.cpp always does, two key heads of two value heads each (ssm_ba grouped by key head);
 # Granite without experts, its dense MLP intermediate_size wide; Falcon-H1
 # (every multiplier != 1: the converter folds them into the weights) without the projection biases
+# llama.cpp does not load, its gated norm after the gate (llama.cpp's Mamba2 order); Nemotron-H MoE
+# with one expert group (the converter writes no expert_group_used_count) and no MLP block beside
+# the MoE blocks (nemotron_h_moe takes every block with an FFN as MoE); its latent form likewise
+#
 # llama.cpp does not load, its gated norm after the gate (llama.cpp's Mamba2 order)
 QWEN35_ROPE = {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25, "mrope_section": [1, 1, 0]}
 OVERRIDES = {"lfm2": {"head_dim": 8}, "lfm2_moe": {"head_dim": 8},
@@ -153,12 +160,18 @@ OVERRIDES = {"lfm2": {"head_dim": 8}, "lfm2_moe": {"head_dim": 8},
                             "linear_num_key_heads": 2, "linear_num_value_heads": 4},
              "granite_hybrid": {"num_experts_per_tok": 0, "shared_intermediate_size": 64},
              "nemotron_h": {"mamba_num_heads": 1, "mamba_head_dim": 64, "n_groups": 1},
+             "nemotron_h_moe": {"mamba_num_heads": 1, "mamba_head_dim": 64, "n_groups": 1, "n_group": 1, "topk_group": 1,
+                                "layer_types": ["linear_attention", "moe", "full_attention", "moe", "linear_attention",
+                                                "moe"]},
+             "nemotron_h_moe_latent": {"mamba_num_heads": 1, "mamba_head_dim": 64, "n_groups": 1, "n_group": 1,
+                                       "topk_group": 1},
              "falcon_h1": {"mamba_proj_bias": False, "projectors_bias": False, "mamba_rms_norm": True,
                            "mamba_norm_before_gate": False}}
 # the layer kinds as the released configs write them (transformers 5 rewrites them; the converter
 # reads these): Granite 4.0-H's layer_types names, Nemotron-H's hybrid_override_pattern
 RELEASED_TYPES = {"granite_hybrid": {"linear_attention": "mamba", "full_attention": "attention"}}
-PATTERN = {"nemotron_h": {"linear_attention": "M", "mamba": "M", "mlp": "-", "full_attention": "*", "attention": "*"}}
+NEMOTRON = {"linear_attention": "M", "mamba": "M", "mlp": "-", "full_attention": "*", "attention": "*", "moe": "E"}
+PATTERN = {"nemotron_h": NEMOTRON, "nemotron_h_moe": NEMOTRON, "nemotron_h_moe_latent": NEMOTRON}
 
 
 def make_model(name, out):
@@ -179,7 +192,7 @@ def make_model(name, out):
         rng = np.random.default_rng(seed + 1)
         with torch.no_grad():
             for bname, buf in sorted(model.named_buffers(), key=lambda kv: kv[0]):
-                if bname.endswith("expert_bias"):
+                if bname.endswith("expert_bias") or bname.endswith("e_score_correction_bias"):
                     v = spec["expert_bias_std"] * rng.standard_normal(tuple(buf.shape))
                     buf.copy_(torch.from_numpy(v.astype(np.float32)))
     model.save_pretrained(out)
@@ -194,9 +207,11 @@ def make_model(name, out):
         types = cfg.get("layer_types") or cfg["layers_block_type"]
         cfg["hybrid_override_pattern"] = "".join(PATTERN[name][t] for t in types)
         cfg["num_hidden_layers"] = len(types)
+        dense = "E" not in cfg["hybrid_override_pattern"]
         for k in ("num_experts_per_tok", "n_routed_experts", "n_shared_experts", "n_group", "topk_group",
                   "norm_topk_prob", "routed_scaling_factor", "layers_block_type", "layer_types"):
-            cfg.pop(k, None)  # a dense model's released config has no expert keys
+            if dense or k in ("layers_block_type", "layer_types"):
+                cfg.pop(k, None)  # a dense model's released config has no expert keys
         json.dump(cfg, open(path, "w"), indent=2)
     return model
 
@@ -252,6 +267,22 @@ def check_written(peer, names):
             bad += not same
             print("%-8s %-7s %s  ours %r  llama.cpp %r" % (name, q, "same" if same else "DIFFER", ours, theirs))
     return bad
+
+
+def make_mixed(peer):
+    """Two types in the delta-net's input projections (llama-quantize's Q4_K_M gives attn_qkv Q6_K
+    beside a Q4_K attn_gate, ssm_alpha and ssm_beta in some layers): qwen3_5-mixed16.gguf (those
+    three F16, the rest F32) and qwen3_5-mixed16-f32.gguf (the same values, all F32), by
+    tools/dequant_gguf.py; qwen3_5-mixed.gguf, llama-quantize's Q8_0 with those three in Q4_1."""
+    src, out = os.path.join(OUT, "qwen3_5-f32.gguf"), os.path.join(OUT, "qwen3_5-mixed.gguf")
+    deq = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "dequant_gguf.py")]
+    m16 = os.path.join(OUT, "qwen3_5-mixed16.gguf")
+    subprocess.run(deq + [src, m16, "attn_gate,ssm_alpha,ssm_beta"], check=True)
+    subprocess.run(deq + [m16, os.path.join(OUT, "qwen3_5-mixed16-f32.gguf")], check=True)
+    types = [a for t in ("attn_gate", "ssm_alpha", "ssm_beta") for a in ("--tensor-type", t + "=q4_1")]
+    subprocess.run([os.path.join(peer, "bin", "llama-quantize"), *types, src, out, "Q8_0", "1"], check=True,
+                   stdout=subprocess.DEVNULL)
+    print("wrote", m16, out)
 
 
 def check_fold(peer):
@@ -348,6 +379,8 @@ def main():
             json.dump(ref, f)
             f.write("\n")
         print(name, repr(text))
+        if name == "qwen3_5":
+            make_mixed(a.peer)
 
 
 if __name__ == "__main__":
