@@ -35313,7 +35313,7 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
 
 /* What llama.cpp's nemotron_h_moe has no place for: an MLP block beside the experts (a block with
    an FFN is a MoE block there) and biases on the experts' side (it loads none). */
-static mlstack_result mlstack__gw_check_moe(mlstack_model *m, const char *arch, mlstack_error *err) {
+static mlstack_result mlstack__gw_check_moe_groups(mlstack_model *m, const char *arch, mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     int l;
     if (!c->n_experts || !(c->fam->flags & MLSTACK__F_GROUP_ROUTER)) return MLSTACK_OK;
@@ -35717,7 +35717,8 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
                             c->fam->mix.kind == MLSTACK__LAYER_DELTANET))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s models are read from GGUF but not written yet",
                              m->path, arch);
-    if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK || (r = mlstack__gw_check_moe(m, arch, err)) != MLSTACK_OK)
+    if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK ||
+        (r = mlstack__gw_check_moe_groups(m, arch, err)) != MLSTACK_OK)
         return r;
     ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 40 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
