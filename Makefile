@@ -69,7 +69,7 @@ ASAN_TESTS  = $(filter-out test_real_%,$(TESTS))
 TEST_BINS   = $(addprefix $(B)/tests/,$(TESTS))
 ASAN_BINS   = $(addprefix $(B)/asan/,$(ASAN_TESTS))
 EXAMPLES    = $(addprefix $(B)/examples/,$(basename $(notdir $(wildcard examples/*.c))))
-HDRS        = mlstack.h tests/testlib.h
+HDRS        = mlstack.h tests/testlib.h tests/gguf_ref.h
 # tests (and fuzz targets) that set a compile-time limit before including the implementation
 SELF_CONTAINED = test_badinput test_json test_hardening fuzz_regex
 
