@@ -147,7 +147,8 @@ def encode(prompt, tokens):
 # (text positions: any split is plain RoPE); experts in every Qwen3-Next layer, renormalized as
 # llama.cpp always does, two key heads of two value heads each (ssm_ba grouped by key head);
 # Granite without experts, its dense MLP intermediate_size wide; Granite with experts without RoPE,
-# Mamba2 projection biases (llama.cpp's granitehybrid graph has neither), its shared MLP wider than an
+# Mamba2 projection biases (the converter turns RoPE off in hybrid Granites; llama.cpp loads no such
+# biases), its shared MLP wider than an
 # expert (a mix-up of the two widths fails); Falcon-H1
 # (every multiplier != 1: the converter folds them into the weights) without the projection biases
 # llama.cpp does not load, its gated norm after the gate (llama.cpp's Mamba2 order); Nemotron-H MoE
