@@ -178,7 +178,7 @@ static void check_kv_bytes(const char *name, const char *dir, mlstack_engine *e,
     mlstack_engine_cache_stats(e, &cs);
     CHECK(mlstack_engine_rank_info(e, 0, &ri) == MLSTACK_OK);
     CHECKF(ri.kv_page_bytes == (uint64_t)cs.page_tokens * info->kv_elems_per_token * 4 ||
-               (!info->kv_elems_per_token && ri.kv_page_bytes == 4), /* no attention (Mamba2): a one-element page */
+               (!info->kv_elems_per_token && ri.kv_page_bytes == 1), /* no attention (Mamba2): a one-byte page */
            "%s: a KV page of %llu bytes for %d positions of %llu f32 elements", name,
            (unsigned long long)ri.kv_page_bytes, cs.page_tokens, (unsigned long long)info->kv_elems_per_token);
     if (mlstack__json_int(mlstack__json_get(doc.root, "kv_lora_rank"), &r) &&
