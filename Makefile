@@ -69,7 +69,7 @@ ASAN_TESTS  = $(filter-out test_real_%,$(TESTS))
 TEST_BINS   = $(addprefix $(B)/tests/,$(TESTS))
 ASAN_BINS   = $(addprefix $(B)/asan/,$(ASAN_TESTS))
 EXAMPLES    = $(addprefix $(B)/examples/,$(basename $(notdir $(wildcard examples/*.c))))
-HDRS        = mlstack.h tests/testlib.h
+HDRS        = mlstack.h tests/testlib.h tests/gguf_ref.h
 # tests (and fuzz targets) that set a compile-time limit before including the implementation
 SELF_CONTAINED = test_badinput test_json test_hardening fuzz_regex
 
@@ -85,7 +85,8 @@ QEMU_AARCH64 ?= qemu-aarch64
 #    byte for byte against llama.cpp's in a build that contracts multiply-adds)
 NEON_RUNS     = $(B)/aarch64/max/test_kernels $(foreach c,max cortex-a53,$(B)/aarch64/$(c)/test_models \
                   $(B)/aarch64/$(c)/test_quant) \
-                $(B)/aarch64/scalar/test_models $(B)/aarch64/max/test_real_repro $(B)/aarch64/max/test_gguf
+                $(B)/aarch64/scalar/test_models $(B)/aarch64/max/test_real_repro $(B)/aarch64/max/test_gguf \
+                $(B)/aarch64/max/test_kvquant
 
 .PHONY: all test asan run bench clean model compile-tests fuzz-replay neon-test format format-check static cli-test mpi port-test
 # `make` builds the CLI and the examples in parallel; both link the same implementation objects
@@ -252,7 +253,7 @@ define qemu_run
 	@chmod +x $@
 endef
 .SECONDARY: $(B)/aarch64/test_kernels $(B)/aarch64/test_models $(B)/aarch64/test_quant $(B)/aarch64/test_real_repro \
-            $(B)/aarch64/test_gguf
+            $(B)/aarch64/test_gguf $(B)/aarch64/test_kvquant
 $(B)/aarch64/max/%: $(B)/aarch64/%
 	$(call qemu_run,max,-u MLSTACK_ISA)
 $(B)/aarch64/cortex-a53/%: $(B)/aarch64/%

@@ -851,7 +851,14 @@ MLSTACK_API double mlstack_clock_seconds(void);
      kv_mem            0: bytes for min(max_position_embeddings, 4096) tokens of KV (models with
                        recurrent layers: plus every sequence's state, twice, and a state snapshot
                        per page; a given budget holds those too)
-     kv_type           0: F16 keys and values; MLSTACK_KV_BF16, MLSTACK_KV_F32 (exact, twice the memory)
+     kv_type           0: F16 keys and values; MLSTACK_KV_BF16, MLSTACK_KV_F32 (exact, twice the memory);
+                       MLSTACK_KV_Q8_0 (blocks of 32: f16 scale + int8, 34 bytes: about half F16's
+                       bytes), MLSTACK_KV_Q4_0 (f16 scale + nibbles, 18 bytes: about a quarter), as
+                       llama.cpp's cache types, each new row quantized once as it is stored (the
+                       reference rounding of ggml/gguf-py). Quantized types need head_dim a multiple
+                       of 32 and are refused for multi-head latent attention (DeepSeek)
+     kv_type_k         0: kv_type; the keys' type (any of kv_type's)
+     kv_type_v         0: kv_type; the values' type (any of kv_type's; latent attention: kv_type_k)
      kv_page_tokens    0: 16 tokens per KV page
      max_seqs          0: 16 concurrent sequences
      max_batch_tokens  0: 512 rows per internal forward chunk
@@ -933,7 +940,9 @@ typedef enum mlstack_kv_type {
     MLSTACK_KV_DEFAULT = 0,
     MLSTACK_KV_F16 = 1,
     MLSTACK_KV_BF16 = 2,
-    MLSTACK_KV_F32 = 3
+    MLSTACK_KV_F32 = 3,
+    MLSTACK_KV_Q8_0 = 4,
+    MLSTACK_KV_Q4_0 = 5
 } mlstack_kv_type;
 
 typedef struct mlstack_engine_desc {
@@ -957,6 +966,7 @@ typedef struct mlstack_engine_desc {
     int spec_ngram;
     mlstack_rank_mode rank_mode;
     int n_stages;
+    mlstack_kv_type kv_type_k, kv_type_v; /* see kv_type */
 } mlstack_engine_desc;
 
 /* How ranks in other processes (or machines) talk: collectives that every one of `size` ranks
@@ -31909,6 +31919,25 @@ static mlstack_result mlstack__map_layer_mla(mlstack_model *m, mlstack__layer *L
     return mlstack__mla_kv_b(m, L, &kvb, err);
 }
 
+/* Granite's experts from a GGUF: gate and up apart, block_sparse_moe.gate_proj / up_proj [E, F, D]
+   (llama.cpp's ffn_gate_exps / ffn_up_exps), viewed per expert. */
+static mlstack_result mlstack__map_experts_split(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
+                                                 mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    static const char *const part[2] = {"gate_proj", "up_proj"};
+    mlstack_result r;
+    char name[256], nm[200];
+    int e, k, F = c->moe_ff;
+    for (k = 0; k < 2; k++) {
+        mlstack__weight w;
+        memset(&w, 0, sizeof w);
+        snprintf(nm, sizeof nm, "%s.%s", c->fam->moe.block, part[k]);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts * F, c->n_embd, 0, &w, err))) return r;
+        for (e = 0; e < c->n_experts; e++) mlstack__weight_view(&L->experts[3 * e + k], &w, F * e, F * (e + 1));
+    }
+    return MLSTACK_OK;
+}
+
 /* Layer l's mixture of experts: router, experts, and the shared expert where there is one. */
 static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L, const char *pre, int l,
                                              mlstack_error *err) {
@@ -31926,14 +31955,16 @@ static mlstack_result mlstack__map_layer_moe(mlstack_model *m, mlstack__layer *L
         memset(&gu, 0, sizeof gu), memset(&dn, 0, sizeof dn);
         snprintf(nm, sizeof nm, "%s.router.layer", f->moe.block);
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts, D, 0, &L->router, err))) return r;
-        snprintf(nm, sizeof nm, "%s.%s", f->moe.block, f->moe.gate);
-        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts * 2 * F, D, 0, &gu, err))) return r;
         snprintf(nm, sizeof nm, "%s.%s", f->moe.block, f->moe.down);
         if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts * D, F, 0, &dn, err))) return r;
+        for (e = 0; e < c->n_experts; e++) mlstack__weight_view(&L->experts[3 * e + 2], &dn, D * e, D * (e + 1));
+        snprintf(name, sizeof name, "%s.layers.%d.%s.%s.weight", pre, l, f->moe.block, f->moe.gate);
+        if (!mlstack__st_find(&m->st, name)) return mlstack__map_experts_split(m, L, pre, l, err); /* a GGUF */
+        snprintf(nm, sizeof nm, "%s.%s", f->moe.block, f->moe.gate);
+        if ((r = mlstack__model_linear(m, MLSTACK__LNAME(nm), c->n_experts * 2 * F, D, 0, &gu, err))) return r;
         for (e = 0; e < c->n_experts; e++) {
             mlstack__weight_view(&L->experts[3 * e], &gu, 2 * F * e, 2 * F * e + F);
             mlstack__weight_view(&L->experts[3 * e + 1], &gu, 2 * F * e + F, 2 * F * (e + 1));
-            mlstack__weight_view(&L->experts[3 * e + 2], &dn, D * e, D * (e + 1));
         }
         return MLSTACK_OK;
     }
@@ -34280,6 +34311,26 @@ static int mlstack__gguf_hybrid_name(const mlstack__family *f, const char *rest,
     return 0;
 }
 
+/* A granitehybrid MoE layer's tensor blk.N.<rest> -> its name after model.layers.N. into out (0: not
+   one of these). Granite keeps gate | up of its experts and of its shared MLP in one input_linear;
+   llama.cpp splits them: the expert halves load as block_sparse_moe.gate_proj / up_proj [E, F, D]
+   (>>model mlstack__map_layer_moe), the shared MLP's as the dense MLP's gate_proj / up_proj. */
+static int mlstack__gguf_granite_name(const char *rest, char *out, size_t cap) {
+    static const char *const map[][2] = {
+        {"ffn_gate_inp", "block_sparse_moe.router.layer"}, {"ffn_gate_exps", "block_sparse_moe.gate_proj"},
+        {"ffn_up_exps", "block_sparse_moe.up_proj"},       {"ffn_down_exps", "block_sparse_moe.output_linear"},
+        {"ffn_gate_shexp", "shared_mlp.gate_proj"},        {"ffn_up_shexp", "shared_mlp.up_proj"},
+        {"ffn_down_shexp", "shared_mlp.output_linear"}};
+    size_t k, n;
+    for (k = 0; k < sizeof map / sizeof map[0]; k++) {
+        n = strlen(map[k][0]);
+        if (strncmp(rest, map[k][0], n) != 0 || rest[n] != '.') continue;
+        snprintf(out, cap, "%s%s", map[k][1], rest + n);
+        return 1;
+    }
+    return 0;
+}
+
 /* A deepseek2 layer tensor blk.N.<rest> -> its Hugging Face name after model.layers.N. into out
    (0: not one of these). attn_k_b / attn_v_b are kv_b_proj split as MLA reads it (per head W_UK
    transposed, W_UV: >>model mlstack__mla_kv_b), read as 2-D k_b_proj / v_b_proj. */
@@ -34327,6 +34378,8 @@ static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gg
             norm = mlstack__gguf_norm_hf(c->fam, "ffn_norm.weight");
         char hf[96];
         if (norm) snprintf(name, name_cap, "%s.layers.%d.%s.weight", pre, layer, norm);
+        else if ((f->flags & MLSTACK__F_EXPERTS_3D) && mlstack__gguf_granite_name(rest, hf, sizeof hf))
+            snprintf(name, name_cap, "%s.layers.%d.%s", pre, layer, hf);
         else if (f->mix.kind && mlstack__gguf_hybrid_name(f, rest, hf, sizeof hf))
             snprintf(name, name_cap, "%s.layers.%d.%s", pre, layer, hf);
         else if ((f->flags & MLSTACK__F_MLA) && mlstack__gguf_mla_name(rest, hf, sizeof hf))
@@ -35107,6 +35160,7 @@ static void mlstack__gw_list_mla(const mlstack__config *c, const mlstack__layer 
 }
 
 static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t) {
+    static const char *const granite_sh[3] = {"ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp"};
     const mlstack__config *c = &m->cfg;
     int l;
     for (l = 0; l < c->n_layers; l++) {
@@ -35135,7 +35189,9 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
                 continue; /* wo: the mixer's */
             if (k < 4 && c->mla_rank) continue; /* latent attention: mlstack__gw_list_mla */
             if (k >= 4 && c->mla_rank && L->moe) continue; /* DeepSeek's shared experts: mlstack__gw_list_moe */
-            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l,
+                     k >= 4 && L->moe ? granite_sh[k - 4] /* Granite: the shared MLP beside the experts */
+                                      : MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_PROJECTION + role));
             MLSTACK__GW_T(nm, mlstack__gw_type(ws[k]->wtype), 2, ws[k]->n_in,
                           k == 0 && L->wqg.data ? 2 * ws[k]->n_out : ws[k]->n_out, ws[k]->data, ws[k]->row_bytes, perm);
             mlstack__gw_made(&ts[*n_t - 1], ws[k]);
@@ -35378,9 +35434,10 @@ static int mlstack__gw_head_count_kv(mlstack_model *m, const char *arch, mlstack
    4.0-H's multipliers and its RoPE switch. Returns 0 when out of memory. */
 static int mlstack__gw_ff_eps(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
     const mlstack__config *c = &m->cfg;
-    int ok, l, blocks = c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 && c->fam->ssm.layout == MLSTACK__SSM_BLOCKS;
-    if (!blocks) {
-        ok = mlstack__gw_u32(kv, arch, "feed_forward_length", (uint32_t)c->n_ff, n_kv) &&
+    int ok, l, blocks = c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 && c->fam->ssm.layout == MLSTACK__SSM_BLOCKS,
+               granite_moe = c->n_experts && (c->fam->flags & MLSTACK__F_EXPERTS_3D);
+    if (!blocks) { /* Granite 4.0-H with experts: an expert's width (the shared MLP's: below) */
+        ok = mlstack__gw_u32(kv, arch, "feed_forward_length", (uint32_t)(granite_moe ? c->moe_ff : c->n_ff), n_kv) &&
              mlstack__gw_f32(kv, arch, "attention.layer_norm_rms_epsilon", c->eps, n_kv);
     } else {
         ok = mlstack__gw_key(kv, arch, "feed_forward_length", MLSTACK__GGUF_ARRAY) &&
@@ -35699,10 +35756,10 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s-architecture attention biases are not written to GGUF", m->path, arch);
     /* experts: written for the short-conv and delta-net hybrids (lfm2moe, qwen35moe, qwen3next),
-       Nemotron-H's grouped router (nemotron_h_moe), deepseek2 and gpt-oss; latent experts only for
+       Nemotron-H's grouped router (nemotron_h_moe), Granite 4.0-H, deepseek2 and gpt-oss; latent experts only for
        Nemotron-H */
     if ((c->n_experts && c->fam->mix.kind != MLSTACK__LAYER_CONV && c->fam->mix.kind != MLSTACK__LAYER_DELTANET &&
-         !(c->fam->flags & (MLSTACK__F_MLA | MLSTACK__F_SINKS | MLSTACK__F_GROUP_ROUTER))) ||
+         !(c->fam->flags & (MLSTACK__F_MLA | MLSTACK__F_SINKS | MLSTACK__F_GROUP_ROUTER | MLSTACK__F_EXPERTS_3D))) ||
         (c->moe_latent && !(c->fam->flags & MLSTACK__F_GROUP_ROUTER)))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s models (experts) are read from GGUF but not written yet", m->path, arch);
@@ -36384,8 +36441,15 @@ typedef struct mlstack__kv_lay {
 
 typedef struct mlstack__kv {
     unsigned char *data; /* n_pages * page_bytes */
-    mlstack_dtype dtype;
-    size_t esize;
+    mlstack_dtype dtype; /* the keys' elements (dense keys; latent attention: keys and values) */
+    size_t esize; /* bytes of one of them (dense keys) */
+    mlstack_kv_type ktype, vtype; /* the keys' and the values' types */
+    uint32_t kq, vq; /* quantized keys / values: their GGML block type (Q8_0, Q4_0), else 0 */
+    mlstack_dtype vdtype; /* dense values: their elements */
+    int mixed; /* keys or values quantized, or of different types: kv_chunk_any reads them */
+    size_t k_bytes, v_bytes, row_bytes; /* bytes of one key, one value, one position of a layer */
+    size_t page_bytes; /* bytes of one page (this rank's layers and heads) */
+    int rot_k, rot_v; /* quantized keys / values stored rotated (mlstack__kv_rot) */
     int n_pages, page_tokens;
     size_t page_elems, row_elems; /* row: one slot of one layer's K and V: Hkv * (Dh + Dv) */
     size_t head_elems; /* Dh: a key's width; a page holds [layer][K: kv head][slot][Dh], [V: kv head][slot][Dv] */
@@ -36462,6 +36526,36 @@ static mlstack_result mlstack__state_alloc(mlstack__kv *kv, mlstack_error *err) 
     return MLSTACK_OK;
 }
 
+/* The cache types (mlstack_kv_type, resolved: never DEFAULT): the dense element type (F16, BF16,
+   F32; the quantized ones: none, F32 as a placeholder), the GGML block type of the quantized
+   ones (Q8_0: f16 scale + 32 int8, 34 bytes; Q4_0: f16 scale + 16 bytes of nibbles, element j
+   low nibble of byte j, j + 16 high, 18 bytes; >>ggmlquant), and the bytes of n elements (n a
+   multiple of 32 for the quantized ones). */
+#define MLSTACK__KV_QMAX 1024 /* the widest head a quantized cache takes */
+static mlstack_dtype mlstack__kv_type_dtype(mlstack_kv_type t) {
+    return t == MLSTACK_KV_BF16 ? MLSTACK_DTYPE_BF16 : t == MLSTACK_KV_F16 ? MLSTACK_DTYPE_F16 : MLSTACK_DTYPE_F32;
+}
+static uint32_t mlstack__kv_type_ggml(mlstack_kv_type t) {
+    return t == MLSTACK_KV_Q8_0   ? (uint32_t)MLSTACK__GGML_Q8_0
+           : t == MLSTACK_KV_Q4_0 ? (uint32_t)MLSTACK__GGML_Q4_0
+                                  : 0;
+}
+static size_t mlstack__kv_type_bytes(mlstack_kv_type t, size_t n) {
+    return t == MLSTACK_KV_Q8_0   ? n / 32 * 34
+           : t == MLSTACK_KV_Q4_0 ? n / 32 * 18
+           : t == MLSTACK_KV_F32  ? n * 4
+                                  : n * 2;
+}
+/* Bytes one position takes over every attention layer at key type kt and value type vt (latent
+   attention: one key, no value; >>model mlstack__kv_token_elems). */
+static uint64_t mlstack__kv_token_bytes(const mlstack__config *c, mlstack_kv_type kt, mlstack_kv_type vt) {
+    uint64_t per_layer;
+    if (c->var_heads) return mlstack__kv_type_bytes(kt, mlstack__kv_token_elems(c)); /* one dense type */
+    per_layer = (uint64_t)c->n_kv_heads * (mlstack__kv_type_bytes(kt, (size_t)c->head_dim) +
+                                           (c->mla_rank ? 0 : mlstack__kv_type_bytes(vt, (size_t)c->head_dim)));
+    return (uint64_t)(c->n_recurrent || c->n_kv_shared ? c->n_kv_layers : c->n_layers) * per_layer;
+}
+
 /* What a position of one layer holds, as data: kv_heads keys of head_dim and values of v_elems
    (head_dim; latent attention: none, its values are the first mla_rank dims of its one key, the
    latent, beside the rope key). */
@@ -36470,6 +36564,9 @@ static void mlstack__kv_widths(mlstack__kv *kv, const mlstack__config *c, int kv
     kv->v_elems = c->mla_rank ? 0 : (size_t)c->head_dim;
     kv->v_of_k = (size_t)c->mla_rank;
     kv->row_elems = (size_t)kv_heads * (kv->head_elems + kv->v_elems);
+    kv->k_bytes = mlstack__kv_type_bytes(kv->ktype, kv->head_elems);
+    kv->v_bytes = mlstack__kv_type_bytes(kv->vtype, kv->v_elems);
+    kv->row_bytes = (size_t)kv_heads * (kv->k_bytes + kv->v_bytes);
 }
 
 /* Per-layer blocks (c->var_heads, one rank): each layer that stores KV at its own offset of a
@@ -36494,24 +36591,30 @@ static int mlstack__kv_layout(mlstack__kv *kv, const mlstack__config *c) {
    allocated for `kv_heads` of them in `n_layers` layers (one rank's share, >>ranks), so every
    rank has the same page ids. */
 static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c, uint64_t budget, int page_tokens,
-                                       int max_seqs, mlstack_dtype dtype, int kv_heads, int n_layers,
+                                       int max_seqs, mlstack_kv_type kt, mlstack_kv_type vt, int kv_heads, int n_layers,
                                        mlstack_error *err) {
     uint64_t page_bytes, here_bytes;
     mlstack_result r;
     int i;
     memset(kv, 0, sizeof *kv);
-    if (dtype != MLSTACK_DTYPE_F32 && dtype != MLSTACK_DTYPE_F16 && dtype != MLSTACK_DTYPE_BF16)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "kv_dtype %s not supported (F16, BF16 or F32)",
-                             mlstack_dtype_name(dtype));
-    kv->dtype = dtype;
-    kv->esize = (size_t)mlstack__dtype_sizes[dtype];
+    if (kt < MLSTACK_KV_F16 || kt > MLSTACK_KV_Q4_0 || vt < MLSTACK_KV_F16 || vt > MLSTACK_KV_Q4_0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "kv types %d / %d unknown", (int)kt, (int)vt);
+    if (c->mla_rank) vt = kt; /* the values are the keys' latent */
+    kv->ktype = kt, kv->vtype = vt;
+    kv->kq = mlstack__kv_type_ggml(kt), kv->vq = mlstack__kv_type_ggml(vt);
+    kv->dtype = mlstack__kv_type_dtype(kt), kv->vdtype = mlstack__kv_type_dtype(vt);
+    kv->esize = kv->kq ? 1 : (size_t)mlstack__dtype_sizes[kv->dtype]; /* quantized keys: bytes, transposed */
+    kv->mixed = kv->kq || kv->vq || kt != vt;
+    kv->rot_k = kv->kq && c->head_dim % 64 == 0;
+    kv->rot_v = kv->vq && !c->mla_rank && c->head_dim % 64 == 0;
     kv->page_tokens = page_tokens;
     mlstack__kv_widths(kv, c, c->n_kv_heads);
     /* pages hold the attention layers that store KV (not recurrent ones, not shared-KV ones) */
     if ((c->n_recurrent || c->n_kv_shared) && n_layers == c->n_layers) n_layers = c->n_kv_layers;
     kv->page_elems = (size_t)mlstack__kv_token_elems(c) * (size_t)page_tokens;
     if (!kv->page_elems) kv->page_elems = 1; /* no attention layer (Mamba2): a page carries tokens and snapshots */
-    page_bytes = (uint64_t)kv->page_elems * kv->esize;
+    page_bytes = mlstack__kv_token_bytes(c, kt, vt) * (uint64_t)page_tokens;
+    if (!page_bytes) page_bytes = 1;
     if ((r = mlstack__state_budget(kv, c, &budget, &page_bytes, max_seqs, err)) != MLSTACK_OK) return r;
     if (budget / page_bytes < 1)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem %llu bytes is less than one page (%llu bytes)",
@@ -36522,10 +36625,13 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "kv_mem too large for this address space");
     mlstack__kv_widths(kv, c, kv_heads);
     kv->page_elems = (size_t)n_layers * (size_t)page_tokens * kv->row_elems;
+    kv->page_bytes = (size_t)n_layers * (size_t)page_tokens * kv->row_bytes;
     if (c->var_heads && mlstack__kv_layout(kv, c) != 0)
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    if (kv->lay) kv->page_bytes = kv->page_elems * kv->esize; /* one dense type (mlstack__kv_types) */
     if (!kv->page_elems) kv->page_elems = 1;
-    here_bytes = (uint64_t)kv->page_elems * kv->esize;
+    if (!kv->page_bytes) kv->page_bytes = 1;
+    here_bytes = (uint64_t)kv->page_bytes;
     kv->data = mlstack__kv_alloc((size_t)kv->n_pages * (size_t)here_bytes);
     kv->free_stack = (int *)mlstack__calloc((size_t)kv->n_pages, sizeof(int));
     kv->ref = (int32_t *)mlstack__calloc((size_t)kv->n_pages, sizeof(int32_t));
@@ -36921,28 +37027,78 @@ static void mlstack__radix_free_all(mlstack__kv *kv) { mlstack__radix_free_subtr
 /* A page holds page_tokens positions of every layer in blocks [layer][K, V][kv head], each block
    one head's P = page_tokens positions of Dh values: the values block as rows [slot][Dh], the
    keys block transposed, [Dh][slot], so a chunk of keys reaches attention as rows of keys side
-   by side (what its scores kernel reads) with no transpose on the way. Address of the block of
-   kv head h of `layer`, K (kvi = 0) or V (kvi = 1), in the page of position pos of sequence s. */
+   by side (what its scores kernel reads) with no transpose on the way. Quantized keys are
+   transposed likewise, byte by byte: byte t of a key's row of blocks (k_bytes: per 32 dims an
+   f16 scale and the quantized values, as ggml stores them) at [t][slot], so a chunk's scales and
+   then each dim lie across its keys; quantized values are rows [slot][v_bytes]. A block holds
+   P keys (k_bytes each) or P values (v_bytes). Address of the block of kv head h
+   of `layer`, K (kvi = 0) or V (kvi = 1), in the page of position pos of sequence s. */
 static unsigned char *mlstack__kv_block(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int kvi, int h,
                                         int32_t pos) {
     size_t nh = kv->row_elems / (kv->head_elems + kv->v_elems), P = (size_t)kv->page_tokens,
-           at = (size_t)layer * P * kv->row_elems, dh = kv->head_elems, dv = kv->v_elems;
-    if (kv->lay) at = kv->lay[layer].off, nh = kv->lay[layer].nh, dh = kv->lay[layer].dh, dv = kv->lay[layer].dv;
-    at += kvi ? nh * P * dh + (size_t)h * P * dv : (size_t)h * P * dh;
-    return kv->data + ((size_t)s->pages[pos / kv->page_tokens] * kv->page_elems + at) * kv->esize;
+           at = (size_t)layer * P * kv->row_bytes, kb = kv->k_bytes, vb = kv->v_bytes;
+    if (kv->lay) /* per-layer head sizes: one dense type */
+        at = kv->lay[layer].off * kv->esize, nh = kv->lay[layer].nh, kb = kv->lay[layer].dh * kv->esize,
+        vb = kv->lay[layer].dv * kv->esize;
+    at += kvi ? nh * P * kb + (size_t)h * P * vb : (size_t)h * P * kb;
+    return kv->data + (size_t)s->pages[pos / kv->page_tokens] * kv->page_bytes + at;
 }
 
-/* Stores key (Dh,) and value (Dh,) of kv head h of `layer` at position pos, in the cache's dtype
-   (from_f32: the kernel table's conversion): the value as its block's row, the key down its
-   slot's column, one value every page_tokens. */
+/* x (n,) rotated in place, each 64 values by the orthonormal Walsh-Hadamard matrix H (Sylvester
+   order; H = H^T = H^-1): the butterflies (a + b, a - b) of the fast transform in a fixed order,
+   then times 1/8 (exact), so the same bits everywhere. A quantized cache stores H k and H v and
+   attention takes H q (q . k unchanged) and H of its output: the rotation spreads a head's
+   outlier dims over its block, so the blocks' scales fit the rest (llama.cpp rotates its
+   quantized caches so too; SmolLM2-135M, 1,024 tokens, Q4_0 K and V: mean KL 0.134 without
+   it, docs/performance-log.md). */
+static void mlstack__kv_rot(float *x, size_t n) {
+    size_t b, h, i, j;
+    for (b = 0; b + 64 <= n; b += 64) {
+        float *y = x + b;
+        for (h = 1; h < 64; h *= 2)
+            for (i = 0; i < 64; i += 2 * h)
+                for (j = i; j < i + h; j++) {
+                    float a = y[j], c = y[j + h];
+                    y[j] = a + c, y[j + h] = a - c;
+                }
+        for (i = 0; i < 64; i++) y[i] *= 0.125f;
+    }
+}
+
+/* Stores key (Dh,) and value (Dh,) of kv head h of `layer` at position pos, in the cache's types
+   (from_f32: the kernel table's conversion; quantized: ggml's reference quantizer, plain C with
+   every product rounded on its own, so the same bytes on every ISA and compiler setting): the
+   value as its block's row, the key down its slot's column, one value every page_tokens (a
+   quantized key: its block's row). */
 static void mlstack__kv_store(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int h, int32_t pos,
                               const float *key, const float *val,
                               void (*from_f32)(mlstack_dtype, const float *, void *, size_t)) {
     size_t es = kv->esize, Dh = kv->lay ? kv->lay[layer].dh : kv->head_elems,
            Dv = kv->lay ? kv->lay[layer].dv : kv->v_elems, slot = (size_t)(pos % kv->page_tokens),
            col = (size_t)kv->page_tokens * es, d0, i;
-    unsigned char tmp[64 * 4], *kd = mlstack__kv_block(kv, s, layer, 0, h, pos) + slot * es;
-    if (Dv) from_f32(kv->dtype, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * Dv * es, Dv);
+    unsigned char tmp[64 * 4], qb[MLSTACK__KV_QMAX / 32 * 34], *kd = mlstack__kv_block(kv, s, layer, 0, h, pos);
+    size_t vb = kv->lay ? Dv * kv->esize : kv->v_bytes;
+    float xr[MLSTACK__KV_QMAX];
+    if (kv->rot_v) {
+        memcpy(xr, val, sizeof(float) * Dv);
+        mlstack__kv_rot(xr, Dv);
+        val = xr;
+    }
+    if (Dv && kv->vq)
+        mlstack__ggml_quantize_row(kv->vq, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * vb, (int)Dv);
+    else if (Dv)
+        from_f32(kv->vdtype, val, mlstack__kv_block(kv, s, layer, 1, h, pos) + slot * vb, Dv);
+    kd += slot * es;
+    if (kv->kq) { /* the row's block bytes, byte t at row t of the block (one every page_tokens) */
+        if (kv->rot_k) {
+            memcpy(xr, key, sizeof(float) * Dh);
+            mlstack__kv_rot(xr, Dh);
+            key = xr;
+        }
+        mlstack__ggml_quantize_row(kv->kq, key, qb, (int)Dh);
+        for (i = 0; i < kv->k_bytes; i++) kd[i * col] = qb[i];
+        return;
+    }
     for (d0 = 0; d0 < Dh; d0 += 64) {
         size_t m = Dh - d0 < 64 ? Dh - d0 : 64;
         from_f32(kv->dtype, key + d0, tmp, m);
@@ -36969,12 +37125,13 @@ static void mlstack__fetch_range(const unsigned char *p, size_t n) {
 static int mlstack__kv_chunk_runs(const mlstack__kv *kv, const mlstack__kv_seq *s, int layer, int32_t t, int n, int h,
                                   const void **k, const void **v, int *len) {
     int P = kv->page_tokens, slot = t % P, nr = 0;
-    size_t es = kv->esize, Dv = kv->lay ? kv->lay[layer].dv : kv->v_elems;
+    size_t ks = kv->esize, Dv = kv->lay ? kv->lay[layer].dv : kv->v_elems,
+           vb = kv->lay ? kv->lay[layer].dv * kv->esize : kv->v_bytes;
     int32_t pg = t / P;
     for (; n > 0; n -= len[nr++], slot = 0, pg++) {
         len[nr] = P - slot < n ? P - slot : n;
-        k[nr] = mlstack__kv_block(kv, s, layer, 0, h, pg * P) + (size_t)slot * es;
-        v[nr] = Dv ? mlstack__kv_block(kv, s, layer, 1, h, pg * P) + (size_t)slot * Dv * es : NULL;
+        k[nr] = mlstack__kv_block(kv, s, layer, 0, h, pg * P) + (size_t)slot * ks;
+        v[nr] = Dv ? mlstack__kv_block(kv, s, layer, 1, h, pg * P) + (size_t)slot * vb : NULL;
     }
     return nr;
 }
@@ -36988,9 +37145,10 @@ static void mlstack__kv_fetch(const mlstack__kv *kv, int layer, const void *cons
                               const int *len, int nr, mlstack__fetch *f) {
     size_t es = kv->esize, Dh = kv->lay ? kv->lay[layer].dh : kv->head_elems, col = (size_t)kv->page_tokens * es;
     int r, d;
+    if (kv->kq) Dh = kv->k_bytes; /* quantized keys: k_bytes rows of bytes */
     for (r = 0; r < nr; r++) {
         size_t kspan = ((Dh - 1) * (size_t)kv->page_tokens + (size_t)len[r]) * es,
-               vspan = (size_t)len[r] * (kv->lay ? kv->lay[layer].dv : kv->v_elems) * es;
+               vspan = (size_t)len[r] * (kv->lay ? kv->lay[layer].dv * es : kv->v_bytes);
         if (f && col <= 128) {
             mlstack__fetch_add(f, k[r], kspan);
             if (vspan) mlstack__fetch_add(f, v[r], vspan);
@@ -37008,8 +37166,9 @@ static void mlstack__kv_fetch(const mlstack__kv *kv, int layer, const void *cons
    corrections of G heads, and the running state (G x Dh sums, maxima, denominators) of
    MLSTACK__ATT_ROWS rows. */
 static size_t mlstack__attend_scratch(int G, int Dh) {
-    return (size_t)2 * MLSTACK__ATT_CHUNK * (size_t)Dh + (size_t)G * (MLSTACK__ATT_CHUNK + 1) +
-           (size_t)MLSTACK__ATT_ROWS * (size_t)G * ((size_t)Dh + 2);
+    return (size_t)MLSTACK__ATT_ROWS * (size_t)G * (size_t)Dh +
+           /* rotated queries (kv->rot_k) */ (size_t)2 * MLSTACK__ATT_CHUNK * (size_t)Dh +
+           (size_t)G * (MLSTACK__ATT_CHUNK + 1) + (size_t)MLSTACK__ATT_ROWS * (size_t)G * ((size_t)Dh + 2);
 }
 
 /* kv_chunk for latent attention (kv->v_of_k): the keys (Dh, 32) as kv_chunk makes them, and the
@@ -37026,6 +37185,74 @@ static void mlstack__kv_chunk_latent(const mlstack__kernels *kn, mlstack_dtype d
     mlstack__kt_zero(kt, j0, Dh);
     for (j = 0; j < j0; j++)
         for (d = 0; d < Dv; d++) vf[(size_t)j * Dv + d] = kt[(size_t)d * 32 + j];
+}
+
+/* One quantized block (kv->vq: 32 values of a value row) -> dst (32,) in f32: d * q (Q8_0) or
+   d * (q - 8) (Q4_0), one exact product each (an f16 scale times a small integer fits in f32's
+   mantissa), so the same bits on every ISA; what gguf-py's dequantize gives. */
+static void mlstack__kv_deq_block(uint32_t type, const unsigned char *b, float *dst) {
+    float d = mlstack__f16le(b);
+    int i;
+    if (type == MLSTACK__GGML_Q8_0)
+        for (i = 0; i < 32; i++) dst[i] = d * (float)(int8_t)b[2 + i];
+    else
+        for (i = 0; i < 16; i++) {
+            dst[i] = d * (float)((b[2 + i] & 15) - 8);
+            dst[i + 16] = d * (float)((b[2 + i] >> 4) - 8);
+        }
+}
+
+/* Quantized keys of one run (n <= 32 keys, side by side: byte t of key j at k + t * ldk + j, the
+   transposed layout of >>kvcache mlstack__kv_block) -> kt (Dh, 32) from column j0: per block its
+   n scales first, then each of its 32 dims across the n keys, d * q (Q8_0) or d * (q - 8)
+   (Q4_0, byte i: dim i low nibble, dim i + 16 high), loops over the keys that compilers vectorize;
+   each value one exact product, as mlstack__kv_deq_block. */
+static void mlstack__kv_deq_keys(uint32_t type, const unsigned char *k, size_t ldk, int n, size_t Dh, float *kt,
+                                 int j0) {
+    size_t bs = type == MLSTACK__GGML_Q8_0 ? 34 : 18, b, i;
+    float sc[32];
+    int j;
+    for (b = 0; b < Dh / 32; b++) {
+        const unsigned char *lo = k + b * bs * ldk, *hi = lo + ldk;
+        float *o = kt + b * 32 * 32 + j0;
+        for (j = 0; j < n; j++) sc[j] = mlstack__f16_to_f32((uint16_t)(lo[j] | hi[j] << 8));
+        if (type == MLSTACK__GGML_Q8_0)
+            for (i = 0; i < 32; i++) {
+                const int8_t *q = (const int8_t *)(const void *)(lo + (2 + i) * ldk);
+                for (j = 0; j < n; j++) o[i * 32 + (size_t)j] = sc[j] * (float)q[j];
+            }
+        else
+            for (i = 0; i < 16; i++) {
+                const unsigned char *q = lo + (2 + i) * ldk;
+                for (j = 0; j < n; j++) o[i * 32 + (size_t)j] = sc[j] * (float)((q[j] & 15) - 8);
+                for (j = 0; j < n; j++) o[(i + 16) * 32 + (size_t)j] = sc[j] * (float)((q[j] >> 4) - 8);
+            }
+    }
+}
+
+/* kv_chunk for the caches the table's op does not read (kv->mixed: quantized keys or values, or
+   keys and values of different types): kt (Dh, 32) the keys side by side (zero past the chunk)
+   and vf (n, Dh) the values, in f32. Every conversion is exact (dense: to_f32; quantized:
+   mlstack__kv_deq_keys, mlstack__kv_deq_block), so attention on them has the same bits on
+   every ISA, and the same as on the f32 cache holding those dequantized values. */
+static void mlstack__kv_chunk_any(const mlstack__kernels *kn, const mlstack__kv *kv, const void *const *k,
+                                  const void *const *v, const int *len, int nr, float *kt, float *vf) {
+    size_t Dh = kv->head_elems, Dv = kv->v_elems, ldk = (size_t)kv->page_tokens * kv->esize, d;
+    int r, j, j0 = 0;
+    for (r = 0; r < nr; j0 += len[r++]) {
+        const unsigned char *kr = (const unsigned char *)k[r], *vr = (const unsigned char *)v[r];
+        if (kv->kq) mlstack__kv_deq_keys(kv->kq, kr, ldk, len[r], Dh, kt, j0);
+        else
+            for (d = 0; d < Dh; d++) kn->to_f32(kv->dtype, kr + d * ldk, kt + d * 32 + (size_t)j0, (size_t)len[r]);
+        if (Dv && kv->vq)
+            for (j = 0; j < len[r]; j++)
+                for (d = 0; d < Dv; d += 32)
+                    mlstack__kv_deq_block(kv->vq, vr + (size_t)j * kv->v_bytes + d / 32 * (kv->v_bytes / (Dv / 32)),
+                                          vf + (size_t)(j0 + j) * Dv + d);
+        else if (Dv)
+            kn->to_f32(kv->vdtype, vr, vf + (size_t)j0 * Dv, (size_t)len[r] * Dv);
+    }
+    mlstack__kt_zero(kt, j0, (int)Dh);
 }
 
 /* Fused attention for R query rows of one sequence and the G query heads that share one KV
@@ -37059,6 +37286,14 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
     int32_t t, tmax = t1[R - 1];
     int r, g, j, d, Dv = kv->v_of_k ? (int)kv->v_of_k : Dh;
     for (r = 0; r < R; r++) tmax = t1[r] > tmax ? t1[r] : tmax;
+    if (kv->rot_k) { /* keys stored rotated: the queries too (scratch past den) */
+        float *qr = den + (size_t)R * G;
+        for (g = 0; g < R * G; g++) {
+            memcpy(qr + (size_t)g * Dh, q + (size_t)(g / G) * ldq + (size_t)(g % G) * Dh, sizeof(float) * (size_t)Dh);
+            mlstack__kv_rot(qr + (size_t)g * Dh, (size_t)Dh);
+        }
+        q = qr, ldq = (size_t)G * Dh;
+    }
     fe.i = fe.n = 0, fe.at = fe.end = NULL;
     for (g = 0; g < R * G; g++) { /* a sink: a logit with a zero value, seen before every key */
         mx[g] = sinks ? sinks[g % G] : -FLT_MAX;
@@ -37075,13 +37310,16 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
                                            kv_head, kn_, vn_, lenn);
         else
             nnext = 0;
-        for (direct = R == 1 && kn->attn_scores_kv && Dh % 8 == 0 && !kv->v_of_k, r = 0; r + 1 < nrun; r++)
+        for (direct = R == 1 && kn->attn_scores_kv && Dh % 8 == 0 && !kv->v_of_k && !kv->mixed, r = 0; r + 1 < nrun;
+             r++)
             direct &= len[r] % 8 == 0;
         while (fe.at != fe.end || fe.i < fe.n) mlstack__fetch_step(&fe); /* this chunk's lines not yet asked for */
         fe.i = fe.n = 0, fe.at = fe.end = NULL;
         mlstack__kv_fetch(kv, layer, kn_, vn_, lenn, nnext,
                           direct ? &fe : NULL); /* direct: from inside the kernels' loops */
         if (kv->v_of_k) mlstack__kv_chunk_latent(kn, kv->dtype, kr, len, nrun, (size_t)kv->page_tokens, Dh, Dv, kt, vf);
+        else if (kv->mixed)
+            mlstack__kv_chunk_any(kn, kv, kr, vr, len, nrun, kt, vf);
         else if (!direct)
             kn->kv_chunk(kv->dtype, kr, vr, len, nrun, (size_t)kv->page_tokens, Dh, kt, vf);
         for (r = 0; r < R; r++) {
@@ -37112,6 +37350,7 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
             float inv = 1.0f / den[r * G + g];
             for (d = 0; d < Dv; d++)
                 out[(size_t)r * ldo + (size_t)g * Dh + d] = acc[((size_t)r * G + g) * Dv + d] * inv;
+            if (kv->rot_v) mlstack__kv_rot(out + (size_t)r * ldo + (size_t)g * Dh, (size_t)Dv); /* values rotated */
         }
 }
 
@@ -39965,7 +40204,7 @@ static void mlstack__rank_setup(mlstack_engine *e, mlstack__rank *rk) {
     if (r == MLSTACK_OK && (r = mlstack__rank_weights(e, rk)) != MLSTACK_OK) what = "no memory for its weights";
     if (r == MLSTACK_OK && (r = mlstack__rank_scratch(e, rk)) != MLSTACK_OK) what = "no memory for its activations";
     if (r == MLSTACK_OK && rk->kv.data == NULL) {
-        size_t bytes = (size_t)rk->kv.n_pages * rk->kv.page_elems * rk->kv.esize;
+        size_t bytes = (size_t)rk->kv.n_pages * rk->kv.page_bytes;
         rk->kv.data = mlstack__kv_alloc(bytes);
         if (!rk->kv.data) {
             r = MLSTACK_ERR_NO_MEMORY;
@@ -40178,7 +40417,8 @@ static uint64_t mlstack__fingerprint(const mlstack_engine *e) {
     v[6] = c->head_dim, v[7] = c->n_vocab, v[8] = c->max_pos, v[9] = c->tied, v[10] = c->qk_norm;
     v[11] = (int64_t)(c->eps * 1e9), v[12] = (int64_t)c->rope_theta, v[13] = c->rope_kind;
     v[14] = m->layers[0].wq.wtype, v[15] = m->lm_head.wtype, v[16] = (int64_t)m->weight_bytes;
-    v[17] = e->kv.n_pages, v[18] = e->kv.page_tokens, v[19] = e->kv.dtype, v[20] = e->max_batch, v[21] = e->n_ranks;
+    v[17] = e->kv.n_pages, v[18] = e->kv.page_tokens, v[19] = e->kv.ktype * 8 + e->kv.vtype, v[20] = e->max_batch,
+    v[21] = e->n_ranks;
     v[22] = e->kv.max_seqs, v[23] = (int64_t)m->n_params, v[24] = e->rank_reduce, v[25] = e->n_stages;
     for (i = 0; i < 26; i++) MLSTACK__FP(&v[i], sizeof v[i]);
     MLSTACK__FP(e->cols, sizeof(int) * (size_t)MLSTACK__X_COUNT_ * (size_t)(e->n_tp + 1));
@@ -40468,6 +40708,7 @@ static void mlstack__ranks_fill(mlstack_engine *e, const mlstack_engine_desc *d,
             rk->kv.data = NULL;
             mlstack__kv_widths(&rk->kv, c, rk->sh.k1 - rk->sh.k0);
             rk->kv.page_elems = (size_t)(rk->l1 - rk->l0) * (size_t)e->kv.page_tokens * rk->kv.row_elems;
+            rk->kv.page_bytes = (size_t)(rk->l1 - rk->l0) * (size_t)e->kv.page_tokens * rk->kv.row_bytes;
         }
         gi = t ? 0 : rk->stage;
         rk->xb = &e->xbs[gi];
@@ -40525,9 +40766,6 @@ static mlstack_result mlstack__ranks_start(mlstack_engine *e, const mlstack_engi
 static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engine_desc *d, mlstack_error *err) {
     const mlstack__config *c = &e->model->cfg;
     const mlstack_transport *t = d->transport;
-    mlstack_dtype kv_dtype = d->kv_type == MLSTACK_KV_BF16  ? MLSTACK_DTYPE_BF16
-                             : d->kv_type == MLSTACK_KV_F32 ? MLSTACK_DTYPE_F32
-                                                            : MLSTACK_DTYPE_F16;
     mlstack_result r;
     int R = 1, S = 1, T, me, tpr, *cuts;
     if ((r = mlstack__ranks_check(c, d, &R, &S, err)) != MLSTACK_OK) return r;
@@ -40544,7 +40782,7 @@ static mlstack_result mlstack__ranks_init(mlstack_engine *e, const mlstack_engin
     if (!(cuts = e->stage_cuts = (int *)mlstack__calloc((size_t)S + 1, sizeof(int))))
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     mlstack__stage_cuts(e->model, S, cuts);
-    r = mlstack__kv_init(&e->kv, c, d->kv_mem, d->kv_page_tokens, d->max_seqs, kv_dtype,
+    r = mlstack__kv_init(&e->kv, c, d->kv_mem, d->kv_page_tokens, d->max_seqs, d->kv_type_k, d->kv_type_v,
                          e->shards[me % T].k1 - e->shards[me % T].k0, cuts[me / T + 1] - cuts[me / T], err);
     if (r != MLSTACK_OK || (r = mlstack__ranks_xbufs(e, d, err)) != MLSTACK_OK) return r;
     mlstack__ranks_fill(e, d, me, tpr);
@@ -40612,7 +40850,7 @@ MLSTACK_API mlstack_result mlstack_engine_rank_info(const mlstack_engine *e, int
     o->replicated_bytes = rk->replicated_bytes;
     o->packed_bytes = rk->packed_bytes;
     o->checkpoint_bytes = rk->read_bytes + e->model->load_read_bytes;
-    o->kv_page_bytes = (uint64_t)rk->kv.page_elems * rk->kv.esize;
+    o->kv_page_bytes = (uint64_t)rk->kv.page_bytes;
     o->kv_pages = e->kv.n_pages;
     o->bytes_in = rk->bytes_in;
     o->bytes_out = rk->bytes_out;
@@ -41619,7 +41857,7 @@ static void mlstack__sched_publish(mlstack_engine *e) {
     }
     st->n_pages = kv->n_pages;
     st->page_tokens = kv->page_tokens;
-    st->page_bytes = mlstack__kv_token_elems(&e->model->cfg) * (uint64_t)kv->page_tokens * kv->esize +
+    st->page_bytes = mlstack__kv_token_bytes(&e->model->cfg, kv->ktype, kv->vtype) * (uint64_t)kv->page_tokens +
                      ((uint64_t)kv->state_floats * 4 + (uint64_t)kv->snap_every - 1) /
                          (uint64_t)kv->snap_every; /* of all ranks together, with its share of a snapshot */
     st->pages_free = kv->n_free;
@@ -42105,10 +42343,41 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
    scheduler, draft engine), and released in reverse. */
 
 /* The descriptor with its defaults filled in; MLSTACK_OK or the reason it is refused. */
+/* The cache types of d resolved (kv_type_k / kv_type_v: 0 takes kv_type, 0 there F16) and checked
+   against the model: blocks of 32 need head_dim a multiple of 32; latent attention keeps its
+   values inside its keys (one type) and is not quantized. */
+static mlstack_result mlstack__kv_types(const mlstack__config *c, mlstack_engine_desc *d, mlstack_error *err) {
+    static const char *const names[] = {"default", "f16", "bf16", "f32", "q8_0", "q4_0"};
+    mlstack_kv_type t = d->kv_type ? d->kv_type : MLSTACK_KV_F16;
+    if ((int)d->kv_type < 0 || (int)d->kv_type > MLSTACK_KV_Q4_0 || (int)d->kv_type_k < 0 ||
+        (int)d->kv_type_k > MLSTACK_KV_Q4_0 || (int)d->kv_type_v < 0 || (int)d->kv_type_v > MLSTACK_KV_Q4_0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: unknown kv_type %d / %d / %d",
+                             (int)d->kv_type, (int)d->kv_type_k, (int)d->kv_type_v);
+    if (!d->kv_type_k) d->kv_type_k = t;
+    if (!d->kv_type_v) d->kv_type_v = c->mla_rank ? d->kv_type_k : t;
+    if (c->mla_rank && (d->kv_type_k != d->kv_type_v || mlstack__kv_type_ggml(d->kv_type_k)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: KV cache types %s / %s: %s's latent attention stores its values "
+                             "inside its keys, one dense type (f16, bf16 or f32), not quantized",
+                             names[d->kv_type_k], names[d->kv_type_v], c->architecture);
+    if (c->var_heads && (d->kv_type_k != d->kv_type_v || mlstack__kv_type_ggml(d->kv_type_k)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: KV cache types %s / %s: %s has per-layer head sizes, whose cache "
+                             "takes one dense type for keys and values (f16, bf16 or f32) so far",
+                             names[d->kv_type_k], names[d->kv_type_v], c->architecture);
+    if ((mlstack__kv_type_ggml(d->kv_type_k) || mlstack__kv_type_ggml(d->kv_type_v)) &&
+        (c->head_dim % 32 || c->head_dim > MLSTACK__KV_QMAX))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: KV cache types %s / %s: quantized blocks of 32 need a head size "
+                             "that is a multiple of 32, at most 1024 (%s has %d)",
+                             names[d->kv_type_k], names[d->kv_type_v], c->architecture, c->head_dim);
+    return MLSTACK_OK;
+}
+
 static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, const mlstack_engine_desc *desc,
                                                     mlstack_engine_desc *d, mlstack_error *err) {
     const mlstack__config *c = &model->cfg;
-    int kv_size = 2;
+    mlstack_result r;
     memset(d, 0, sizeof *d);
     if (desc) *d = *desc;
     if (d->n_threads < 0 || d->kv_page_tokens < 0 || d->max_seqs < 0 || d->max_batch_tokens < 0 || d->step_tokens < 0 ||
@@ -42187,18 +42456,11 @@ static mlstack_result mlstack__engine_desc_defaults(const mlstack_model *model, 
                                  "max_batch_tokens %d x width %zu of this model exceeds %d elements",
                                  d->max_batch_tokens, max_in, INT_MAX);
     }
-    switch (d->kv_type) {
-    case MLSTACK_KV_DEFAULT:
-    case MLSTACK_KV_F16:
-    case MLSTACK_KV_BF16: break;
-    case MLSTACK_KV_F32: kv_size = 4; break;
-    default:
-        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG, "mlstack_engine_init: unknown kv_type %d", (int)d->kv_type);
-    }
+    if ((r = mlstack__kv_types(c, d, err)) != MLSTACK_OK) return r;
     if (d->kv_mem == 0) {
         uint64_t ctx = (uint64_t)(c->max_pos < 4096 ? c->max_pos : 4096);
         ctx = (ctx + (uint64_t)d->kv_page_tokens - 1) / (uint64_t)d->kv_page_tokens * (uint64_t)d->kv_page_tokens;
-        d->kv_mem = ctx * mlstack__kv_token_elems(c) * (uint64_t)kv_size;
+        d->kv_mem = ctx * mlstack__kv_token_bytes(c, d->kv_type_k, d->kv_type_v);
         /* hybrids: every slot's live and kept state, and a snapshot per page (at most) */
         d->kv_mem += (uint64_t)c->state_floats * 4 * (2 * (uint64_t)d->max_seqs + ctx / (uint64_t)d->kv_page_tokens);
     }
@@ -42251,6 +42513,8 @@ MLSTACK_API mlstack_result mlstack_engine_init(mlstack_model *model, const mlsta
         memset(&dd, 0, sizeof dd);
         dd.n_threads = d.n_threads;
         dd.kv_type = d.kv_type;
+        dd.kv_type_k = d.kv_type_k;
+        dd.kv_type_v = d.kv_type_v;
         dd.kv_page_tokens = d.kv_page_tokens;
         dd.max_seqs = d.max_seqs;
         dd.max_batch_tokens = d.max_batch_tokens;

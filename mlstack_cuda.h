@@ -1028,6 +1028,10 @@ static mlstack_result mlc_engine_build(mlstack_engine *e, const mlstack_cuda_des
     mlc_engine *g;
     size_t part_per_row;
     if (no) return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "cuda: %s: not supported by the GPU kernels yet", no);
+    if (e->kv.mixed)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "cuda: a quantized KV cache, or keys and values of different types, is not supported by "
+                             "the GPU kernels yet (use one of f16, bf16, f32 for both)");
     g = (mlc_engine *)calloc(1, sizeof *g);
     if (!g) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "cuda: out of memory");
     g->kv_dt = e->kv.dtype;

@@ -56,7 +56,9 @@ static const char *BENCH_USAGE =
     "                         default 4), sharing 4 system prompts of 200 tokens, prompts and outputs\n"
     "                         of varied length: throughput, TTFT and inter-token latency percentiles,\n"
     "                         cache hit rate\n"
-    "      --kv-mem MIB       KV pool for the serving modes (default: the engine's default)\n";
+    "      --kv-mem MIB       KV pool for the serving modes (default: the engine's default)\n"
+    "      --cache-type-k T, --cache-type-v T   KV cache keys / values: f16 (default), bf16, f32, q8_0,\n"
+    "                         q4_0 (llama-bench's -ctk / -ctv)\n";
 
 #define BENCH_MAX 16
 
@@ -72,6 +74,7 @@ typedef struct bench_opts {
     int parallel[BENCH_MAX], n_parallel, shared_prefix, mixed, requests, kv_mib;
     int ranks[BENCH_MAX], n_ranks; /* 0: MLSTACK_RANKS, or the MPI job */
     double rate;
+    mlstack_kv_type ctk, ctv; /* --cache-type-k/-v (0: f16) */
 } bench_opts;
 
 /* "a,b,c" of integers in [lo, hi] -> out; returns the count or -1. */
@@ -176,6 +179,12 @@ static int parse_bench(int argc, char **argv, bench_opts *b) {
             VALUE();
             if (parse_int_list(v, 1, 1 << 20, r) != 1) return bench_bad(a, v, "a whole number", 1, 1 << 20);
             b->kv_mib = r[0];
+        } else if (IS("--cache-type-k", "-ctk")) {
+            VALUE();
+            if (cli_kv_type(a, v, &b->ctk)) return 2;
+        } else if (IS("--cache-type-v", "-ctv")) {
+            VALUE();
+            if (cli_kv_type(a, v, &b->ctv)) return 2;
         } else if (IS("--rate", "--rate")) {
             VALUE();
             b->rate = atof(v);
@@ -512,6 +521,7 @@ static int serve_engine(const bench_opts *b, mlstack_model *m, int threads, cons
     ed.isa = isa;
     ed.max_seqs = max_seqs;
     ed.kv_mem = (uint64_t)b->kv_mib << 20;
+    ed.kv_type_k = b->ctk, ed.kv_type_v = b->ctv;
     if (cli_engine_init(m, &ed, b->gpu, e, &err) != MLSTACK_OK) {
         fprintf(stderr, "mlstack: %s\n", err.message);
         return 1;
@@ -953,6 +963,7 @@ int cli_cmd_bench(int argc, char **argv) {
                                 (uint64_t)info.head_dim * 4u;
                 ed.isa = b.isa[ii];
                 ed.bf16_activations = b.bf16_dot;
+                ed.kv_type_k = b.ctk, ed.kv_type_v = b.ctv;
                 if (!rows || cli_engine_init(m, &ed, b.gpu, &e, &err) != MLSTACK_OK) {
                     fprintf(stderr, "mlstack: %s\n", rows ? err.message : "out of memory");
                     free(rows);

@@ -42,6 +42,7 @@ typedef struct cli_opts {
     int spec_tokens;          /* --spec-tokens N (0: the engine's default) */
     const char *files;        /* kl: --files A,B: other models (GGUF files, folders) against -m */
     const char *content_specials; /* --content-specials text|parse (run --chat, chat; NULL: text) */
+    const char *cache_type_k, *cache_type_v; /* --cache-type-k/-v f16|bf16|f32|q8_0|q4_0 (NULL: f16) */
 } cli_opts;
 
 /* "mlstack 0.2.0 (commit abc1234, gcc 12.2.0; kernels compiled: scalar avx2 avx512 amx)": the
@@ -59,6 +60,11 @@ enum {
    else host itself: what getaddrinfo gets, so that a static build (glibc's static getaddrinfo
    needs NSS modules at run time) and a machine without /etc/hosts still resolve localhost. */
 const char *cli_host_local(const char *host);
+/* A KV cache type by llama.cpp's name (f16, bf16, f32, q8_0, q4_0; NULL: 0, the engine's default)
+   into *t; 0, or 2 after a message naming opt. */
+int cli_kv_type(const char *opt, const char *name, mlstack_kv_type *t);
+/* Bytes of KV one position takes in a model of `in`'s shape at key/value types k and v (0: f16). */
+uint64_t cli_kv_token_bytes(const mlstack_model_info *in, mlstack_kv_type k, mlstack_kv_type v);
 /* The last progress line of a GGUF write (quantize), "" if none. */
 const char *cli_last_progress(void);
 /* Prints the engine, ISA and rank options (`mlstack --help engine`). */

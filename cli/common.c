@@ -66,6 +66,9 @@ static const char *ENGINE_OPTS =
     "      --head-quant TYPE    with --quant q8_0|q4_1: the LM head (a tied one: its copy) as q8_0 or\n"
     "                           q4_1, or keep it as stored (default: as --quant)\n"
     "      --kv-mem MIB         KV cache budget in MiB (-c gives it in tokens)\n"
+    "      --cache-type-k T     the KV cache's keys: f16 (default), bf16, f32, q8_0 (blocks of 32 int8\n"
+    "                           and a scale: about half f16's bytes) or q4_0 (about a quarter)\n"
+    "      --cache-type-v T     the KV cache's values: the same types (run, chat, serve, bench)\n"
     "      --bf16-dot           BF16 weights: bf16-rounded activations, AVX512_BF16 dot products or\n"
     "                           AMX-BF16 tiles (faster prefill, not exact)\n"
     "      --gpu                the forward pass on the GPU (a build with make cuda; Llama-style models)\n"
@@ -252,6 +255,8 @@ static const cli_opt_spec OPTS[] = {
     OPT("--presence-penalty", NULL, 'f', -100, 100, sd.presence_penalty),
     OPT("--seed", NULL, 'u', 0, 1.8e19, sd.seed),
     OPT("--kv-mem", NULL, 'u', 1, 1 << 20, kv_mib),
+    OPT("--cache-type-k", "-ctk", 's', 0, 0, cache_type_k),
+    OPT("--cache-type-v", "-ctv", 's', 0, 0, cache_type_v),
     OPT("--ignore-eos", NULL, 'b', 0, 0, ignore_eos),
     OPT("--spec", NULL, 's', 0, 0, spec),
     OPT("--spec-tokens", NULL, 'i', 1, 64, spec_tokens),
@@ -603,15 +608,43 @@ static void cli_log_progress(void *user, int level, const char *msg) {
 }
 const char *cli_last_progress(void) { return g_last_progress; }
 
+int cli_kv_type(const char *opt, const char *name, mlstack_kv_type *t) {
+    static const char *const names[] = {"f16", "bf16", "f32", "q8_0", "q4_0"};
+    int i;
+    *t = (mlstack_kv_type)0;
+    if (!name) return 0;
+    for (i = 0; i < 5; i++)
+        if (strcmp(name, names[i]) == 0) {
+            *t = (mlstack_kv_type)(MLSTACK_KV_F16 + i);
+            return 0;
+        }
+    fprintf(stderr, "mlstack: %s %s: expected f16, bf16, f32, q8_0 or q4_0\n", opt, name);
+    return 2;
+}
+
+static uint64_t cli_kv_row_bytes(mlstack_kv_type t, uint64_t n) {
+    return t == MLSTACK_KV_Q8_0   ? n / 32 * 34
+           : t == MLSTACK_KV_Q4_0 ? n / 32 * 18
+           : t == MLSTACK_KV_F32  ? n * 4
+                                  : n * 2;
+}
+uint64_t cli_kv_token_bytes(const mlstack_model_info *in, mlstack_kv_type k, mlstack_kv_type v) {
+    return (uint64_t)in->n_layers * (uint64_t)in->n_kv_heads *
+           (cli_kv_row_bytes(k, (uint64_t)in->head_dim) + cli_kv_row_bytes(v, (uint64_t)in->head_dim));
+}
+
 int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_engine **e, double *load_s) {
     mlstack_model_desc md;
     mlstack_engine_desc ed;
     mlstack_error err;
+    mlstack_kv_type ctk, ctv;
     double t0 = mlstack_clock_seconds();
     if (!o->model) {
         fprintf(stderr, "mlstack: %s needs -m MODEL (a model folder or .gguf file)\n", o->cmd);
         return 2;
     }
+    if (cli_kv_type("--cache-type-k", o->cache_type_k, &ctk) || cli_kv_type("--cache-type-v", o->cache_type_v, &ctv))
+        return 2;
     memset(&md, 0, sizeof md);
     md.path = o->model;
     md.quant = cli_quant_mix(o->quant) ? MLSTACK_DTYPE_F32 : o->quant;
@@ -647,14 +680,16 @@ int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_e
         ed.isa = o->isa;
         ed.bf16_activations = o->bf16_dot;
         ed.kv_mem = o->kv_mib << 20;
-        if (o->ctx_tokens > 0) { /* -c N: N tokens of KV at the engine's type (f16; eval's f32) */
-            mlstack_model_info in;
-            mlstack_model_get_info(*m, &in);
-            ed.kv_mem = (uint64_t)o->ctx_tokens * (uint64_t)in.n_layers * 2 * (uint64_t)in.n_kv_heads *
-                        (uint64_t)in.head_dim * (strcmp(o->cmd, "eval") == 0 ? 4u : 2u);
-        }
-        /* eval exists to check logits against references: keep keys and values exact */
+        /* eval exists to check logits against references: keep keys and values exact (unless
+           --cache-type-k/-v ask for another type) */
         if (strcmp(o->cmd, "eval") == 0) ed.kv_type = MLSTACK_KV_F32;
+        ed.kv_type_k = ctk, ed.kv_type_v = ctv;
+        if (o->ctx_tokens > 0) { /* -c N: N tokens of KV at the engine's types (f16; eval's f32) */
+            mlstack_model_info in;
+            mlstack_kv_type d = ed.kv_type ? ed.kv_type : MLSTACK_KV_F16;
+            mlstack_model_get_info(*m, &in);
+            ed.kv_mem = (uint64_t)o->ctx_tokens * cli_kv_token_bytes(&in, ctk ? ctk : d, ctv ? ctv : d);
+        }
         if (o->spec) {
             int rc = cli_spec_setup(o->spec, o->spec_tokens, o->model, &ed);
             if (rc) {

@@ -331,8 +331,46 @@ static int cmd_template(const cli_opts *o) {
     return rc;
 }
 
+/* kl --cache-type-k/-v: the model with a KV cache of those types against the same model with an
+   F16 cache, over the text's first n tokens (one sequence), scored on its second half, positions
+   n/2 .. n-1 (what llama-perplexity --kl-divergence scores of a chunk of n). */
+static int cmd_kl_kv(const cli_opts *o, mlstack_model *m, const mlstack_model_info *info, const int32_t *ids, int n) {
+    mlstack_engine *re = NULL, *qe = NULL;
+    mlstack_engine_desc ed;
+    mlstack_error err;
+    quality q;
+    int rc = 0;
+    memset(&ed, 0, sizeof ed);
+    ed.n_threads = o->threads;
+    ed.max_seqs = 1;
+    ed.isa = o->isa;
+    ed.kv_type = MLSTACK_KV_F16;
+    ed.kv_mem = (uint64_t)(n + 64) * cli_kv_token_bytes(info, MLSTACK_KV_F32, MLSTACK_KV_F32);
+    if (cli_engine_init(m, &ed, 0, &re, &err) != MLSTACK_OK ||
+        (cli_kv_type("--cache-type-k", o->cache_type_k, &ed.kv_type_k) ||
+         cli_kv_type("--cache-type-v", o->cache_type_v, &ed.kv_type_v)) ||
+        cli_engine_init(m, &ed, 0, &qe, &err) != MLSTACK_OK) {
+        fprintf(stderr, "mlstack: %s\n", err.message);
+        rc = 1;
+    } else if (quality_compare_from(re, &qe, 1, info->n_vocab, ids, n, 256, n / 2, &q) != 0) {
+        fprintf(stderr, "mlstack: %s %s\n", mlstack_engine_error(re), mlstack_engine_error(qe));
+        rc = 1;
+    } else {
+        printf("%s: %d tokens, scored %d .. %d; KV cache k %s v %s vs f16\n", o->model, n, n / 2, n - 1,
+               o->cache_type_k ? o->cache_type_k : "f16", o->cache_type_v ? o->cache_type_v : "f16");
+        printf("| cache k/v | positions | mean KL | max KL | top-1 agree | ppl (f16) | ppl (cache) |\n"
+               "|---|---|---|---|---|---|---|\n| %s/%s | %d | %.6f | %.4f | %.2f%% | %.4f | %.4f |\n",
+               o->cache_type_k ? o->cache_type_k : "f16", o->cache_type_v ? o->cache_type_v : "f16", q.n, q.mean_kl,
+               q.max_kl, 100 * q.top1, q.ppl_ref, q.ppl_q);
+    }
+    if (qe) mlstack_engine_free(qe);
+    if (re) mlstack_engine_free(re);
+    return rc;
+}
+
 /* kl: quantized vs as-stored weights over a text (-f FILE): mean KL divergence of next-token
-   distributions, top-1 agreement and perplexities, per --quant type. */
+   distributions, top-1 agreement and perplexities, per --quant type (--cache-type-k/-v: a
+   quantized KV cache against an F16 one instead, cmd_kl_kv). */
 static int cmd_kl(const cli_opts *o) {
     static const struct {
         const char *name;
@@ -369,6 +407,13 @@ static int cmd_kl(const cli_opts *o) {
     }
     if (o->n_tokens > 0 && n > (size_t)o->n_tokens) n = (size_t)o->n_tokens;
     if (!rc && (int)n > info.max_position_embeddings) n = (size_t)info.max_position_embeddings;
+    if (!rc && (o->cache_type_k || o->cache_type_v)) {
+        rc = cmd_kl_kv(o, ref, &info, ids, (int)n);
+        mlstack_model_close(ref);
+        free(ids);
+        free(text);
+        return rc;
+    }
     memset(&ed, 0, sizeof ed);
     ed.n_threads = o->threads;
     ed.max_seqs = 1;
@@ -696,7 +741,9 @@ static const cli_help HELP_KL = {
     "  -f, --file FILE          the text\n"
     "      --files A,B          compare these models (GGUF files or folders, weights as stored)\n"
     "                           with -m instead of -m quantized at load\n"
-    "      --tokens N           at most N tokens of it\n",
+    "      --tokens N           at most N tokens of it\n"
+    "      --cache-type-k T, --cache-type-v T   instead: a KV cache of those types (q8_0, q4_0, ...)\n"
+    "                           against an f16 one, the weights as stored, scored on the second half\n",
     1, 0};
 int cli_cmd_kl(int argc, char **argv) { return cli_run_with_opts(argc, argv, &HELP_KL, cmd_kl); }
 

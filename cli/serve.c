@@ -82,6 +82,7 @@ static const char *SERVE_USAGE =
     "      --api-key-file F     the key is F's first line (kept off the command line)\n"
     "      --alias NAME         model id reported (default: the folder's or .gguf file's name)\n"
     "      --kv-type T          KV cache: f16 (default), bf16 or f32 (exact embeddings, twice the memory)\n"
+    "      --cache-type-k T, --cache-type-v T   the keys' / values' type: f16, bf16, f32, q8_0 or q4_0\n"
     "      --parallel N         requests decoded together (default 16)\n"
     "      --spec MODE          speculative decoding: ngram, draft:DIR (same tokenizer), self:q4_1\n"
     "                           or self:q8_0 (this model quantized as its draft); --spec-tokens N\n"
@@ -2854,6 +2855,8 @@ static const cli_opt_spec SERVE_OPTS[] = {
     OPT("--shutdown-timeout", NULL, 'i', 0, 3600, shutdown_timeout_s),
     OPT("--quiet", NULL, 'b', 0, 0, quiet),
     OPT("--kv-type", NULL, 's', 0, 0, kv_type),
+    OPT("--cache-type-k", "-ctk", 's', 0, 0, base.cache_type_k),
+    OPT("--cache-type-v", "-ctv", 's', 0, 0, base.cache_type_v),
     OPT("--content-specials", NULL, 's', 0, 0, content_specials),
     OPT("-t", "--threads", 'i', 1, 256, base.threads),
     OPT("--gpu", NULL, 'b', 0, 0, base.gpu),
@@ -2905,6 +2908,12 @@ static int parse_serve(int argc, char **argv, srv_opts *o) {
         return cli_die("%s", "--api-key is empty: give a key, or leave the option out for an open server");
     if (o->kv_type && strcmp(o->kv_type, "f16") && strcmp(o->kv_type, "bf16") && strcmp(o->kv_type, "f32"))
         return cli_die("--kv-type %s: expected f16, bf16 or f32", o->kv_type);
+    {
+        mlstack_kv_type t;
+        if (cli_kv_type("--cache-type-k", o->base.cache_type_k, &t) ||
+            cli_kv_type("--cache-type-v", o->base.cache_type_v, &t))
+            return 2;
+    }
     if (o->content_specials && strcmp(o->content_specials, "text") && strcmp(o->content_specials, "parse"))
         return cli_die("--content-specials %s: expected text or parse", o->content_specials);
     return 0;
@@ -3103,8 +3112,11 @@ int cli_cmd_serve(int argc, char **argv) {
     }
     mlstack_model_get_info(s->m, &s->info);
     if (!s->o.base.kv_mib) {
-        uint64_t per_tok =
-            (uint64_t)s->info.n_layers * 2 * (uint64_t)s->info.n_kv_heads * (uint64_t)s->info.head_dim * 2;
+        mlstack_kv_type kt, vt;
+        uint64_t per_tok;
+        cli_kv_type("--cache-type-k", s->o.base.cache_type_k, &kt); /* checked by parse_serve */
+        cli_kv_type("--cache-type-v", s->o.base.cache_type_v, &vt);
+        per_tok = cli_kv_token_bytes(&s->info, kt, vt);
         uint64_t toks = (uint64_t)s->o.parallel * 1024,
                  min_toks = s->info.max_position_embeddings < 4096 ? (uint64_t)s->info.max_position_embeddings : 4096;
         s->o.base.kv_mib = ((toks > min_toks ? toks : min_toks) * per_tok + ((1u << 20) - 1)) >> 20;
@@ -3120,6 +3132,8 @@ int cli_cmd_serve(int argc, char **argv) {
         ed.kv_type = !s->o.kv_type || !strcmp(s->o.kv_type, "f16") ? (mlstack_kv_type)0
                      : !strcmp(s->o.kv_type, "bf16")               ? MLSTACK_KV_BF16
                                                                    : MLSTACK_KV_F32;
+        cli_kv_type("--cache-type-k", s->o.base.cache_type_k, &ed.kv_type_k);
+        cli_kv_type("--cache-type-v", s->o.base.cache_type_v, &ed.kv_type_v);
         if ((rc = cli_spec_setup(s->o.base.spec, s->o.base.spec_tokens, s->o.base.model, &ed)) != 0) {
             mlstack_model_close(s->m);
             free(s);

@@ -17,68 +17,11 @@
 #include "mlstack.h"
 #include "testlib.h"
 #include "fixture_eval.h"
+#include "gguf_ref.h"
 #include <math.h>
 #include <unistd.h>
 
-#define MAXP 64
-#define NEW 16
-
 static const char *DIR_ = "tests/fixtures/gguf/hybrid";
-
-typedef struct ref_case {
-    int32_t ids[MAXP];
-    int n;
-    float *logits; /* [n, n_vocab] */
-    int n_vocab;
-    char text[512]; /* llama.cpp's continuation */
-} ref_case;
-
-static int load_ref(const char *name, ref_case *rc) {
-    char path[256];
-    size_t len;
-    char *text;
-    mlstack__json_doc doc;
-    mlstack_error err;
-    const mlstack__json *v, *row, *x;
-    int i = 0;
-    memset(rc, 0, sizeof *rc);
-    snprintf(path, sizeof path, "%s/%s.json", DIR_, name);
-    text = tl_read(path, &len);
-    if (!text || mlstack__json_parse(&doc, text, len, path, &err) != MLSTACK_OK) {
-        free(text);
-        return 0;
-    }
-    for (v = mlstack__json_get(doc.root, "prompt_ids")->child; v && rc->n < MAXP; v = v->next)
-        rc->ids[rc->n++] = (int32_t)v->i;
-    row = mlstack__json_get(doc.root, "logits")->child;
-    rc->n_vocab = (int)row->len;
-    rc->logits = (float *)malloc(sizeof(float) * (size_t)rc->n * (size_t)rc->n_vocab);
-    for (; row && rc->logits && i < rc->n * rc->n_vocab; row = row->next)
-        for (x = row->child; x && i < rc->n * rc->n_vocab; x = x->next) rc->logits[i++] = (float)x->num;
-    v = mlstack__json_get(doc.root, "llamacpp_text");
-    snprintf(rc->text, sizeof rc->text, "%.*s", v ? (int)v->len : 0, v ? v->str : "");
-    mlstack__json_free(&doc);
-    free(text);
-    return rc->logits && i == rc->n * rc->n_vocab;
-}
-
-/* Greedy continuation of the prompt (up to NEW tokens, stopping after an end token) decoded. */
-static void greedy_text(mlstack_model *m, mlstack_engine *e, const ref_case *rc, char *out, size_t cap) {
-    mlstack_generate_desc g;
-    int32_t seq = -1;
-    size_t n = 0;
-    out[0] = 0;
-    fx_n_greedy = 0;
-    if (mlstack_engine_seq_new(e, &seq) != MLSTACK_OK) return;
-    memset(&g, 0, sizeof g);
-    g.seq = seq, g.prompt = rc->ids, g.n_prompt = rc->n, g.max_tokens = NEW, g.on_token = fx_on_token;
-    if (mlstack_generate(e, &g) != MLSTACK_OK) printf("generate: %s\n", mlstack_engine_error(e));
-    mlstack_engine_seq_free(e, seq);
-    if (mlstack_tokenizer_decode(mlstack_model_tokenizer(m), fx_greedy, (size_t)fx_n_greedy,
-                                 MLSTACK_DECODE_SKIP_SPECIAL, out, cap - 1, &n) != MLSTACK_OK)
-        n = 0;
-    out[n < cap ? n : cap - 1] = 0;
-}
 
 static int temp_file(char *path) {
     int fd = mkstemp(path);
@@ -98,7 +41,7 @@ static void test_read(const char *name, int write) {
     float *l = NULL, *lb = NULL;
     double d = 0;
     int i;
-    if (!load_ref(name, &rc)) {
+    if (!load_ref(DIR_, name, &rc)) {
         CHECKF(0, "%s: reference missing", name);
         free(rc.logits);
         return;
@@ -172,7 +115,7 @@ static void test_mixed(void) {
     float *l = NULL, *ld = NULL, *lq = NULL, *lb = NULL;
     int split = 0, split_d = 0, split_q = 0, split_b = 0, i, wrote = 0;
     double d = 0;
-    if (!load_ref("qwen3_5", &rc)) {
+    if (!load_ref(DIR_, "qwen3_5", &rc)) {
         CHECKF(0, "%s", "qwen3_5: reference missing");
         free(rc.logits);
         return;
@@ -328,7 +271,8 @@ int main(void) {
                  {"nemotron_h", 1},
                  {"falcon_h1", 1},
                  {"nemotron_h_moe", 1},
-                 {"nemotron_h_moe_latent", 1}};
+                 {"nemotron_h_moe_latent", 1},
+                 {"granite_hybrid_moe", 1}};
     size_t i;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) test_read(cases[i].name, cases[i].write);
     test_mixed();
@@ -337,5 +281,6 @@ int main(void) {
     test_refused("falcon_h1_prenorm", "before the gate");
     test_refused("nemotron_h_moe", "MLP beside MoE blocks"); /* nemotron_h_moe: every FFN block is MoE */
     test_folder_written("nemotron_h_moe_latent");
+    test_folder_written("granite_hybrid_top1"); /* experts as Granite's one input_linear: written as llama.cpp's */
     return tl_finish();
 }

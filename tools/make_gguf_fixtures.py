@@ -183,12 +183,14 @@ def kq_tensor(rng, t, rows, cols):
     return v.reshape(rows, cols // block * size)
 
 
-def write_kq():
-    rng = np.random.default_rng(20261202)
+def write_block_model(fname, title, seed, layer_types, head_type, file_type, tensor):
+    """A 2-D-weights llama model whose layer l holds its projections in the types layer_types[l]
+    names (blocks from tensor(rng, type, rows, cols)), its head in head_type."""
+    rng = np.random.default_rng(seed)
     D, H, HKV, DH, FF, V = 256, 4, 1, 64, 256, 256
-    w = gguf.GGUFWriter(os.path.join(OUT, "llama-kq.gguf"), "llama")
-    w.add_name("mlstack native block formats fixture")
-    w.add_block_count(len(KQ_TYPES))
+    w = gguf.GGUFWriter(os.path.join(OUT, fname), "llama")
+    w.add_name(title)
+    w.add_block_count(len(layer_types))
     w.add_context_length(256)
     w.add_embedding_length(D)
     w.add_feed_forward_length(FF)
@@ -200,18 +202,18 @@ def write_kq():
     w.add_rope_freq_base(10000.0)
     w.add_layer_norm_rms_eps(1e-5)
     w.add_vocab_size(V)
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_K_M)
+    w.add_file_type(file_type)
 
     def add(name, t, rows, cols):
-        q = kq_tensor(rng, t, rows, cols)
+        q = tensor(rng, t, rows, cols)
         w.add_tensor(name, q, raw_shape=q.shape, raw_dtype=t)
 
     w.add_tensor("token_embd.weight", rng.standard_normal((V, D)).astype(np.float16))
     w.add_tensor("output_norm.weight", (1 + 0.1 * rng.standard_normal(D)).astype(np.float32))
-    add("output.weight", KQ_HEAD, V, D)
+    add("output.weight", head_type, V, D)
     shapes = {"attn_q": (H * DH, D), "attn_k": (HKV * DH, D), "attn_v": (HKV * DH, D),
               "attn_output": (D, H * DH), "ffn_gate": (FF, D), "ffn_up": (FF, D), "ffn_down": (D, FF)}
-    for l, types in enumerate(KQ_TYPES):
+    for l, types in enumerate(layer_types):
         b = "blk.%d." % l
         w.add_tensor(b + "attn_norm.weight", (1 + 0.1 * rng.standard_normal(D)).astype(np.float32))
         w.add_tensor(b + "ffn_norm.weight", (1 + 0.1 * rng.standard_normal(D)).astype(np.float32))
@@ -221,6 +223,11 @@ def write_kq():
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def write_kq():
+    write_block_model("llama-kq.gguf", "mlstack native block formats fixture", 20261202, KQ_TYPES, KQ_HEAD,
+                      gguf.LlamaFileType.MOSTLY_Q4_K_M, kq_tensor)
 
 
 # The 2026 families' fixtures (tests/fixtures/families/) as llama.cpp's convert_hf_to_gguf.py
@@ -372,43 +379,8 @@ def iq_tensor(rng, t, rows, cols):
 
 
 def write_iq_model():
-    rng = np.random.default_rng(20261207)
-    D, H, HKV, DH, FF, V = 256, 4, 1, 64, 256, 256
-    w = gguf.GGUFWriter(os.path.join(OUT, "llama-iq.gguf"), "llama")
-    w.add_name("mlstack i-quant formats fixture")
-    w.add_block_count(len(IQ_TYPES))
-    w.add_context_length(256)
-    w.add_embedding_length(D)
-    w.add_feed_forward_length(FF)
-    w.add_head_count(H)
-    w.add_head_count_kv(HKV)
-    w.add_key_length(DH)
-    w.add_value_length(DH)
-    w.add_rope_dimension_count(DH)
-    w.add_rope_freq_base(10000.0)
-    w.add_layer_norm_rms_eps(1e-5)
-    w.add_vocab_size(V)
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_IQ4_XS)
-
-    def add(name, t, rows, cols):
-        q = iq_tensor(rng, t, rows, cols)
-        w.add_tensor(name, q, raw_shape=q.shape, raw_dtype=t)
-
-    w.add_tensor("token_embd.weight", rng.standard_normal((V, D)).astype(np.float16))
-    w.add_tensor("output_norm.weight", (1 + 0.1 * rng.standard_normal(D)).astype(np.float32))
-    add("output.weight", IQ_HEAD, V, D)
-    shapes = {"attn_q": (H * DH, D), "attn_k": (HKV * DH, D), "attn_v": (HKV * DH, D),
-              "attn_output": (D, H * DH), "ffn_gate": (FF, D), "ffn_up": (FF, D), "ffn_down": (D, FF)}
-    for l, types in enumerate(IQ_TYPES):
-        b = "blk.%d." % l
-        w.add_tensor(b + "attn_norm.weight", (1 + 0.1 * rng.standard_normal(D)).astype(np.float32))
-        w.add_tensor(b + "ffn_norm.weight", (1 + 0.1 * rng.standard_normal(D)).astype(np.float32))
-        for name, t in types.items():
-            add(b + name + ".weight", t, *shapes[name])
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    write_block_model("llama-iq.gguf", "mlstack i-quant formats fixture", 20261207, IQ_TYPES, IQ_HEAD,
+                      gguf.LlamaFileType.MOSTLY_IQ4_XS, iq_tensor)
 
 
 def write_corpus():

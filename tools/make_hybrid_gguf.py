@@ -41,7 +41,7 @@ OUT = os.path.join(ROOT, "tests", "fixtures", "gguf", "hybrid")
 HYBRIDS = {"lfm2": "lfm2", "lfm2_moe": "lfm2moe", "qwen3_5": "qwen35", "qwen3_5_moe": "qwen35moe",
            "qwen3_next": "qwen3next", "granite_hybrid": "granitehybrid", "nemotron_h": "nemotron_h",
            "mamba2": "mamba2", "falcon_h1": "falcon-h1", "nemotron_h_moe": "nemotron_h_moe",
-           "nemotron_h_moe_latent": "nemotron_h_moe"}
+           "nemotron_h_moe_latent": "nemotron_h_moe", "granite_hybrid_moe": "granitehybrid"}
 PROMPT = "the cat sat on"
 N_PREDICT = 16
 MERGES = ["Ġ t", "h e", "Ġt he", "a t", "Ġ s", "Ġ c", "o n", "Ġ o"]
@@ -146,7 +146,10 @@ def encode(prompt, tokens):
 # Qwen3.5 delta-net value heads as wide as key heads, and M-RoPE sections that fit the rotary dims
 # (text positions: any split is plain RoPE); experts in every Qwen3-Next layer, renormalized as
 # llama.cpp always does, two key heads of two value heads each (ssm_ba grouped by key head);
-# Granite without experts, its dense MLP intermediate_size wide; Falcon-H1
+# Granite without experts, its dense MLP intermediate_size wide; Granite with experts without RoPE,
+# Mamba2 projection biases (the converter turns RoPE off in hybrid Granites; llama.cpp loads no such
+# biases), its shared MLP wider than an
+# expert (a mix-up of the two widths fails); Falcon-H1
 # (every multiplier != 1: the converter folds them into the weights) without the projection biases
 # llama.cpp does not load, its gated norm after the gate (llama.cpp's Mamba2 order); Nemotron-H MoE
 # with one expert group (the converter writes no expert_group_used_count) and no MLP block beside
@@ -159,6 +162,8 @@ OVERRIDES = {"lfm2": {"head_dim": 8}, "lfm2_moe": {"head_dim": 8},
              "qwen3_5_moe": {"rope_parameters": QWEN35_ROPE}, "qwen3_next": {"mlp_only_layers": [], "norm_topk_prob": True,
                             "linear_num_key_heads": 2, "linear_num_value_heads": 4},
              "granite_hybrid": {"num_experts_per_tok": 0, "shared_intermediate_size": 64},
+             "granite_hybrid_moe": {"mamba_proj_bias": False, "position_embedding_type": "nope",
+                                    "shared_intermediate_size": 48},
              "nemotron_h": {"mamba_num_heads": 1, "mamba_head_dim": 64, "n_groups": 1},
              "nemotron_h_moe": {"mamba_num_heads": 1, "mamba_head_dim": 64, "n_groups": 1, "n_group": 1, "topk_group": 1,
                                 "layer_types": ["linear_attention", "moe", "full_attention", "moe", "linear_attention",
@@ -169,7 +174,8 @@ OVERRIDES = {"lfm2": {"head_dim": 8}, "lfm2_moe": {"head_dim": 8},
                            "mamba_norm_before_gate": False}}
 # the layer kinds as the released configs write them (transformers 5 rewrites them; the converter
 # reads these): Granite 4.0-H's layer_types names, Nemotron-H's hybrid_override_pattern
-RELEASED_TYPES = {"granite_hybrid": {"linear_attention": "mamba", "full_attention": "attention"}}
+RELEASED_TYPES = {"granite_hybrid": {"linear_attention": "mamba", "full_attention": "attention"},
+                  "granite_hybrid_moe": {"linear_attention": "mamba", "full_attention": "attention"}}
 NEMOTRON = {"linear_attention": "M", "mamba": "M", "mlp": "-", "full_attention": "*", "attention": "*", "moe": "E"}
 PATTERN = {"nemotron_h": NEMOTRON, "nemotron_h_moe": NEMOTRON, "nemotron_h_moe_latent": NEMOTRON}
 

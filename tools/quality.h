@@ -31,10 +31,11 @@ static int quality_argmax(const float *v, int n) {
 }
 
 /* Runs ids through the reference engine and each of the nq engines in qe, in chunks of `chunk`
-   positions (one fresh sequence each), and fills q[0..nq). Returns 0, or -1 after an engine
-   error. The reference runs once for all of them. */
-static int quality_compare(mlstack_engine *ref, mlstack_engine **qe, int nq, int n_vocab, const int32_t *ids, int n,
-                           int chunk, quality *q) {
+   positions (one fresh sequence each), and fills q[0..nq) from the positions `from` on (the
+   earlier ones are computed, not scored). Returns 0, or -1 after an engine error. The
+   reference runs once for all of them. */
+static int quality_compare_from(mlstack_engine *ref, mlstack_engine **qe, int nq, int n_vocab, const int32_t *ids,
+                                int n, int chunk, int from, quality *q) {
     mlstack_batch_row *rows = (mlstack_batch_row *)calloc((size_t)chunk, sizeof *rows);
     double *la = (double *)malloc(sizeof(double) * (size_t)n_vocab),
            *lb = (double *)malloc(sizeof(double) * (size_t)n_vocab);
@@ -61,7 +62,9 @@ static int quality_compare(mlstack_engine *ref, mlstack_engine **qe, int nq, int
         }
         for (i = 0; rc == 0 && i < m && off + i + 1 < n; i++) {
             const float *a = mlstack_engine_logits(ref, i);
-            int next = ids[off + i + 1], top = quality_argmax(a, n_vocab);
+            int next, top;
+            if (off + i < from) continue;
+            next = ids[off + i + 1], top = quality_argmax(a, n_vocab);
             quality_log_softmax(a, la, n_vocab);
             nll_a -= la[next];
             for (e = 0; e < nq; e++) {
@@ -90,5 +93,9 @@ static int quality_compare(mlstack_engine *ref, mlstack_engine **qe, int nq, int
     }
     free(rows), free(la), free(lb);
     return rc;
+}
+static int quality_compare(mlstack_engine *ref, mlstack_engine **qe, int nq, int n_vocab, const int32_t *ids, int n,
+                           int chunk, quality *q) {
+    return quality_compare_from(ref, qe, nq, n_vocab, ids, n, chunk, 0, q);
 }
 #endif
