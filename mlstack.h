@@ -25029,7 +25029,8 @@ static int mlstack__jsmem_put(mlstack__js *j, const mlstack__json *parent, const
 }
 /* obj's member `key` (an object) or element `idx` (an array), as mlstack__json_get and
    mlstack__json_at find them: small ones by a scan, large ones through the index (built on the
-   first visit). Charged: what is scanned, indexed and probed. NULL: absent (or out of budget). */
+   first visit). Charged: what is scanned and indexed, and one unit per lookup plus the key (the
+   probes follow pointer hashes, which differ from run to run). NULL: absent (or out of budget). */
 static const mlstack__json *mlstack__js_member(mlstack__js *j, const mlstack__json *obj, const char *key, size_t idx) {
     size_t klen = key ? strlen(key) : idx;
     uint64_t probes = 0;
@@ -25047,7 +25048,7 @@ static const mlstack__json *mlstack__js_member(mlstack__js *j, const mlstack__js
         if (j->rc != MLSTACK_OK || mlstack__js_work(j, obj->len)) return NULL;
     }
     found = mlstack__jsmem_slot(j->mem, j->mem_mask, obj, key, klen, &probes)->child;
-    return mlstack__js_work(j, probes + klen) ? NULL : found;
+    return mlstack__js_work(j, 1 + klen) ? NULL : found; /* per lookup, not per probe: see js_memo */
 }
 
 static int mlstack__js_hex(char c) {
@@ -28859,12 +28860,14 @@ static struct mlstack__jsmemo *mlstack__js_memo(mlstack__js *j, const mlstack__j
         j->memo_mask = cap - 1;
         if (mlstack__js_work(j, cap)) return NULL;
     }
+    /* charged per lookup, not per probe: the probes follow the pointers' hashes, which differ
+       from run to run, and the work of a compile must not (the table is at most half full) */
+    if (mlstack__js_work(j, 1 + (uint64_t)n)) return NULL;
     k = mlstack__js_list_hash(list, n, only) & j->memo_mask;
     while (j->memo[k].list) {
         if (j->memo[k].n == n && j->memo[k].only == only && !memcmp(j->memo[k].list, list, sizeof *list * (size_t)n))
             return &j->memo[k];
         k = (k + 1) & j->memo_mask;
-        if (mlstack__js_work(j, 1)) return NULL;
     }
     if (!add) return NULL;
     j->memo[k].list = (const mlstack__json **)mlstack__arena_alloc(&j->arena, sizeof *list * (size_t)(n ? n : 1));
