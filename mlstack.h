@@ -438,7 +438,8 @@ typedef struct mlstack_model_desc {
                               one-rank engine converts the whole model, once); the same bits either way */
     const char *quant_mix; /* NULL, or a llama.cpp file type to quantize to at load, by llama-quantize's
                               name: "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K_S",
-                              "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K", "IQ4_NL"
+                              "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K", "IQ4_NL",
+                              "TQ1_0", "TQ2_0"
                               ("Q3_K" / "Q4_K" / "Q5_K": the _M mixes, as llama-quantize reads them); its
                               per-tensor types and llama.cpp's reference quantizers (>>model, >>quant);
                               overrides quant. mlstack_model_save_gguf then writes the file llama.cpp reads */
@@ -3921,6 +3922,8 @@ enum {
     MLSTACK__GGML_IQ4_XS = 23,
     MLSTACK__GGML_IQ1_M = 29,
     MLSTACK__GGML_BF16 = 30,
+    MLSTACK__GGML_TQ1_0 = 34,
+    MLSTACK__GGML_TQ2_0 = 35,
     MLSTACK__GGML_MXFP4 = 39,
     MLSTACK__GGML_NTYPES = 42
 };
@@ -15829,12 +15832,15 @@ typedef enum mlstack__wtype {
     MLSTACK__W_IQ2_S = 16 + 22,
     MLSTACK__W_IQ4_XS = 16 + 23,
     MLSTACK__W_IQ1_M = 16 + 29,
+    /* the ternary formats (BitNet b1.58): row kernels only, as the i-quants */
+    MLSTACK__W_TQ1_0 = 16 + 34,
+    MLSTACK__W_TQ2_0 = 16 + 35,
     MLSTACK__W_MXFP4 = 16 + 39 /* row kernels only (no KQ panels): the rows stay mapped as stored */
 } mlstack__wtype;
-/* Whether wtype is an i-quant (above). */
+/* Whether wtype is an i-quant or a ternary format (above). */
 #define MLSTACK__W_IS_IQ(wt)                                                                           \
     (((wt) >= MLSTACK__W_IQ2_XXS && (wt) <= MLSTACK__W_IQ4_XS && (wt) != 16 + MLSTACK__GGML_IQ4_NL) || \
-     (wt) == MLSTACK__W_IQ1_M)
+     (wt) == MLSTACK__W_IQ1_M || (wt) == MLSTACK__W_TQ1_0 || (wt) == MLSTACK__W_TQ2_0)
 /* Whether wtype is one of the native GGML formats above. */
 #define MLSTACK__W_IS_GGML(wt)                                                                                     \
     ((wt) == MLSTACK__W_Q5_0 || (wt) == MLSTACK__W_Q5_1 || ((wt) >= MLSTACK__W_Q2_K && (wt) <= MLSTACK__W_Q6_K) || \
@@ -16837,12 +16843,38 @@ static void mlstack__iq1_decode(int wtype, const unsigned char *b, mlstack__kqg 
         }
     }
 }
-/* The groups of one row of any i-quant. */
+/* TQ1_0, TQ2_0 (ternary, layouts in >>ggmlquant): the 8 groups of one 256-input block, each
+   weight a trit t in {-1, 0, 1}: q = t, sa = sb = 1, dw = d (w = d t). A TQ1_0 byte holds 5
+   trits as a base-3 fraction of 256 (ggml's ceiling division): trit n of byte c is the integer
+   part of 3 (c 3^n mod 256) / 256. */
+static int mlstack__tq1_trit(unsigned c, int n) {
+    static const unsigned char pow3[5] = {1, 3, 9, 27, 81};
+    return (int)((((c * pow3[n]) & 255) * 3) >> 8) - 1;
+}
+static void mlstack__tq_decode(int wtype, const unsigned char *b, mlstack__kqg *g) {
+    int8_t v[256];
+    int j, m, n;
+    if (wtype == MLSTACK__W_TQ2_0) { /* element 128 h + 32 l + m: bits 2 l of byte 32 h + m; d at 64 */
+        for (j = 0; j < 256; j++) v[j] = (int8_t)(((b[32 * (j >> 7) + (j & 31)] >> (2 * ((j >> 5) & 3))) & 3) - 1);
+    } else { /* 32 bytes of 5 trits (element 32 n + m), 16 more (160 + 16 n + m), 4 of 4 (240 + 4 m + j); d at 52 */
+        for (n = 0; n < 5; n++)
+            for (m = 0; m < 32; m++) v[32 * n + m] = (int8_t)mlstack__tq1_trit(b[m], n);
+        for (n = 0; n < 5; n++)
+            for (m = 0; m < 16; m++) v[160 + 16 * n + m] = (int8_t)mlstack__tq1_trit(b[32 + m], n);
+        for (n = 0; n < 4; n++)
+            for (j = 0; j < 4; j++) v[240 + 4 * n + j] = (int8_t)mlstack__tq1_trit(b[48 + j], n);
+    }
+    for (j = 0; j < 8; j++)
+        mlstack__iq_group(g + j, v + 32 * j, 1, 1, mlstack__kq_f16(b + (wtype == MLSTACK__W_TQ2_0 ? 64 : 52)));
+}
+/* The groups of one row of any i-quant or ternary format. */
 MLSTACK__FN void mlstack__iq_decode(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
     int i, ib, l, nb = n_in / 256;
     size_t bs = mlstack__ggml_types[wtype - 16].size;
     for (i = 0; i < nb; i++, b += bs, g += 8) {
-        if (wtype == MLSTACK__W_IQ4_XS) {
+        if (wtype == MLSTACK__W_TQ1_0 || wtype == MLSTACK__W_TQ2_0) {
+            mlstack__tq_decode(wtype, b, g);
+        } else if (wtype == MLSTACK__W_IQ4_XS) {
             float d = mlstack__kq_f16(b);
             unsigned sh = (unsigned)mlstack__le(b + 2, 2);
             int8_t v[32];
@@ -21784,8 +21816,39 @@ static void mlstack__iq4xs_block(const float *x, unsigned char *y) {
     y[2] = (unsigned char)(sh & 0xFF), y[3] = (unsigned char)(sh >> 8);
 }
 
+/* One TQ1_0 (54 bytes) or TQ2_0 (66 bytes) block of 256 values at y, as llama.cpp's
+   quantize_row_tq*_ref: d = max|x|, t = lroundf(x / d) (so any weights are rounded to the
+   block's three levels -d, 0, d: only ternary weights times a scale survive unchanged), TQ2_0
+   t + 1 in 2-bit fields, TQ1_0 five (tail: four, then times 3) t + 1 as base-3 digits, most
+   significant first, stored as ceil(value * 256 / 243). */
+static void mlstack__tq_block(uint32_t type, const float *x, unsigned char *y) {
+    float amax = 0, id;
+    int j, m, n;
+    for (j = 0; j < 256; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+    id = amax != 0 ? 1.0f / amax : 0.0f;
+    if (type == MLSTACK__GGML_TQ2_0) {
+        memset(y, 0, 64);
+        for (j = 0; j < 256; j++)
+            y[32 * (j >> 7) + (j & 31)] |= (unsigned char)(((lroundf(x[j] * id) + 1) & 3) << (2 * ((j >> 5) & 3)));
+        mlstack__kq_put16(y + 64, amax);
+        return;
+    }
+    for (m = 0; m < 48; m++) { /* byte m < 32: elements 32 n + m; byte 32 + k: 160 + 16 n + k */
+        unsigned q = 0;
+        for (n = 0; n < 5; n++)
+            q = q * 3 + (unsigned)(lroundf(x[m < 32 ? 32 * n + m : 160 + 16 * n + (m - 32)] * id) + 1);
+        y[m] = (unsigned char)((q * 256 + 242) / 243);
+    }
+    for (j = 0; j < 4; j++) { /* elements 240 + 4 n + j */
+        unsigned q = 0;
+        for (n = 0; n < 4; n++) q = q * 3 + (unsigned)(lroundf(x[240 + 4 * n + j] * id) + 1);
+        y[48 + j] = (unsigned char)((q * 3 * 256 + 242) / 243);
+    }
+    mlstack__kq_put16(y + 52, amax);
+}
+
 /* One row of n values (a multiple of the block) as GGML `type` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-   Q2_K .. Q6_K, IQ4_NL) in llama.cpp's layout, by its reference quantizer (ggml-quants.c without
+   Q2_K .. Q6_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0) in llama.cpp's layout, by its reference quantizer (ggml-quants.c without
    an importance matrix: what llama-quantize writes); the formats beyond the comment above:
      Q4_0    d = the value of largest magnitude / -8, q = min(15, trunc(w / d + 8.5))
      Q4_1    d = (max - min) / 15, m = min (quantized against the unrounded d and m, unlike
@@ -21886,6 +21949,11 @@ MLSTACK__FN void mlstack__ggml_quantize_row(uint32_t type, const float *x, void 
         return;
     case MLSTACK__GGML_IQ4_XS:
         for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += 136) mlstack__iq4xs_block(x, y);
+        return;
+    case MLSTACK__GGML_TQ1_0:
+    case MLSTACK__GGML_TQ2_0:
+        for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += type == MLSTACK__GGML_TQ1_0 ? 54 : 66)
+            mlstack__tq_block(type, x, y);
         return;
     default: mlstack__kq_quantize_row(16 + (int)type, x, y, n); return;
     }
@@ -22053,6 +22121,12 @@ static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, 
              << 12, delta sign << 15
      IQ1_M    56: 32 bytes of low index bits, 16 bytes (per l a nibble: 3 high bits, delta sign),
              4 u16 words of 3-bit scales (two per group) whose top nibbles form the f16 d
+   The ternary formats, 256 inputs, each w = d t with t in {-1, 0, 1} stored as t + 1:
+     TQ1_0    54: 48 bytes of 5 trits each (byte m < 32: inputs 32 n + m; byte 32 + m: 160 + 16 n
+             + m; n the digit, most significant first), 4 bytes of 4 trits (byte j: 240 + 4 n + j),
+             d f16 last; a byte holds ceil(v * 256 / 243) for the base-3 value v (tail: 3 v)
+     TQ2_0    66: 64 bytes of 2-bit fields (input 128 h + 32 l + m: bits 2 l of byte 32 h + m),
+             d f16 last
    The bit positions within each block follow ggml (ggml-quants.c dequantize_row_*). */
 
 static float mlstack__f16le(const unsigned char *p) { return mlstack__f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
@@ -32814,7 +32888,8 @@ static const struct {
     {"Q3_K_S", 11, MLSTACK__GGML_Q3_K}, {"Q3_K_M", 12, MLSTACK__GGML_Q3_K}, {"Q3_K", 12, MLSTACK__GGML_Q3_K},
     {"Q3_K_L", 13, MLSTACK__GGML_Q3_K}, {"Q4_K_S", 14, MLSTACK__GGML_Q4_K}, {"Q4_K_M", 15, MLSTACK__GGML_Q4_K},
     {"Q4_K", 15, MLSTACK__GGML_Q4_K},   {"Q5_K_S", 16, MLSTACK__GGML_Q5_K}, {"Q5_K_M", 17, MLSTACK__GGML_Q5_K},
-    {"Q5_K", 17, MLSTACK__GGML_Q5_K},   {"Q6_K", 18, MLSTACK__GGML_Q6_K},   {"IQ4_NL", 25, MLSTACK__GGML_IQ4_NL}};
+    {"Q5_K", 17, MLSTACK__GGML_Q5_K},   {"Q6_K", 18, MLSTACK__GGML_Q6_K},   {"IQ4_NL", 25, MLSTACK__GGML_IQ4_NL},
+    {"TQ1_0", 36, MLSTACK__GGML_TQ1_0}, {"TQ2_0", 37, MLSTACK__GGML_TQ2_0}};
 static int mlstack__mix_is(const char *s, const char *name) { /* ASCII case-insensitive equality */
     for (; *s && *name; s++, name++)
         if ((*s >= 'a' && *s <= 'z' ? *s - 32 : *s) != *name) return 0;
@@ -32858,7 +32933,11 @@ static uint32_t mlstack__mix_type(int ftype, int role, int l, int n, int n_in, i
     else if (role == 4)
         t = ftype == 10 ? Q3_K : ftype == 12 ? Q4_K : ftype == 13 ? Q5_K : t;
     if (n_in % (int)mlstack__ggml_types[t].block)
-        t = t == Q2_K || t == Q3_K ? Q4_0 : t == Q4_K ? Q5_0 : t == Q5_K ? Q5_1 : t == Q6_K ? Q8_0 : t;
+        t = t == Q2_K || t == Q3_K || t == MLSTACK__GGML_TQ1_0 || t == MLSTACK__GGML_TQ2_0 ? Q4_0
+            : t == Q4_K                                                                    ? Q5_0
+            : t == Q5_K                                                                    ? Q5_1
+            : t == Q6_K                                                                    ? Q8_0
+                                                                                           : t;
     return n_in % (int)mlstack__ggml_types[t].block ? 0 : t;
 }
 
