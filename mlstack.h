@@ -29420,6 +29420,10 @@ enum {
 /* DeepSeek V3: rope_interleave read (default on), noaux_tc routing: sigmoid scores, chosen with
    mlp.gate.e_score_correction_bias within the groups ranked by their two best */
 #define MLSTACK__F_MLA_V3 0x200000000000000ull
+/* BitNet b1.58: RMSNorms of the attention output before Wo (self_attn.attn_sub_norm, width
+   heads x head_dim) and of act(gate) * up before Wdown (mlp.ffn_sub_norm, width the FFN's);
+   hidden_act relu2 in the gated MLP. GGUF "bitnet" (llama.cpp's graph): SiLU, no relu2 */
+#define MLSTACK__F_SUB_NORMS 0x400000000000000ull
 /* Gemma 4 (text): RMSNorm weights applied as stored, scores unscaled (q and k are normalized),
    v normalized per head without a weight, a layer_scalar per layer, num_kv_shared_layers (the
    last layers read an earlier layer's KV, >>model mlstack__layer_kind), per-layer input
@@ -29623,6 +29627,8 @@ static const mlstack__family mlstack__families[] = {
     {"ApertusForCausalLM", "apertus", MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_PLAIN_MLP,
          {"attention_layernorm", NULL, "feedforward_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"BitNetForCausalLM", "bitnet", MLSTACK__F_SUB_NORMS,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     /* hybrids: recurrent layers beside attention */
     {"Lfm2ForCausalLM", "lfm2", MLSTACK__F_TIED | MLSTACK__F_GGUF_EMBD_NORM | MLSTACK__F_QK_NORM_HEAD,
          {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
@@ -29848,6 +29854,7 @@ typedef struct mlstack__layer {
     /* f32 (copies when stored otherwise, or for (1 + w) norms); NULL where the family has none */
     const float *attn_norm, *ffn_norm, *post_attn_norm, *post_ffn_norm, *q_norm, *k_norm;
     const float *attn_norm_b, *ffn_norm_b; /* LayerNorm biases */
+    const float *attn_sub_norm, *ffn_sub_norm; /* F_SUB_NORMS (BitNet): before Wo and Wdown */
     const float *sinks; /* F_SINKS: the sink logit of each query head (n_heads,); else NULL */
     mlstack__weight wq, wk, wv, wo, w_gate, w_up, w_down;
     int window; /* sliding window of this layer, 0: full attention */
@@ -30173,6 +30180,12 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
     if ((int64_t)c->n_heads * c->head_dim > (1 << 30))
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: num_attention_heads %d x head_dim %d is above 2^30", file,
                              c->n_heads, c->head_dim);
+    if ((c->fam->flags & MLSTACK__F_SUB_NORMS) &&
+        !mlstack__json_is_null(mlstack__json_get(root, "quantization_config")))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: quantization_config (BitNet's online weight and int8 activation quantization, or "
+                             "packed weights) is not supported: give the weights as floats without it",
+                             file);
     v = mlstack__json_get(root, c->fam->opt.act_key);
     if (mlstack__json_is_null(v)) v = mlstack__json_get(root, "hidden_act");
     if (mlstack__json_is_null(v)) { /* Gemma 2/3 default to the tanh GELU, the rest to SiLU */
@@ -30183,8 +30196,8 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
         c->act = MLSTACK__ACT_GELU_TANH;
     } else if (mlstack__json_is_str(v, "gelu")) {
         c->act = c->fam->flags & MLSTACK__F_GELU_TANH ? MLSTACK__ACT_GELU_TANH : MLSTACK__ACT_GELU;
-    } else if (mlstack__json_is_str(v, "relu2") && (c->fam->flags & MLSTACK__F_PLAIN_MLP)) {
-        c->act = MLSTACK__ACT_RELU2; /* relu(x)^2, ungated MLPs (Nemotron-H) */
+    } else if (mlstack__json_is_str(v, "relu2") && (c->fam->flags & (MLSTACK__F_PLAIN_MLP | MLSTACK__F_SUB_NORMS))) {
+        c->act = MLSTACK__ACT_RELU2; /* relu(x)^2: ungated MLPs (Nemotron-H), BitNet's gated one */
     } else if (mlstack__json_is_str(v, "xielu")) { /* its parameters are tensors of each layer's MLP */
         c->act = MLSTACK__ACT_XIELU;
     } else {
@@ -31832,6 +31845,12 @@ static mlstack_result mlstack__map_layer_norms(mlstack_model *m, mlstack__layer 
         MLSTACK__LNORM(ffn_norm, f->norm.ffn) /* StableLM's parallel MLP reads ln1 x */
     MLSTACK__LNORM(post_ffn_norm, f->norm.post_ffn)
 #undef MLSTACK__LNORM
+    if ((f->flags & MLSTACK__F_SUB_NORMS) &&
+        ((r = mlstack__model_norm(m, MLSTACK__LNAME("self_attn.attn_sub_norm.weight"),
+                                  (int64_t)c->n_heads * c->head_dim, &L->attn_sub_norm, err)) != MLSTACK_OK ||
+         (r = mlstack__model_norm(m, MLSTACK__LNAME("mlp.ffn_sub_norm.weight"), c->n_ff, &L->ffn_sub_norm, err)) !=
+             MLSTACK_OK))
+        return r;
     if (c->layernorm) { /* LayerNorm biases beside the weights */
         snprintf(nm, sizeof nm, "%s.bias", f->norm.attn);
         if ((r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_embd, &L->attn_norm_b, err)) != MLSTACK_OK) return r;
@@ -33659,8 +33678,8 @@ static const char *mlstack__gguf_norm_hf(const mlstack__family *f, const char *r
     return NULL;
 }
 
-/* Names only read (no writer yet): gpt-oss's sinks, post-attention norm, router and experts (one
-   tensor per projection for all experts, [E, rows, in]: mlstack__map_oai_experts). */
+/* More names: gpt-oss's sinks, post-attention norm, router and experts (one tensor per projection
+   for all experts, [E, rows, in]: mlstack__map_oai_experts), BitNet's sub-norms. */
 static int mlstack__gguf_hf_more_name(const char *rest, char *out, size_t cap) {
     static const char *const names[][2] = {{"attn_sinks.weight", "self_attn.sinks"},
                                            {"post_attention_norm.weight", "post_attention_layernorm.weight"},
@@ -33671,7 +33690,9 @@ static int mlstack__gguf_hf_more_name(const char *rest, char *out, size_t cap) {
                                            {"ffn_up_exps.weight", "mlp.experts.up_proj.weight"},
                                            {"ffn_up_exps.bias", "mlp.experts.up_proj.bias"},
                                            {"ffn_down_exps.weight", "mlp.experts.down_proj.weight"},
-                                           {"ffn_down_exps.bias", "mlp.experts.down_proj.bias"}};
+                                           {"ffn_down_exps.bias", "mlp.experts.down_proj.bias"},
+                                           {"attn_sub_norm.weight", "self_attn.attn_sub_norm.weight"},
+                                           {"ffn_sub_norm.weight", "mlp.ffn_sub_norm.weight"}};
     size_t k;
     for (k = 0; k < sizeof names / sizeof names[0]; k++)
         if (strcmp(rest, names[k][0]) == 0) {
@@ -35296,6 +35317,10 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         }
         if (c->mla_rank) mlstack__gw_list_mla(c, L, l, ts, n_t);
         if (L->sinks) mlstack__gw_list_vec(L->sinks, c->n_heads, l, "attn_sinks.weight", ts, n_t);
+        if (L->attn_sub_norm) {
+            mlstack__gw_list_vec(L->attn_sub_norm, c->n_heads * c->head_dim, l, "attn_sub_norm.weight", ts, n_t);
+            mlstack__gw_list_vec(L->ffn_sub_norm, c->n_ff, l, "ffn_sub_norm.weight", ts, n_t);
+        }
         if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_QK_NORM));
             MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->head_dim, 1, L->q_norm, (size_t)c->head_dim * 4, 0);
@@ -35412,6 +35437,11 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
                              "%s: its RoPE scaling is not written to GGUF (none, linear and llama3 are; yarn for "
                              "deepseek2 and gpt-oss)",
                              m->path);
+    if ((c->fam->flags & MLSTACK__F_SUB_NORMS) && c->act != MLSTACK__ACT_SILU)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: hidden_act is not silu; llama.cpp's %s graph applies SiLU in the MLP whatever the "
+                             "checkpoint says, so the file would compute another model",
+                             m->path, arch);
     if (c->n_experts && (c->fam->flags & (MLSTACK__F_MLA | MLSTACK__F_SINKS))) {
         mlstack_result r = mlstack__gw_check_moe(m, err);
         if (r != MLSTACK_OK) return r;
@@ -38183,6 +38213,12 @@ static void mlstack__rmsnorm_rows(mlstack__rank *rk, float *out, const float *x,
     mlstack__rows_run(rk, mlstack__norm_part, out, x, w, bn, rk->model->cfg.n_embd, B);
     MLSTACK__PROF_END(rk->pool, RMSNORM, layer, NULL, B);
 }
+/* x (B, n) = rmsnorm(x) in place, weight w (BitNet's sub-norms: whole rows; one rank) */
+static void mlstack__sub_norm_rows(mlstack__rank *rk, float *x, const float *w, int n, int B, int layer) {
+    MLSTACK__PROF_BEGIN(rk->pool, RMSNORM);
+    mlstack__rows_run(rk, mlstack__norm_part, x, x, w, NULL, n, B);
+    MLSTACK__PROF_END(rk->pool, RMSNORM, layer, NULL, B);
+}
 
 /* x (B, D) += y (B, D) * residual_scale (Granite), one fused multiply-add (the canonical
    arithmetic of >>kernels: a product feeding a sum is always fused, so no compiler setting can
@@ -38284,6 +38320,11 @@ static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
         }
     } else if (act == MLSTACK__ACT_SILU) {
         j->rk->k->swiglu(g, u, (int)N);
+    } else if (act == MLSTACK__ACT_RELU2) { /* BitNet: relu(g)^2 * u, each product rounded */
+        for (i = 0; i < N; i++) {
+            float r = g[i] > 0 ? g[i] * g[i] : 0.0f;
+            g[i] = r * u[i];
+        }
     } else if (act ==
                MLSTACK__ACT_SWIGLU_OAI) { /* gpt-oss: (clamp(u) + 1) * g' sigmoid(alpha g'), g' = min(g, limit) */
         float al = j->rk->model->cfg.swiglu_alpha, lim = j->rk->model->cfg.swiglu_limit;
@@ -39099,6 +39140,7 @@ static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const m
         return mlstack__reduce(rk, 0, xo, B);
     }
     if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
+    if (L->attn_sub_norm) mlstack__sub_norm_rows(rk, xb->att, L->attn_sub_norm, c->n_heads * Dh, B, aj->layer);
     mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
     return mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1);
 }
@@ -39288,6 +39330,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
             if (mlstack__reduce(rk, 1, xd, B)) return -1;
         } else {
             if (mlstack__exchange(rk, MLSTACK__X_FFN, xb->h, h, B, 1)) return -1;
+            if (L->ffn_sub_norm) mlstack__sub_norm_rows(rk, xb->h, L->ffn_sub_norm, c->n_ff, B, l);
             mlstack__project(rk, xb->h, B, 1, &L->w_down, d, NULL, NULL, NULL, NULL);
             if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->d, d, B, 1)) return -1;
         }
@@ -40636,6 +40679,10 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
     if (R > 1 &&
         (c->v_norm || c->var_heads)) /* shared KV, per-layer inputs, v norms and head sizes are not split yet */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s runs on one rank only",
+                             c->architecture);
+    if (R > 1 && (c->fam->flags & MLSTACK__F_SUB_NORMS)) /* whole rows, normed where the ranks share them */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %s (norms of whole attention and FFN rows) runs on one rank only",
                              c->architecture);
     if (R > 1 && c->attn_gate) /* the attention gate is not split yet */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
