@@ -17954,11 +17954,24 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__kq_decode_avx2(int wtype, const unsign
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
     int i, j, nb;
     if (wtype != MLSTACK__W_Q5_0 && wtype != MLSTACK__W_Q4_K && wtype != MLSTACK__W_Q5_K && wtype != MLSTACK__W_Q6_K &&
-        wtype != MLSTACK__W_MXFP4 && wtype != MLSTACK__W_IQ4_XS) {
+        wtype != MLSTACK__W_MXFP4 && wtype != MLSTACK__W_IQ4_XS && wtype != MLSTACK__W_TQ2_0) {
         mlstack__kq_decode(wtype, b, n_in, g);
         return;
     }
     nb = n_in / mlstack__wtype_block(wtype);
+    if (wtype == MLSTACK__W_TQ2_0) { /* group j: bits 2 (j % 4) of bytes 32 (j / 4) .., minus 1 */
+        for (i = 0; i < nb; i++, b += 66, g += 8) {
+            float d = mlstack__kq_f16(b + 64);
+            for (j = 0; j < 8; j++) {
+                __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(b + 32 * (j >> 2)));
+                q = _mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * (j & 3))), m2);
+                _mm256_storeu_si256((__m256i *)(void *)g[j].q, _mm256_sub_epi8(q, _mm256_set1_epi8(1)));
+                g[j].sa = g[j].sb = 1, g[j].ma = g[j].mb = 0;
+                g[j].dw = d, g[j].ow = 0.0f;
+            }
+        }
+        return;
+    }
     if (wtype == MLSTACK__W_IQ4_XS) { /* the nibbles through the IQ4_NL levels by a byte shuffle */
         const __m128i tab = _mm_loadu_si128((const __m128i *)(const void *)mlstack__iq4nl_values);
         for (i = 0; i < nb; i++, b += 136, g += 8) {
