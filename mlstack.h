@@ -22335,8 +22335,11 @@ MLSTACK__FN void mlstack__gguf_repack_row(uint32_t type, const void *src, void *
 #define MLSTACK__PART 1
 /* Constrained decoding. Every front end becomes GBNF text (JSON Schema and tool lists through a
    schema-to-GBNF generator, regexes through a regex-to-GBNF translator), and one parser turns GBNF
-   into rules of elements: END, ALT (end of an alternative), REF (rule), CHR (one code point) and
-   CLS (sorted code point ranges with an ASCII bitmap). Compilation refuses undefined rules, left
+   into rules of elements: END, ALT (end of an alternative), REF (rule), CHR (one code point),
+   CLS (sorted code point ranges with an ASCII bitmap) and NAT (a natural number in decimal that
+   is a multiple of m in [lo, hi], GBNF `%nat(m, lo, hi)`: its stack top carries the value read
+   so far or, once only the remainder matters, the remainder mod m, so a period of any size up to
+   10^18 needs no states of its own). Compilation refuses undefined rules, left
    recursion (which would expand forever) and rules that can never finish, and counts elements
    against a budget.
    Matching is a pushdown recognizer over code points whose stacks are hash-consed nodes
@@ -22373,10 +22376,28 @@ MLSTACK__FN void mlstack__gguf_repack_row(uint32_t type, const void *src, void *
 #define MLSTACK__G_MAX_NEST 256 /* parentheses in grammar / regex text, schema nesting */
 #define MLSTACK__G_MAX_REPEAT 100000 /* largest bound in {m,n} */
 
-enum { MLSTACK__G_END = 0, MLSTACK__G_ALT = 1, MLSTACK__G_REF = 2, MLSTACK__G_CHR = 3, MLSTACK__G_CLS = 4 };
+enum {
+    MLSTACK__G_END = 0,
+    MLSTACK__G_ALT = 1,
+    MLSTACK__G_REF = 2,
+    MLSTACK__G_CHR = 3,
+    MLSTACK__G_CLS = 4,
+    MLSTACK__G_NAT = 5
+};
 typedef struct {
     int32_t type, v;
 } mlstack__gel;
+/* A NAT element: 0 | [1-9][0-9]* whose value n has n % m == 0 and lo <= n <= hi (hi: NAT_NONE for
+   no bound); m, lo and hi at most NAT_MAX, so 10 * value + 9 never overflows. */
+typedef struct {
+    uint64_t m, lo, hi;
+} mlstack__gnat;
+#define MLSTACK__G_NAT_MAX ((uint64_t)1000000000000000000u) /* 10^18 */
+#define MLSTACK__G_NAT_NONE UINT64_MAX
+/* A NAT stack top's value (mlstack__gnode.val): START before the first digit, REM | r once the
+   number is at least lo with no upper bound (only r = n mod m matters then), else n itself. */
+#define MLSTACK__G_NAT_START ((uint64_t)1 << 63)
+#define MLSTACK__G_NAT_REM ((uint64_t)1 << 62)
 typedef struct {
     uint32_t ascii[4];
     uint32_t off, n; /* ranges: pairs lo, hi in grammar->rng */
@@ -22833,6 +22854,7 @@ typedef struct {
     int32_t *htab; /* rule names: open addressing, slot = rule + 1 */
     uint32_t hmask;
     mlstack__buf cls, rng; /* mlstack__gcls, uint32 pairs */
+    mlstack__buf nat; /* mlstack__gnat */
     size_t n_elems, max_elems;
     int depth;
     mlstack_error *err;
@@ -23153,6 +23175,49 @@ static int mlstack__gb_number(mlstack__gb *b, long *out) {
     return 0;
 }
 
+/* One argument of %nat: a number up to 10^18, or '*' (no bound) where star is allowed. */
+static int mlstack__gb_nat_arg(mlstack__gb *b, uint64_t *out, int star, char after) {
+    size_t at;
+    mlstack__gb_ws(b);
+    at = b->i;
+    if (star && b->i < b->n && b->s[b->i] == '*') *out = MLSTACK__G_NAT_NONE, b->i++;
+    else {
+        *out = 0;
+        while (b->i < b->n && b->s[b->i] >= '0' && b->s[b->i] <= '9') {
+            *out = *out * 10 + (uint64_t)(b->s[b->i++] - '0');
+            if (*out > MLSTACK__G_NAT_MAX)
+                return mlstack__gb_fail(b, MLSTACK_ERR_LIMIT, at, "%s", "%nat argument above 10^18");
+        }
+        if (b->i == at)
+            return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "expected a number in %nat(m, lo, hi)");
+    }
+    mlstack__gb_ws(b);
+    if (b->i >= b->n || b->s[b->i] != after) {
+        char what[2] = {after, 0};
+        return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, b->i, "expected '%s' in %%nat(m, lo, hi)", what);
+    }
+    b->i++;
+    return 0;
+}
+
+/* %nat(m, lo, hi): a natural number (0 | [1-9][0-9]*) that is a multiple of m in [lo, hi] (hi '*':
+   no bound), one element whose stack top carries the number's value or remainder. */
+static int mlstack__gb_nat(mlstack__gb *b, int rule) {
+    size_t at = b->i;
+    mlstack__gnat t;
+    if (b->n - b->i < 5 || memcmp(b->s + b->i, "%nat(", 5) != 0)
+        return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "expected %nat(m, lo, hi)");
+    b->i += 5;
+    if (mlstack__gb_nat_arg(b, &t.m, 0, ',') || mlstack__gb_nat_arg(b, &t.lo, 0, ',') ||
+        mlstack__gb_nat_arg(b, &t.hi, 1, ')'))
+        return -1;
+    if (t.m == 0) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "%nat with m = 0");
+    if (t.hi != MLSTACK__G_NAT_NONE && (t.lo > t.hi || (t.lo + t.m - 1) / t.m * t.m > t.hi))
+        return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "%nat(m, lo, hi) with no multiple of m in [lo, hi]");
+    if (!MLSTACK__VEC_PUSH(&b->nat, mlstack__gnat, t)) return MLSTACK__GB_OOM(b);
+    return mlstack__gb_emit(b, rule, MLSTACK__G_NAT, (int32_t)(b->nat.n / sizeof t - 1));
+}
+
 /* sequence: symbols with postfix operators, until | ) end or the next rule */
 static int mlstack__gb_seq(mlstack__gb *b, int rule) {
     for (;;) {
@@ -23206,6 +23271,8 @@ static int mlstack__gb_seq(mlstack__gb *b, int rule) {
                                    mlstack__grange_norm((uint32_t *)(void *)pr.p, pr.n / 8), neg);
             MLSTACK_FREE(pr.p);
             if (ci < 0 || mlstack__gb_emit(b, rule, MLSTACK__G_CLS, ci)) return -1;
+        } else if (c == '%') {
+            if (mlstack__gb_nat(b, rule)) return -1;
         } else if (c == '.') {
             uint32_t nl[2] = {'\n', '\n'};
             int32_t ci;
@@ -23293,6 +23360,7 @@ static int mlstack__gb_alts(mlstack__gb *b, int rule) {
 
 typedef struct {
     int32_t pos, parent, depth;
+    uint64_t val; /* a NAT top's value or remainder (MLSTACK__G_NAT_*), else 0 */
 } mlstack__gnode;
 
 typedef struct {
@@ -23313,6 +23381,7 @@ struct mlstack_grammar {
     int32_t *alt_off, *alts; /* rule r's alternatives start at alts[alt_off[r] .. alt_off[r+1]) */
     mlstack__gcls *cls;
     uint32_t *rng;
+    mlstack__gnat *nat;
     int32_t root;
     char *gbnf;
     int max_stacks;
@@ -23348,7 +23417,12 @@ static uint32_t mlstack__gmix(uint32_t h, uint32_t v) {
     return h;
 }
 
-static int32_t mlstack__g_node(mlstack_grammar *g, int32_t pos, int32_t parent) {
+static uint32_t mlstack__g_node_hash(int32_t pos, int32_t parent, uint64_t val) {
+    return mlstack__gmix(mlstack__gmix(mlstack__gmix(0, (uint32_t)pos), (uint32_t)parent),
+                         (uint32_t)(val ^ (val >> 32)));
+}
+
+static int32_t mlstack__g_node(mlstack_grammar *g, int32_t pos, int32_t parent, uint64_t val) {
     uint32_t h;
     mlstack__gnode *nd;
     if ((uint32_t)g->n_nodes * 2 + 2 > g->node_mask) {
@@ -23356,7 +23430,7 @@ static int32_t mlstack__g_node(mlstack_grammar *g, int32_t pos, int32_t parent) 
         int32_t *t = (int32_t *)mlstack__calloc(cap, sizeof(int32_t)), i;
         if (!t) return -1;
         for (i = 1; i < g->n_nodes; i++) {
-            j = mlstack__gmix(mlstack__gmix(0, (uint32_t)g->nodes[i].pos), (uint32_t)g->nodes[i].parent) & (cap - 1);
+            j = mlstack__g_node_hash(g->nodes[i].pos, g->nodes[i].parent, g->nodes[i].val) & (cap - 1);
             while (t[j]) j = (j + 1) & (cap - 1);
             t[j] = i;
         }
@@ -23365,10 +23439,10 @@ static int32_t mlstack__g_node(mlstack_grammar *g, int32_t pos, int32_t parent) 
         g->node_tab = t;
         g->node_mask = cap - 1;
     }
-    h = mlstack__gmix(mlstack__gmix(0, (uint32_t)pos), (uint32_t)parent) & g->node_mask;
+    h = mlstack__g_node_hash(pos, parent, val) & g->node_mask;
     while (g->node_tab[h]) {
         nd = &g->nodes[g->node_tab[h]];
-        if (nd->pos == pos && nd->parent == parent) return g->node_tab[h];
+        if (nd->pos == pos && nd->parent == parent && nd->val == val) return g->node_tab[h];
         h = (h + 1) & g->node_mask;
     }
     if (parent >= 0 && g->nodes[parent].depth >= MLSTACK__G_MAX_DEPTH) {
@@ -23386,6 +23460,7 @@ static int32_t mlstack__g_node(mlstack_grammar *g, int32_t pos, int32_t parent) 
     nd = &g->nodes[g->n_nodes];
     nd->pos = pos;
     nd->parent = parent;
+    nd->val = val;
     nd->depth = parent >= 0 ? g->nodes[parent].depth + 1 : 1;
     g->node_tab[h] = g->n_nodes;
     return g->n_nodes++;
@@ -23440,7 +23515,7 @@ static int mlstack__g_expand(mlstack_grammar *g, int32_t pos, int32_t parent) {
                 continue;
             }
             if (e->type != MLSTACK__G_REF) {
-                int32_t id = mlstack__g_node(g, pos, parent);
+                int32_t id = mlstack__g_node(g, pos, parent, e->type == MLSTACK__G_NAT ? MLSTACK__G_NAT_START : 0);
                 if (id == -1) return -1;
                 if (id >= 0 && !MLSTACK__VEC_PUSH(&g->tmp, int32_t, id)) return -1;
                 if ((int64_t)(g->tmp.n / sizeof(int32_t)) > (int64_t)g->max_stacks * 4) {
@@ -23453,7 +23528,7 @@ static int mlstack__g_expand(mlstack_grammar *g, int32_t pos, int32_t parent) {
             {
                 int32_t base = parent, a;
                 if (!mlstack__g_is_end(g, pos + 1)) {
-                    base = mlstack__g_node(g, pos + 1, parent);
+                    base = mlstack__g_node(g, pos + 1, parent, 0);
                     if (base == -1) return -1;
                     if (base < 0) break; /* too deep: this path dies */
                 }
@@ -23552,6 +23627,7 @@ static int mlstack__gel_has(const mlstack_grammar *g, const mlstack__gel *e, uin
     const uint32_t *r;
     uint32_t lo = 0, hi;
     if (e->type == MLSTACK__G_CHR) return (uint32_t)e->v == cp;
+    if (e->type == MLSTACK__G_NAT) return cp >= '0' && cp <= '9'; /* the value decides (mlstack__g_nat_step) */
     c = &g->cls[e->v];
     if (cp < 128) return (c->ascii[cp >> 5] >> (cp & 31)) & 1;
     r = g->rng + 2 * c->off;
@@ -23572,6 +23648,7 @@ static int mlstack__gel_meets(const mlstack_grammar *g, const mlstack__gel *e, u
     const uint32_t *r;
     uint32_t a = 0, b;
     if (e->type == MLSTACK__G_CHR) return (uint32_t)e->v >= lo && (uint32_t)e->v <= hi;
+    if (e->type == MLSTACK__G_NAT) return lo <= '9' && hi >= '0';
     c = &g->cls[e->v];
     r = g->rng + 2 * c->off;
     b = c->n;
@@ -23582,6 +23659,49 @@ static int mlstack__gel_meets(const mlstack_grammar *g, const mlstack__gel *e, u
             b = mid;
     }
     return a < c->n && r[2 * a] <= hi;
+}
+
+/* Can the NAT value v (exact, hi bounded) take more digits and still end in a multiple of m in
+   [lo, hi]? With k more digits it is one of v * 10^k .. v * 10^k + 10^k - 1. */
+static int mlstack__g_nat_live(const mlstack__gnat *t, uint64_t v) {
+    uint64_t span = 1, a, b;
+    if (t->hi == MLSTACK__G_NAT_NONE) return 1; /* enough digits reach every remainder above lo */
+    while (v <= t->hi / 10) {
+        v *= 10, span *= 10;
+        a = v > t->lo ? v : t->lo;
+        b = v + span - 1 < t->hi ? v + span - 1 : t->hi;
+        if (a <= b && (a + t->m - 1) / t->m * t->m <= b) return 1;
+    }
+    return 0;
+}
+
+/* The NAT top `id` reads digit d: its next top where the number can still end well, and what
+   follows the element where the number may end here; both into g->tmp. Returns 0, -1 out of
+   memory, -2 a budget was exceeded. */
+static int mlstack__g_nat_step(mlstack_grammar *g, int32_t id, uint64_t d) {
+    mlstack__gnode nd = g->nodes[id];
+    const mlstack__gnat *t = &g->nat[g->el[nd.pos].v];
+    uint64_t v = nd.val, val = 0, nv;
+    int ends, more;
+    if (v == MLSTACK__G_NAT_START && d == 0) /* "0": no digit may follow */
+        ends = t->lo == 0, more = 0;
+    else if (v & MLSTACK__G_NAT_REM) {
+        val = MLSTACK__G_NAT_REM | (((v & ~MLSTACK__G_NAT_REM) * 10 + d) % t->m);
+        ends = val == MLSTACK__G_NAT_REM, more = 1;
+    } else {
+        nv = v == MLSTACK__G_NAT_START ? d : v * 10 + d;
+        if (nv > t->hi) return 0;
+        ends = nv >= t->lo && nv % t->m == 0;
+        if (t->hi == MLSTACK__G_NAT_NONE && nv >= t->lo) val = MLSTACK__G_NAT_REM | (nv % t->m), more = 1;
+        else
+            val = nv, more = mlstack__g_nat_live(t, nv);
+    }
+    if (more) {
+        int32_t k = mlstack__g_node(g, nd.pos, nd.parent, val);
+        if (k == -1) return -1;
+        if (k >= 0 && !MLSTACK__VEC_PUSH(&g->tmp, int32_t, k)) return -1;
+    }
+    return ends ? mlstack__g_expand(g, nd.pos + 1, nd.parent) : 0;
 }
 
 /* The next state from s on byte c: -1 dead, -3 out of memory. */
@@ -23629,7 +23749,8 @@ static int32_t mlstack__g_step(mlstack_grammar *g, int32_t s, unsigned c) {
         if (!id) continue;
         nd = &g->nodes[id];
         if (mlstack__gel_has(g, &g->el[nd->pos], acc)) {
-            int e = mlstack__g_expand(g, nd->pos + 1, g->nodes[id].parent);
+            int e = g->el[nd->pos].type == MLSTACK__G_NAT ? mlstack__g_nat_step(g, id, acc - '0')
+                                                          : mlstack__g_expand(g, nd->pos + 1, g->nodes[id].parent);
             if (e == -1) return -3;
             if (e == -2) return -1;
         }
@@ -23682,6 +23803,7 @@ static int mlstack__g_reset_dfa(mlstack_grammar *g) {
     }
     g->nodes[0].pos = -1;
     g->nodes[0].parent = -1;
+    g->nodes[0].val = 0;
     g->nodes[0].depth = 0;
     g->tmp.n = 0;
     for (a = g->alt_off[g->root]; a < g->alt_off[g->root + 1]; a++) {
@@ -23717,6 +23839,7 @@ static int mlstack__g_cls_plain(const mlstack_grammar *g, int32_t c) {
 static int mlstack__g_el_plain(const mlstack_grammar *g, const mlstack__gel *e) {
     uint32_t c = (uint32_t)e->v;
     if (e->type == MLSTACK__G_CLS) return g->cls_plain[e->v];
+    if (e->type == MLSTACK__G_NAT) return 3; /* digits: some of the class */
     return c >= 0x20 && c != '"' && c != '\\' && c <= 0x10FFFF && !(c >= 0xD800 && c <= 0xDFFF) ? 3 : 1;
 }
 
@@ -23846,7 +23969,8 @@ struct mlstack_matcher {
     mlstack_grammar *g;
     int32_t state;
     uint64_t epoch;
-    mlstack__buf saved; /* int32: part, n stacks, then each stack as depth, positions top first */
+    mlstack__buf saved; /* int32: part, n stacks, then each stack as depth and its frames bottom first:
+                           the position, and for a NAT element the value's low and high halves */
     int finished; /* an EOS id was accepted */
     mlstack_result fail; /* why the last mask allowed nothing: LIMIT (a budget), NO_MEMORY, INVALID_ARG */
     char err[256];
@@ -23864,11 +23988,23 @@ static int mlstack__m_save(mlstack_matcher *m) {
     v = (int32_t)st->set_n;
     if (!MLSTACK__VEC_PUSH(&m->saved, int32_t, v)) return -1;
     for (i = 0; i < st->set_n; i++) {
-        int32_t id = g->sets[st->set_off + i];
+        int32_t id = g->sets[st->set_off + i], k;
+        size_t w = 0;
+        int32_t *p;
         v = id ? g->nodes[id].depth : 0;
         if (!MLSTACK__VEC_PUSH(&m->saved, int32_t, v)) return -1;
-        for (; id > 0; id = g->nodes[id].parent)
-            if (!MLSTACK__VEC_PUSH(&m->saved, int32_t, g->nodes[id].pos)) return -1;
+        for (k = id; k > 0; k = g->nodes[k].parent) w += g->el[g->nodes[k].pos].type == MLSTACK__G_NAT ? 3 : 1;
+        if (!mlstack__buf_reserve(&m->saved, w * sizeof(int32_t))) return -1;
+        m->saved.n += w * sizeof(int32_t);
+        p = (int32_t *)(void *)(m->saved.p + m->saved.n); /* filled backwards: the top is last */
+        for (k = id; k > 0; k = g->nodes[k].parent) {
+            const mlstack__gnode *nd = &g->nodes[k];
+            if (g->el[nd->pos].type == MLSTACK__G_NAT) {
+                *--p = (int32_t)(uint32_t)(nd->val >> 32);
+                *--p = (int32_t)(uint32_t)nd->val;
+            }
+            *--p = nd->pos;
+        }
     }
     return 0;
 }
@@ -23884,13 +24020,16 @@ static int mlstack__m_sync(mlstack_matcher *m) {
     n = p[1];
     g->tmp.n = 0;
     for (i = 0; i < n; i++) {
-        int32_t depth = p[q], d, id = -1;
+        int32_t depth = p[q++], d, id = -1;
         if (depth == 0) id = 0;
-        for (d = depth - 1; d >= 0; d--) { /* bottom first */
-            id = mlstack__g_node(g, p[q + 1 + d], id);
+        for (d = 0; d < depth; d++) { /* bottom first */
+            int32_t pos = p[q++];
+            uint64_t val = 0;
+            if (g->el[pos].type == MLSTACK__G_NAT)
+                val = (uint64_t)(uint32_t)p[q] | (uint64_t)(uint32_t)p[q + 1] << 32, q += 2;
+            id = mlstack__g_node(g, pos, id, val);
             if (id < 0) return -1;
         }
-        q += 1 + (size_t)depth;
         if (!MLSTACK__VEC_PUSH(&g->tmp, int32_t, id)) return -1;
     }
     r = mlstack__g_state(g, (uint32_t)part);
@@ -24075,6 +24214,7 @@ static void mlstack__gb_free(mlstack__gb *b) {
     MLSTACK_FREE(b->htab);
     MLSTACK_FREE(b->cls.p);
     MLSTACK_FREE(b->rng.p);
+    MLSTACK_FREE(b->nat.p);
 }
 
 static const char *mlstack__gb_rule_name(const mlstack__gb *b, int r) {
@@ -24311,8 +24451,9 @@ static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, 
     g->root = root;
     g->cls = (mlstack__gcls *)(void *)b.cls.p;
     g->rng = (uint32_t *)(void *)b.rng.p;
+    g->nat = (mlstack__gnat *)(void *)b.nat.p;
     n_cls = b.cls.n / sizeof(mlstack__gcls);
-    b.cls.p = b.rng.p = NULL;
+    b.cls.p = b.rng.p = b.nat.p = NULL;
     mlstack__gb_free(&b);
     if (!g->cls) g->cls = (mlstack__gcls *)mlstack__calloc(1, sizeof *g->cls);
     if (!g->rng) g->rng = (uint32_t *)mlstack__calloc(2, sizeof *g->rng);
@@ -24337,6 +24478,7 @@ MLSTACK_API void mlstack_grammar_free(mlstack_grammar *g) {
     MLSTACK_FREE(g->alts);
     MLSTACK_FREE(g->cls);
     MLSTACK_FREE(g->rng);
+    MLSTACK_FREE(g->nat);
     MLSTACK_FREE(g->gbnf);
     MLSTACK_FREE(g->nodes);
     MLSTACK_FREE(g->node_tab);
@@ -26876,32 +27018,52 @@ static int mlstack__js_nonneg(mlstack__js *j, mlstack__buf *b, const mlstack__js
     return alts;
 }
 
-/* Multiples of k (1..100000) as a remainder automaton over the digits: one rule per remainder. */
-static int mlstack__js_multiples(mlstack__js *j, mlstack__buf *b, long k) {
-    int base = j->n_rules, r, d;
-    char t[96];
-    mlstack__buf e = {0, 0, 0};
-    j->n_rules += (int)k;
-    if (mlstack__js_work(j, 20 * (uint64_t)k)) return -1;
-    for (r = 0; r < k && j->rc == MLSTACK_OK; r++) {
-        e.n = 0;
-        if (r == 0) mlstack__buf_puts(&e, "\"\"");
-        for (d = 0; d < 10; d++) {
-            snprintf(t, sizeof t, "%s\"%d\" s%d", e.n ? " | " : "", d, base + (int)((r * 10L + d) % k));
-            mlstack__buf_puts(&e, t);
-        }
-        mlstack__js_emit(j, base + r, &e);
-    }
-    MLSTACK_FREE(e.p);
-    if (j->rc != MLSTACK_OK) return -1;
-    e.n = 0;
-    snprintf(t, sizeof t, "(\"0\"");
-    if (MLSTACK__JS_P(j, b, t)) return -1;
-    for (d = 1; d < 10; d++) {
-        snprintf(t, sizeof t, " | \"%d\" s%d", d, base + (int)(d % k));
+/* The integers in [lo, hi] (each bound optional, at most 10^18 in size) that are multiples of m,
+   as %nat elements (the matcher keeps the remainder, so a period of any size costs no rules): the
+   naturals, and "-" with the naturals for the negative ones. Returns the alternatives written. */
+static int mlstack__js_multiples(mlstack__js *j, mlstack__buf *b, uint64_t m, const int64_t *lo, const int64_t *hi) {
+    char t[128];
+    int alts = 0, q;
+    if (mlstack__js_work(j, 16)) return -1;
+    for (q = 0; q < 2; q++) { /* q 0: x >= 0 as n = x; q 1: x < 0 as n = -x >= 1 */
+        uint64_t nl, nh;
+        if (q == 0 ? hi && *hi < 0 : lo && *lo >= 0) continue;
+        if (q == 0) nl = lo && *lo > 0 ? (uint64_t)*lo : 0, nh = hi ? (uint64_t)*hi : MLSTACK__G_NAT_NONE;
+        else
+            nl = hi && *hi < -1 ? (uint64_t)-*hi : 1, nh = lo ? (uint64_t)-*lo : MLSTACK__G_NAT_NONE;
+        if (nh != MLSTACK__G_NAT_NONE && (nl > nh || (nl + m - 1) / m * m > nh)) continue; /* none in range */
+        if (nh == MLSTACK__G_NAT_NONE)
+            snprintf(t, sizeof t, "%s%s%%nat(%llu, %llu, *)", alts ? " | " : "", q ? "\"-\" " : "",
+                     (unsigned long long)m, (unsigned long long)nl);
+        else
+            snprintf(t, sizeof t, "%s%s%%nat(%llu, %llu, %llu)", alts ? " | " : "", q ? "\"-\" " : "",
+                     (unsigned long long)m, (unsigned long long)nl, (unsigned long long)nh);
         if (MLSTACK__JS_P(j, b, t)) return -1;
+        alts++;
     }
-    return MLSTACK__JS_P(j, b, ")");
+    return alts;
+}
+
+/* A bound of an integer as an int64: the least integer >= d (lower; > d when ex) or the greatest
+   <= d (upper; < d when ex). Returns 0, or 1 when it is beyond 10^18 in size. */
+static int mlstack__js_int_bound(const mlstack__jsdec *d, int ex, int lower, int64_t *out) {
+    uint64_t v = 0;
+    const char *c;
+    int up; /* move |d|'s integer part one up (away from zero) */
+    if (strlen(d->i) > 18) return 1;
+    for (c = d->i; *c; c++) v = v * 10 + (uint64_t)(*c - '0');
+    /* integer d: d +- ex; fraction: ceil / floor, which for |d| truncated is up or not by sign */
+    if (!d->f[0]) up = ex && (lower != d->neg);
+    else
+        up = lower != d->neg;
+    if (!d->f[0] && ex && lower == d->neg) { /* towards zero by one: |d| - 1, possibly crossing 0 */
+        *out = d->neg ? -(int64_t)v + 1 : (int64_t)v - 1;
+        return 0;
+    }
+    v += (uint64_t)up;
+    if (v > MLSTACK__G_NAT_MAX) return 1;
+    *out = d->neg ? -(int64_t)v : (int64_t)v;
+    return 0;
 }
 
 /* One numeric bound of a schema: lower (minimum / exclusiveMinimum) or upper. Returns 0 (none
@@ -26929,26 +27091,31 @@ static int mlstack__js_bound(mlstack__js *j, const mlstack__json *s, int lower, 
 }
 
 /* The integers that are multiples of both m (any decimal: p / 10^q) and k: multiples of
-   lcm(k, p / gcd(p, 10^q)), at most 100000. -1 (refused) beyond. */
-static long mlstack__js_mult_lcm(mlstack__js *j, const mlstack__json *m, long k, int integer) {
+   lcm(k, p / gcd(p, 10^q)), at most 10^18 (the %nat element's range). 0 (refused) beyond. */
+static uint64_t mlstack__js_mult_lcm(mlstack__js *j, const mlstack__json *m, uint64_t k, int integer) {
     mlstack__jsdec d;
-    long p = 0, g, a, b, q;
+    uint64_t p = 0, g, a, b;
+    size_t q;
     const char *c;
     if (mlstack__jsdec_parse(m->str, m->len, &d) == 0) {
-        for (c = d.i; *c && p <= 100000; c++) p = p * 10 + (*c - '0');
-        for (c = d.f; *c && p <= 100000; c++) p = p * 10 + (*c - '0');
-        if (*c) p = 0; /* more digits than fit: refused below */
+        for (c = d.i; *c && p <= MLSTACK__G_NAT_MAX; c++) p = p * 10 + (uint64_t)(*c - '0');
+        for (c = d.f; *c && p <= MLSTACK__G_NAT_MAX; c++) p = p * 10 + (uint64_t)(*c - '0');
+        if (*c || p > MLSTACK__G_NAT_MAX) p = 0; /* more digits than fit: refused below */
         if (d.f[0] && !integer) p = 0; /* numbers: their fractions would need a digit automaton */
-        for (q = (long)strlen(d.f); q > 0 && p % 2 == 0; q--) p /= 2; /* p / gcd(p, 10^q) */
-        for (q = (long)strlen(d.f); q > 0 && p % 5 == 0; q--) p /= 5;
+        for (q = strlen(d.f); q > 0 && p && p % 2 == 0; q--) p /= 2; /* p / gcd(p, 10^q) */
+        for (q = strlen(d.f); q > 0 && p && p % 5 == 0; q--) p /= 5;
     }
-    if (p <= 0 || p > 100000)
-        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
-                                "multipleOf whose integer multiples have a period above 100000 (or a non-integer "
-                                "multipleOf on numbers)");
+    if (p == 0) {
+        mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                         "multipleOf whose integer multiples have a period above 10^18 (or a non-integer "
+                         "multipleOf on numbers)");
+        return 0;
+    }
     for (a = k, b = p; b;) g = a % b, a = b, b = g; /* a = gcd(k, p) */
-    if (k / a > 100000 / p + 1 || k / a * p > 100000)
-        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "multipleOf together with a period above 100000");
+    if (k / a > MLSTACK__G_NAT_MAX / p) {
+        mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "multipleOf together with a period above 10^18");
+        return 0;
+    }
     return k / a * p;
 }
 
@@ -27038,7 +27205,8 @@ static int mlstack__js_put_rule(mlstack__js *j, mlstack__buf *b, int id) {
 static int mlstack__js_num_branch(mlstack__js *j, const mlstack__jsbr *br, int mask, mlstack__buf *b) {
     mlstack__jsdec lo, hi, d;
     int has_lo = 0, has_hi = 0, lo_ex = 0, hi_ex = 0, i, h, e = 0, integer = !(mask & MLSTACK__JT_NUM), alts = 0, r;
-    long mult = 0, dp = 0;
+    long dp = 0;
+    uint64_t mult = 0;
     int dq = 0;
     const mlstack__json *m, *dec = NULL;
     for (i = 0; i < br->n_pos + br->n_neg; i++) {
@@ -27061,7 +27229,7 @@ static int mlstack__js_num_branch(mlstack__js *j, const mlstack__jsbr *br, int m
                 dec = m; /* a decimal period on numbers: the digit automaton below */
                 continue;
             }
-            if (dec || (mult = mlstack__js_mult_lcm(j, m, mult ? mult : 1, integer)) < 0)
+            if (dec || (mult = mlstack__js_mult_lcm(j, m, mult ? mult : 1, integer)) == 0)
                 return dec ? mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
                                               "two multipleOf, one of them decimal, on numbers")
                            : -1;
@@ -27086,11 +27254,12 @@ static int mlstack__js_num_branch(mlstack__js *j, const mlstack__jsbr *br, int m
     }
     if (!has_lo && !has_hi && !mult) return MLSTACK__JS_P(j, b, integer ? "jint" : "jnum") ? -1 : 1;
     if (mult) {
-        if (has_hi || (has_lo && (lo.neg || lo.i[0] || lo.f[0] || lo_ex)))
+        int64_t il = 0, ih = 0;
+        if ((has_lo && mlstack__js_int_bound(&lo, lo_ex, 1, &il)) ||
+            (has_hi && mlstack__js_int_bound(&hi, hi_ex, 0, &ih)))
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
-                                    "multipleOf together with minimum / maximum (other than minimum 0)");
-        if (!has_lo && MLSTACK__JS_P(j, b, "\"-\"? ")) return -1;
-        return mlstack__js_multiples(j, b, mult) ? -1 : 1;
+                                    "multipleOf together with minimum / maximum beyond 10^18 in size");
+        return mlstack__js_multiples(j, b, mult, has_lo ? &il : NULL, has_hi ? &ih : NULL);
     }
     /* x >= 0 */
     if (!has_hi || !hi.neg) {
