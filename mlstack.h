@@ -1210,6 +1210,8 @@ MLSTACK_API mlstack_matcher *mlstack_sampler_matcher(mlstack_sampler *sampler);
    GBNF (as llama.cpp's): `name ::= alternatives`, rules end where the next `name ::=` starts;
    "literal" with \n \t \r \\ \" \xHH \uHHHH \UHHHHHHHH escapes, [a-z] / [^...] classes, `.`
    (any character but newline), ( ) groups, | alternation, postfix * + ? {m} {m,} {m,n}, # comments;
+   one extension, `%nat(m, lo, hi)`: a natural number (0 | [1-9][0-9]*) that is a multiple of m
+   in [lo, hi] (hi `*`: unbounded; each at most 10^18), which integer multipleOf compiles to;
    the start rule is `root`. Refused: undefined rules, rules defined twice, left recursion, rules
    that can never finish.
    Regex: whole-string match in the dialect of JSON Schema patterns (see the GRAMMAR section).
