@@ -1196,7 +1196,19 @@ static void test_schema_errors(void) {
          "two multipleOf, one of them decimal", ""},
         {"{\"type\": \"number\", \"multipleOf\": 0.123457}", "non-integer multipleOf on numbers", ""},
         {"{\"type\": \"integer\", \"multipleOf\": 0.123456789}", "period above 100000", ""},
-        {"{\"type\": \"object\", \"unevaluatedProperties\": false}", "unsupported keyword 'unevaluatedProperties'", ""},
+        /* unevaluated*: refused where what is evaluated depends on which branches hold; before 2019-09 by name */
+        {"{\"type\": \"object\", \"properties\": {\"x\": {\"anyOf\": [{\"properties\": {\"a\": true}, \"required\": "
+         "[\"a\"]}, {\"properties\": {\"b\": true}, \"required\": [\"b\"]}], \"unevaluatedProperties\": false}}}",
+         "'unevaluatedProperties' where what is evaluated depends on the instance",
+         "at /properties/x/unevaluatedProperties"},
+        {"{\"if\": {\"prefixItems\": [{\"const\": 1}]}, \"then\": {\"prefixItems\": [true, true]}, "
+         "\"unevaluatedItems\": false}",
+         "'unevaluatedItems' where what is evaluated depends on the instance", "at /unevaluatedItems"},
+        {"{\"$schema\": \"http://json-schema.org/draft-07/schema#\", \"type\": \"object\", "
+         "\"unevaluatedProperties\": false}",
+         "unsupported keyword 'unevaluatedProperties'", ""},
+        {"{\"not\": {\"properties\": {\"a\": true}, \"additionalProperties\": {\"type\": \"string\"}}}",
+         "'not' of 'additionalProperties'", "at /not"},
         {"{\"$schema\": \"http://example.com/custom\", \"type\": \"string\"}", "not a JSON Schema draft", ""},
         {"{\"not\": {\"type\": \"object\", \"propertyNames\": {\"maxLength\": 2}}}", "'not' of 'propertyNames'",
          "at /not"},
@@ -1426,7 +1438,7 @@ static void check_budget_refs(const mlstack_vocab *v) {
     d.len = s.n;
     d.max_elements = (size_t)8 << 20;
     r = mlstack__grammar_compile_work(&d, &g, &err, &work);
-        /* a scan of $defs per reference would be 4e8 units, over the default budget */
+    /* a scan of $defs per reference would be 4e8 units, over the default budget */
     CHECKF(r == MLSTACK_OK && work < 100 * (uint64_t)s.n, "20000 refs: %d %s, %llu units", r, err.message,
            (unsigned long long)work);
     printf("20000 $refs into 20000 $defs: %s, %llu units\n", r ? err.message : "ok", (unsigned long long)work);
