@@ -25017,6 +25017,7 @@ static mlstack_result mlstack__regex_to_gbnf(const char *re, size_t n, int json_
 
 struct mlstack__jsmemo;
 struct mlstack__jsneg;
+struct mlstack__jsunev;
 struct mlstack__jsuri;
 typedef struct {
     mlstack__buf *out;
@@ -25030,6 +25031,8 @@ typedef struct {
     int strict; /* tool arguments: no other keys unless additionalProperties allows them */
     struct mlstack__jsneg *negs; /* 'not' rewritten, by schema (arena) */
     int n_negs, cap_negs, neg_depth;
+    struct mlstack__jsunev *unevs; /* unevaluated* as a schema beside the rest, by schema (arena) */
+    int n_unevs, cap_unevs;
     struct mlstack__jsuri *uris; /* resources, anchors, $ref bases (documents with embedded $id) */
     int n_uris, cap_uris;
     mlstack__json_doc builtin[9]; /* built-in documents a $ref loaded (mlstack__js_builtins) */
@@ -25939,6 +25942,9 @@ static const mlstack__json *mlstack__js_dynref(mlstack__js *j, const mlstack__js
    branches of oneOf): 1 valid, 0 invalid, -1 a keyword it does not judge (the caller refuses) ---- */
 
 static int mlstack__js_valid(mlstack__js *j, const mlstack__json *s, const mlstack__json *v, int depth);
+static const mlstack__json *mlstack__js_unev(mlstack__js *j, const mlstack__json *s);
+static int mlstack__js_has_unev(const mlstack__js *j, const mlstack__json *s);
+#define MLSTACK__JS_MADE ((uint64_t)-1) /* offset of the nodes made here (mlstack__js_made) */
 
 static size_t mlstack__js_cps(const char *s, size_t n) {
     size_t i, k = 0;
@@ -26031,8 +26037,17 @@ static int mlstack__js_valid(mlstack__js *j, const mlstack__json *s, const mlsta
     if (depth > 64 || mlstack__js_work(j, 4 + (s->type == MLSTACK__JSON_OBJECT ? s->len : 0))) return -1;
     if (s->type == MLSTACK__JSON_TRUE || s->type == MLSTACK__JSON_FALSE) return s->type == MLSTACK__JSON_TRUE;
     if (s->type != MLSTACK__JSON_OBJECT) return -1;
-    for (z = 0; z < sizeof mlstack__js_refused / sizeof mlstack__js_refused[0]; z++)
+    for (z = mlstack__js_has_unev(j, s) ? 2 : 0; z < sizeof mlstack__js_refused / sizeof mlstack__js_refused[0]; z++)
         if (mlstack__json_get(s, mlstack__js_refused[z])) return -1;
+    if ((k = mlstack__json_get(s, "$other")) != NULL && k->offset == MLSTACK__JS_MADE &&
+        v->type == MLSTACK__JSON_OBJECT) {
+        for (c = v->child; c && mlstack__json_get(k, c->key); c = c->next) {} /* made 'not additionalProperties' */
+        if (!c) return 0;
+    }
+    if (mlstack__js_has_unev(j, s)) { /* the schema standing for them, beside the rest */
+        const mlstack__json *u = mlstack__js_unev(j, s);
+        if (!u || (r = mlstack__js_valid(j, u, v, depth + 1)) != 1) return u ? r : -1;
+    }
     if ((k = mlstack__json_get(s, "if")) != NULL && j->draft >= 7) { /* then or else, as if decides */
         const mlstack__json *b;
         if ((r = mlstack__js_valid(j, k, v, depth + 1)) < 0) return r;
@@ -26188,7 +26203,6 @@ static int mlstack__js_branch_add(mlstack__js *j, mlstack__jsbrs *out, const mls
    cached per schema content (its first member) so that recursion through $ref meets the same
    pointers again (the rule memo is by pointer). */
 
-#define MLSTACK__JS_MADE ((uint64_t)-1)
 struct mlstack__jsneg {
     const mlstack__json *key; /* the negated schema's first member */
     const mlstack__json *neg;
@@ -26403,6 +26417,17 @@ static int mlstack__js_neg_object(mlstack__js *j, const mlstack__json *s, mlstac
             } else if (!p)
                 return -1;
         }
+    if ((v = mlstack__json_get(s, "additionalProperties")) != NULL && v->type == MLSTACK__JSON_FALSE) {
+        mlstack__json *o = mlstack__js_add(d, mlstack__js_typed(j, MLSTACK__JT_OBJ)), *p; /* a key not named */
+        p = mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_OBJECT, "$other")); /* read when made */
+        e = mlstack__json_get(s, "properties");
+        for (c = e && e->type == MLSTACK__JSON_OBJECT ? e->child : NULL; c && p; c = c->next)
+            if (strlen(c->key) != c->key_len || !mlstack__js_add(p, mlstack__js_made(j, MLSTACK__JSON_TRUE, c->key)))
+                return j->rc == MLSTACK_OK
+                           ? mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "'not' of a property name with a NUL")
+                           : -1;
+        if (!p) return -1;
+    }
     for (q = 0; q < 2; q++)
         if ((v = mlstack__json_get(s, deps[q])) != NULL && v->type == MLSTACK__JSON_OBJECT)
             for (c = v->child; c; c = c->next) {
@@ -26478,6 +26503,321 @@ static int mlstack__js_neg_applicators(mlstack__js *j, const mlstack__json *s, m
     return j->rc == MLSTACK_OK ? 0 : -1;
 }
 
+/* ---- unevaluatedProperties / unevaluatedItems, where what is evaluated is known statically ----
+   The annotations a schema object's in-place applicators leave (property names and patterns, a
+   prefix length, contains schemas, or "all") are gathered as a lower bound L (left by every
+   valid instance) and an upper bound H (by some). Failed branches leave nothing: anyOf keeps
+   what its always-valid branches leave and what all its branches leave, oneOf what all leave,
+   if / then / else what both ways leave; dependentSchemas only raise H, not leaves nothing.
+   Where H is within L the set is known and `unevaluatedProperties: U` is a constraint on the
+   other names, an allOf member beside the schema: {"properties": {L's names: true},
+   "patternProperties": {L's patterns: true}, "additionalProperties": U}; `unevaluatedItems: U`
+   is {"prefixItems": [true x L's prefix], "items": {"anyOf": [L's contains..., U]}}. Otherwise
+   refused with the keyword. */
+
+#define MLSTACK__JS_EV_NAMES 48
+#define MLSTACK__JS_EV_PATS 8
+typedef struct {
+    int all_p, all_i; /* every property / every item */
+    long prefix;
+    int n_name, n_pat, n_cont;
+    const mlstack__json *name[MLSTACK__JS_EV_NAMES], *pat[MLSTACK__JS_EV_PATS], *cont[MLSTACK__JS_EV_PATS];
+} mlstack__jsev;
+struct mlstack__jsunev {
+    const mlstack__json *s, *m;
+};
+
+static int mlstack__js_ev_same(const mlstack__json *a, const mlstack__json *b, int by_key) {
+    if (!by_key) return a == b;
+    return a->key_len == b->key_len && !memcmp(a->key, b->key, a->key_len);
+}
+static int mlstack__js_ev_has(const mlstack__json *const *list, int n, const mlstack__json *x, int by_key) {
+    int i;
+    for (i = 0; i < n; i++)
+        if (mlstack__js_ev_same(list[i], x, by_key)) return 1;
+    return 0;
+}
+/* Adds x to a list of at most cap (by key or by pointer). */
+static int mlstack__js_ev_put(mlstack__js *j, const mlstack__json **list, int *n, int cap, const mlstack__json *x,
+                              int by_key) {
+    if (mlstack__js_work(j, 1 + (uint64_t)*n) || mlstack__js_ev_has(list, *n, x, by_key)) return j->rc ? -1 : 0;
+    if (*n == cap)
+        return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s",
+                                "unevaluated*: more than 48 property names or 8 patterns / contains evaluated");
+    list[(*n)++] = x;
+    return 0;
+}
+static int mlstack__js_ev_union(mlstack__js *j, mlstack__jsev *a, const mlstack__jsev *b) {
+    int i, r = 0;
+    a->all_p |= b->all_p, a->all_i |= b->all_i;
+    if (b->prefix > a->prefix) a->prefix = b->prefix;
+    for (i = 0; i < b->n_name && !r; i++)
+        r = mlstack__js_ev_put(j, a->name, &a->n_name, MLSTACK__JS_EV_NAMES, b->name[i], 1);
+    for (i = 0; i < b->n_pat && !r; i++)
+        r = mlstack__js_ev_put(j, a->pat, &a->n_pat, MLSTACK__JS_EV_PATS, b->pat[i], 1);
+    for (i = 0; i < b->n_cont && !r; i++)
+        r = mlstack__js_ev_put(j, a->cont, &a->n_cont, MLSTACK__JS_EV_PATS, b->cont[i], 0);
+    return r;
+}
+/* Keeps in list what other (of no) also holds. */
+static void mlstack__js_ev_keep(const mlstack__json **list, int *n, const mlstack__json *const *other, int no,
+                                int by_key) {
+    int i, m = 0;
+    for (i = 0; i < *n; i++)
+        if (mlstack__js_ev_has(other, no, list[i], by_key)) list[m++] = list[i];
+    *n = m;
+}
+/* a = what both a and b leave. */
+static void mlstack__js_ev_inter(mlstack__jsev *a, const mlstack__jsev *b) {
+    if (a->all_p && !b->all_p) {
+        memcpy(a->name, b->name, sizeof a->name[0] * (size_t)b->n_name), a->n_name = b->n_name;
+        memcpy(a->pat, b->pat, sizeof a->pat[0] * (size_t)b->n_pat), a->n_pat = b->n_pat;
+    } else if (!b->all_p) {
+        mlstack__js_ev_keep(a->name, &a->n_name, b->name, b->n_name, 1);
+        mlstack__js_ev_keep(a->pat, &a->n_pat, b->pat, b->n_pat, 1);
+    }
+    a->all_p &= b->all_p;
+    if (a->all_i && !b->all_i) {
+        memcpy(a->cont, b->cont, sizeof a->cont[0] * (size_t)b->n_cont), a->n_cont = b->n_cont;
+        a->prefix = b->prefix;
+    } else if (!b->all_i) {
+        mlstack__js_ev_keep(a->cont, &a->n_cont, b->cont, b->n_cont, 0);
+        if (b->prefix < a->prefix) a->prefix = b->prefix;
+    }
+    a->all_i &= b->all_i;
+}
+/* Is what a says (properties: items 0, items: 1) within b? */
+static int mlstack__js_ev_within(const mlstack__jsev *a, const mlstack__jsev *b, int items) {
+    int i;
+    if (items ? b->all_i : b->all_p) return 1;
+    if (items ? a->all_i : a->all_p) return 0;
+    if (items) {
+        for (i = 0; i < a->n_cont; i++)
+            if (!mlstack__js_ev_has(b->cont, b->n_cont, a->cont[i], 0)) return 0;
+        return a->prefix <= b->prefix;
+    }
+    for (i = 0; i < a->n_name; i++)
+        if (!mlstack__js_ev_has(b->name, b->n_name, a->name[i], 1)) return 0;
+    for (i = 0; i < a->n_pat; i++)
+        if (!mlstack__js_ev_has(b->pat, b->n_pat, a->pat[i], 1)) return 0;
+    return 1;
+}
+
+/* Does s hold for every value? (Only the plain cases: true, annotations, and applicators whose
+   members all hold for every value; 0 when not proved.) */
+static int mlstack__js_always(const mlstack__json *s, int depth) {
+    static const char *const notes[] = {"$comment",   "title",       "description", "default",       "examples",
+                                        "$defs",      "definitions", "$schema",     "$id",           "$anchor",
+                                        "deprecated", "readOnly",    "writeOnly",   "$dynamicAnchor"};
+    static const char *const subs[] = {
+        "additionalProperties", "items", "unevaluatedProperties", "unevaluatedItems", "propertyNames",
+        "additionalItems",      "not"};
+    const mlstack__json *k, *c;
+    size_t z;
+    if (s->type == MLSTACK__JSON_TRUE) return 1;
+    if (s->type != MLSTACK__JSON_OBJECT || depth > 16) return 0;
+    for (k = s->child; k; k = k->next) {
+        int ok = 0, all = !strcmp(k->key, "allOf") || !strcmp(k->key, "prefixItems");
+        for (z = 0; z < sizeof notes / sizeof notes[0] && !ok; z++) ok = !strcmp(k->key, notes[z]);
+        for (z = 0; z < sizeof subs / sizeof subs[0] && !ok; z++)
+            ok = !strcmp(k->key, subs[z]) &&
+                 (z == 6 ? k->type == MLSTACK__JSON_FALSE : mlstack__js_always(k, depth + 1));
+        if (!ok && (all || !strcmp(k->key, "anyOf")) && k->type == MLSTACK__JSON_ARRAY && k->child) {
+            ok = all;
+            for (c = k->child; c; c = c->next)
+                ok = all ? ok && mlstack__js_always(c, depth + 1) : ok || mlstack__js_always(c, depth + 1);
+        }
+        if (!ok &&
+            (!strcmp(k->key, "properties") || !strcmp(k->key, "patternProperties") ||
+             !strcmp(k->key, "dependentSchemas")) &&
+            k->type == MLSTACK__JSON_OBJECT)
+            for (ok = 1, c = k->child; c; c = c->next) ok = ok && mlstack__js_always(c, depth + 1);
+        if (!ok) return 0;
+    }
+    return 1;
+}
+
+/* The annotations of s's own keywords (top: leave out its unevaluated* themselves). */
+static int mlstack__js_ev_own(mlstack__js *j, const mlstack__json *s, mlstack__jsev *e, int top) {
+    const mlstack__json *k, *c;
+    int r = 0;
+    if ((k = mlstack__json_get(s, "properties")) != NULL && k->type == MLSTACK__JSON_OBJECT)
+        for (c = k->child; c && !r; c = c->next)
+            r = mlstack__js_ev_put(j, e->name, &e->n_name, MLSTACK__JS_EV_NAMES, c, 1);
+    if ((k = mlstack__json_get(s, "patternProperties")) != NULL && k->type == MLSTACK__JSON_OBJECT)
+        for (c = k->child; c && !r; c = c->next)
+            r = mlstack__js_ev_put(j, e->pat, &e->n_pat, MLSTACK__JS_EV_PATS, c, 1);
+    if (mlstack__json_get(s, "additionalProperties") || (!top && mlstack__json_get(s, "unevaluatedProperties")))
+        e->all_p = 1;
+    k = mlstack__json_get(s, "items");
+    c = k && k->type == MLSTACK__JSON_ARRAY ? k : mlstack__json_get(s, "prefixItems");
+    if (c && c->type == MLSTACK__JSON_ARRAY && (long)c->len > e->prefix) e->prefix = (long)c->len;
+    if ((k && k->type != MLSTACK__JSON_ARRAY) || (k && mlstack__json_get(s, "additionalItems")) ||
+        (!top && mlstack__json_get(s, "unevaluatedItems")))
+        e->all_i = 1;
+    if (!r && (k = mlstack__json_get(s, "contains")) != NULL)
+        r = mlstack__js_ev_put(j, e->cont, &e->n_cont, MLSTACK__JS_EV_PATS, k, 0);
+    return r;
+}
+
+static int mlstack__js_ev_of(mlstack__js *j, const mlstack__json *s, mlstack__jsev *L, mlstack__jsev *H, int depth,
+                             const mlstack__json **stack);
+
+/* anyOf (q 0) / oneOf (q 1) members: H takes every member's; L what all members leave, and for
+   anyOf what each always-valid member leaves. */
+static int mlstack__js_ev_split(mlstack__js *j, const mlstack__json *arr, int q, mlstack__jsev *L, mlstack__jsev *H,
+                                int depth, const mlstack__json **stack) {
+    mlstack__jsev both, l, h;
+    const mlstack__json *c;
+    int first = 1;
+    if (arr->type != MLSTACK__JSON_ARRAY) return 0;
+    for (c = arr->child; c; c = c->next) {
+        memset(&l, 0, sizeof l), memset(&h, 0, sizeof h);
+        if (mlstack__js_ev_of(j, c, &l, &h, depth + 1, stack) || mlstack__js_ev_union(j, H, &h)) return -1;
+        if (c->type == MLSTACK__JSON_FALSE) continue; /* never holds: leaves nothing */
+        if (q == 0 && mlstack__js_always(c, 0) && mlstack__js_ev_union(j, L, &l)) return -1;
+        if (first) both = l, first = 0;
+        else
+            mlstack__js_ev_inter(&both, &l);
+    }
+    return first ? 0 : mlstack__js_ev_union(j, L, &both);
+}
+/* if / then / else: (if and then) or (else), whichever way; dependentSchemas raise H only. */
+static int mlstack__js_ev_cond(mlstack__js *j, const mlstack__json *s, mlstack__jsev *L, mlstack__jsev *H, int depth,
+                               const mlstack__json **stack) {
+    const mlstack__json *k = mlstack__json_get(s, "if"), *c;
+    if (k && j->draft >= 7) {
+        mlstack__jsev l[3], h[3];
+        static const char *const kw[] = {"if", "then", "else"};
+        int q;
+        memset(l, 0, sizeof l), memset(h, 0, sizeof h);
+        for (q = 0; q < 3; q++)
+            if ((c = mlstack__json_get(s, kw[q])) != NULL &&
+                (mlstack__js_ev_of(j, c, &l[q], &h[q], depth + 1, stack) || mlstack__js_ev_union(j, H, &h[q])))
+                return -1;
+        if (mlstack__js_ev_union(j, &l[0], &l[1])) return -1;
+        if (k->type == MLSTACK__JSON_FALSE) l[0] = l[2];
+        else if (!mlstack__js_always(k, 0))
+            mlstack__js_ev_inter(&l[0], &l[2]);
+        if (mlstack__js_ev_union(j, L, &l[0])) return -1;
+    }
+    if ((k = mlstack__json_get(s, "dependentSchemas")) != NULL && k->type == MLSTACK__JSON_OBJECT)
+        for (c = k->child; c; c = c->next) {
+            mlstack__jsev l, h;
+            memset(&l, 0, sizeof l), memset(&h, 0, sizeof h);
+            if (mlstack__js_ev_of(j, c, &l, &h, depth + 1, stack) || mlstack__js_ev_union(j, H, &h)) return -1;
+        }
+    return 0;
+}
+/* L and H of s (added to). A schema met again in place (a $ref cycle) adds nothing new. */
+static int mlstack__js_ev_of(mlstack__js *j, const mlstack__json *s, mlstack__jsev *L, mlstack__jsev *H, int depth,
+                             const mlstack__json **stack) {
+    const mlstack__json *k, *c, *t;
+    int q;
+    if (s->type != MLSTACK__JSON_OBJECT) return 0;
+    for (q = 0; q < depth; q++)
+        if (stack[q] == s) return 0;
+    if (depth >= 32)
+        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                "unevaluated*: more than 32 schemas in place (allOf, $ref, anyOf, ...) below it");
+    if (mlstack__js_work(j, 4 + s->len)) return -1;
+    stack[depth] = s;
+    if (mlstack__js_ev_own(j, s, L, depth == 0) || mlstack__js_ev_own(j, s, H, depth == 0)) return -1;
+    if ((k = mlstack__json_get(s, "allOf")) != NULL && k->type == MLSTACK__JSON_ARRAY)
+        for (c = k->child; c; c = c->next)
+            if (mlstack__js_ev_of(j, c, L, H, depth + 1, stack)) return -1;
+    for (q = 0; q < 2; q++)
+        if ((k = mlstack__json_get(s, q ? "$dynamicRef" : "$ref")) != NULL) {
+            if (!(t = q ? mlstack__js_dynref(j, k) : mlstack__js_ref(j, k)) ||
+                mlstack__js_ev_of(j, t, L, H, depth + 1, stack))
+                return -1;
+        }
+    for (q = 0; q < 2; q++)
+        if ((k = mlstack__json_get(s, q ? "oneOf" : "anyOf")) != NULL &&
+            mlstack__js_ev_split(j, k, q, L, H, depth, stack))
+            return -1;
+    return mlstack__js_ev_cond(j, s, L, H, depth, stack);
+}
+
+/* A made {key: {names...: true}} for the listed members' keys. */
+static mlstack__json *mlstack__js_ev_names(mlstack__js *j, const char *key, const mlstack__json *const *list, int n) {
+    mlstack__json *o = mlstack__js_made(j, MLSTACK__JSON_OBJECT, key);
+    int i;
+    for (i = 0; i < n && o; i++) {
+        if (strlen(list[i]->key) != list[i]->key_len) {
+            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "unevaluated*: a property name with a NUL");
+            return NULL;
+        }
+        if (!mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_TRUE, list[i]->key))) return NULL;
+    }
+    return o;
+}
+/* The constraint for the unevaluated* of s into m (made). */
+static int mlstack__js_unev_make(mlstack__js *j, const mlstack__json *s, const mlstack__jsev *L, mlstack__json *m) {
+    const mlstack__json *u;
+    mlstack__json *a, *it;
+    long i;
+    if ((u = mlstack__json_get(s, "unevaluatedProperties")) != NULL && !L->all_p && u->type != MLSTACK__JSON_TRUE) {
+        if ((L->n_name && !mlstack__js_add(m, mlstack__js_ev_names(j, "properties", L->name, L->n_name))) ||
+            (L->n_pat && !mlstack__js_add(m, mlstack__js_ev_names(j, "patternProperties", L->pat, L->n_pat))) ||
+            !mlstack__js_add(m, mlstack__js_copy(j, u, "additionalProperties")))
+            return -1;
+    }
+    if ((u = mlstack__json_get(s, "unevaluatedItems")) != NULL && !L->all_i && u->type != MLSTACK__JSON_TRUE) {
+        if (mlstack__js_work(j, 1 + (uint64_t)L->prefix)) return -1;
+        if (L->prefix && !(a = mlstack__js_add(m, mlstack__js_made(j, MLSTACK__JSON_ARRAY, "prefixItems")))) return -1;
+        for (i = 0; i < L->prefix; i++)
+            if (!mlstack__js_add(a, mlstack__js_made(j, MLSTACK__JSON_TRUE, NULL))) return -1;
+        if (!L->n_cont) return mlstack__js_add(m, mlstack__js_copy(j, u, "items")) ? 0 : -1;
+        it = mlstack__js_add(mlstack__js_add(m, mlstack__js_made(j, MLSTACK__JSON_OBJECT, "items")),
+                             mlstack__js_made(j, MLSTACK__JSON_ARRAY, "anyOf"));
+        for (i = 0; i < L->n_cont; i++)
+            if (!mlstack__js_add(it, mlstack__js_copy(j, L->cont[i], NULL))) return -1;
+        if (!mlstack__js_add(it, mlstack__js_copy(j, u, NULL))) return -1;
+    }
+    return j->rc == MLSTACK_OK ? 0 : -1;
+}
+/* The schema that stands for s's unevaluatedProperties / unevaluatedItems, to hold beside s's
+   other keywords (made, cached per s; true when nothing is left to say). NULL: refused. */
+static const mlstack__json *mlstack__js_unev(mlstack__js *j, const mlstack__json *s) {
+    static const char *const kw[] = {"unevaluatedProperties", "unevaluatedItems"};
+    const mlstack__json *stack[32];
+    mlstack__jsev L, H;
+    mlstack__json *m;
+    int q;
+    if (mlstack__js_work(j, 1 + (uint64_t)j->n_unevs)) return NULL;
+    for (q = 0; q < j->n_unevs; q++)
+        if (j->unevs[q].s == s) return j->unevs[q].m;
+    memset(&L, 0, sizeof L), memset(&H, 0, sizeof H);
+    if (mlstack__js_ev_of(j, s, &L, &H, 0, stack)) return NULL;
+    for (q = 0; q < 2; q++)
+        if (mlstack__json_get(s, kw[q]) && !mlstack__js_ev_within(&H, &L, q)) {
+            mlstack__js_push(j, kw[q], strlen(kw[q]));
+            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
+                             "'%s' where what is evaluated depends on the instance (which branches hold)", kw[q]);
+            return NULL;
+        }
+    if (!(m = mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)) || mlstack__js_unev_make(j, s, &L, m)) return NULL;
+    if (!m->len) m->type = MLSTACK__JSON_TRUE;
+    if (j->n_unevs == j->cap_unevs) {
+        int cap = j->cap_unevs ? j->cap_unevs * 2 : 8;
+        struct mlstack__jsunev *t = (struct mlstack__jsunev *)mlstack__arena_alloc(&j->arena, sizeof *t * (size_t)cap);
+        if (!t) {
+            mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+            return NULL;
+        }
+        if (j->n_unevs) memcpy(t, j->unevs, sizeof *t * (size_t)j->n_unevs);
+        j->unevs = t, j->cap_unevs = cap;
+    }
+    j->unevs[j->n_unevs].s = s, j->unevs[j->n_unevs++].m = m;
+    return m;
+}
+/* Whether s's unevaluated* are read here (2019-09 on; refused by name before). */
+static int mlstack__js_has_unev(const mlstack__js *j, const mlstack__json *s) {
+    return j->draft >= 8 && s->type == MLSTACK__JSON_OBJECT &&
+           (mlstack__json_get(s, "unevaluatedProperties") || mlstack__json_get(s, "unevaluatedItems"));
+}
+
 /* The keywords whose breaking is not written here: refused by name. */
 static const char *const mlstack__js_neg_refused[] = {"pattern",           "format",           "multipleOf",
                                                       "patternProperties", "propertyNames",    "additionalItems",
@@ -26513,12 +26853,14 @@ static const mlstack__json *mlstack__js_negate(mlstack__js *j, const mlstack__js
     }
     old = mlstack__js_push(j, "not", 3);
     for (z = 0; z < sizeof mlstack__js_neg_refused / sizeof mlstack__js_neg_refused[0]; z++)
-        if ((v = mlstack__json_get(s, mlstack__js_neg_refused[z])) != NULL) {
+        if ((v = mlstack__json_get(s, mlstack__js_neg_refused[z])) != NULL &&
+            !(mlstack__js_has_unev(j, s) && !strncmp(v->key, "unevaluated", 11))) {
             mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "'not' of '%s' is not supported", mlstack__js_neg_refused[z]);
             return NULL;
         }
     if (((v = mlstack__json_get(s, "uniqueItems")) != NULL && v->type == MLSTACK__JSON_TRUE) ||
-        ((v = mlstack__json_get(s, "additionalProperties")) != NULL && v->type != MLSTACK__JSON_TRUE) ||
+        ((v = mlstack__json_get(s, "additionalProperties")) != NULL && v->type != MLSTACK__JSON_TRUE &&
+         v->type != MLSTACK__JSON_FALSE) ||
         ((v = mlstack__json_get(s, "items")) != NULL && v->type == MLSTACK__JSON_ARRAY)) {
         mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "'not' of '%s' is not supported", v->key);
         return NULL;
@@ -26545,6 +26887,10 @@ static const mlstack__json *mlstack__js_negate(mlstack__js *j, const mlstack__js
         if ((v = mlstack__json_get(s, q ? "enum" : "const")) != NULL && mlstack__js_neg_values(j, v, d)) return NULL;
     if (mlstack__js_neg_counts(j, s, d) || mlstack__js_neg_object(j, s, d) || mlstack__js_neg_applicators(j, s, d))
         return NULL;
+    if (mlstack__js_has_unev(j, s)) { /* or the schema standing for unevaluated* fails */
+        const mlstack__json *u = mlstack__js_unev(j, s);
+        if (!u || (u->type != MLSTACK__JSON_TRUE && !mlstack__js_add(d, mlstack__js_not_of(j, u)))) return NULL;
+    }
     mlstack__js_pop(j, old);
     if (!d->len) o->type = MLSTACK__JSON_FALSE, o->child = NULL, o->len = 0; /* not of no assertion: nothing */
     return o;
@@ -26735,10 +27081,10 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     if (s->type == MLSTACK__JSON_FALSE) return 0;
     if (s->type != MLSTACK__JSON_OBJECT)
         return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "a schema must be an object or a boolean");
-    for (z = 0; z < sizeof mlstack__js_refused / sizeof mlstack__js_refused[0]; z++)
+    for (z = mlstack__js_has_unev(j, s) ? 2 : 0; z < sizeof mlstack__js_refused / sizeof mlstack__js_refused[0]; z++)
         if (mlstack__json_get(s, mlstack__js_refused[z]) && strcmp(mlstack__js_refused[z], "$dynamicRef"))
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", mlstack__js_refused[z]);
-    t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)(n + 160));
+    t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)(n + 163));
     if (!t2) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     memcpy(t2, todo, sizeof *t2 * (size_t)(n - 1));
     m = n - 1;
@@ -26772,6 +27118,11 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     }
     if ((k = mlstack__json_get(s, "$dynamicRef")) != NULL) {
         const mlstack__json *t = mlstack__js_dynref(j, k);
+        if (!t) return -1;
+        t2[m].s = t, t2[m++].negated = 0;
+    }
+    if (mlstack__js_has_unev(j, s)) { /* unevaluated*: a schema beside the rest */
+        const mlstack__json *t = mlstack__js_unev(j, s);
         if (!t) return -1;
         t2[m].s = t, t2[m++].negated = 0;
     }
@@ -28426,6 +28777,7 @@ typedef struct {
     size_t len;
     int rule; /* "key": value, -2: the key cannot appear */
     int required;
+    int other; /* a key a made 'not additionalProperties' ("$other") does not name */
 } mlstack__jsprop;
 
 static int mlstack__js_name_cmp(const void *a, const void *b) {
@@ -28435,32 +28787,37 @@ static int mlstack__js_name_cmp(const void *a, const void *b) {
     return c ? c : x->len < y->len ? -1 : x->len > y->len;
 }
 
-/* Object members: named ones in order (R(i, c): from name i on, c written), then extra ones
-   (E(c)), with c counted up to cap for min/maxProperties. */
+/* Object members: named ones in order (R(i, c, w): from name i on, c written), then extra ones
+   (E(c, w)), with c counted up to cap for min/maxProperties; under a made 'not
+   additionalProperties' (mlstack__js_neg_object), w says whether a key it does not name has
+   been written (nw 2; else nw 1 and w 0). */
 #define MLSTACK__JS_MAX_EXTRA 32
 typedef struct {
     mlstack__jsprop *p;
     int n, n_ex, ex_key[MLSTACK__JS_MAX_EXTRA], ex_val[MLSTACK__JS_MAX_EXTRA]; /* other keys: kinds of key, value */
     long mn, mx, cap;
-    int *rule; /* (n + 1) x (cap + 1): rule ids, -2 infeasible, -3 not made */
+    int nw;
+    const mlstack__json *other; /* the made "$other" names, or NULL */
+    int *rule; /* (n + 1) x (cap + 1) x nw: rule ids, -2 infeasible, -3 not made */
 } mlstack__jsobj;
+#define MLSTACK__JS_OSLOT(o, i, c, w) \
+    ((((size_t)(i) * (size_t)((o)->cap + 1)) + (size_t)(c)) * (size_t)(o)->nw + (size_t)(w))
 
 /* Rule R(i, c) from the rules of (i + 1, .) and E(c + 1), made before it (the table is filled
    from the end). -2: no way on from there. */
-static int mlstack__js_obj_rule(mlstack__js *j, mlstack__jsobj *o, int i, long c) {
-    int *slot = &o->rule[(size_t)i * (size_t)(o->cap + 1) + (size_t)c], id, alts = 0, sub;
+static int mlstack__js_obj_rule(mlstack__js *j, mlstack__jsobj *o, int i, long c, int w) {
+    int *slot = &o->rule[MLSTACK__JS_OSLOT(o, i, c, w)], id, alts = 0, sub;
     long c1 = c + 1 > o->cap ? o->cap : c + 1;
-    int can_add = o->mx < 0 || c < o->mx;
+    int can_add = o->mx < 0 || c < o->mx, wx = o->nw - 1; /* w after an extra key */
     mlstack__buf e = {0, 0, 0};
     char t[96];
     if (mlstack__js_work(j, 4)) return -1;
     id = j->n_rules++;
     *slot = id;
     if (i == o->n) {
-        if (c >= o->mn) mlstack__buf_puts(&e, "\"\""), alts++;
+        if (c >= o->mn && w == o->nw - 1) mlstack__buf_puts(&e, "\"\""), alts++;
         int x;
-        for (x = 0; x < o->n_ex && can_add && (sub = o->rule[(size_t)i * (size_t)(o->cap + 1) + (size_t)c1]) != -2;
-             x++) {
+        for (x = 0; x < o->n_ex && can_add && (sub = o->rule[MLSTACK__JS_OSLOT(o, i, c1, wx)]) != -2; x++) {
             snprintf(t, sizeof t, "%s%s", alts++ ? " | " : "", c ? "ws \",\" ws " : "");
             mlstack__buf_puts(&e, t);
             mlstack__js_put_rule(j, &e, o->ex_key[x]);
@@ -28470,12 +28827,12 @@ static int mlstack__js_obj_rule(mlstack__js *j, mlstack__jsobj *o, int i, long c
             mlstack__buf_puts(&e, t);
         }
     } else {
-        const int *next = &o->rule[(size_t)(i + 1) * (size_t)(o->cap + 1)];
-        if (o->p[i].rule != -2 && can_add && (sub = next[c1]) != -2) {
+        int wp = o->nw == 2 ? (w | o->p[i].other) : 0;
+        if (o->p[i].rule != -2 && can_add && (sub = o->rule[MLSTACK__JS_OSLOT(o, i + 1, c1, wp)]) != -2) {
             snprintf(t, sizeof t, "%ss%d s%d", c ? "ws \",\" ws " : "", o->p[i].rule, sub);
             mlstack__buf_puts(&e, t), alts++;
         }
-        if (!o->p[i].required && (sub = next[c]) != -2) {
+        if (!o->p[i].required && (sub = o->rule[MLSTACK__JS_OSLOT(o, i + 1, c, w)]) != -2) {
             snprintf(t, sizeof t, "%ss%d", alts++ ? " | " : "", sub);
             mlstack__buf_puts(&e, t);
         }
@@ -28536,7 +28893,8 @@ static int mlstack__js_obj_keys(mlstack__js *j, const mlstack__jsbr *br, mlstack
     }
 }
 
-/* The named keys: properties in order, then the required ones not among them (hashed). */
+/* The named keys: properties in order, then the required ones not among them (hashed), then
+   those of a made "$other" (so that other keys are none of them). */
 static int mlstack__js_obj_names(mlstack__js *j, const mlstack__jsbr *br, mlstack__jsobj *o, size_t total) {
     uint32_t mask = 15, h;
     int *tab, q, i;
@@ -28547,14 +28905,16 @@ static int mlstack__js_obj_names(mlstack__js *j, const mlstack__jsbr *br, mlstac
     memset(tab, 0xFF, sizeof(int) * ((size_t)mask + 1));
     if (mlstack__js_work(j, 1 + mask / 8)) return -1;
     for (q = 0; q < br->n_pos; q++)
-        for (i = 0; i < 2; i++) {
-            v = mlstack__json_get(br->pos[q], i ? "required" : "properties");
-            if (!v || v->type != (i ? MLSTACK__JSON_ARRAY : MLSTACK__JSON_OBJECT)) continue;
+        for (i = 0; i < 3; i++) {
+            v = mlstack__json_get(br->pos[q], i == 2 ? "$other" : i ? "required" : "properties");
+            if (!v || v->type != (i == 1 ? MLSTACK__JSON_ARRAY : MLSTACK__JSON_OBJECT) ||
+                (i == 2 && v->offset != MLSTACK__JS_MADE))
+                continue;
             for (c = v->child; c; c = c->next) {
-                const char *k = i ? c->str : c->key;
-                size_t kl = i ? c->len : c->key_len;
+                const char *k = i == 1 ? c->str : c->key;
+                size_t kl = i == 1 ? c->len : c->key_len;
                 uint64_t probes = 1;
-                if (i && c->type != MLSTACK__JSON_STRING)
+                if (i == 1 && c->type != MLSTACK__JSON_STRING)
                     return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'required' must list strings");
                 for (h = mlstack__ghash(k, kl) & mask; tab[h] >= 0; h = (h + 1) & mask, probes++)
                     if (o->p[tab[h]].len == kl && !memcmp(o->p[tab[h]].key, k, kl)) break;
@@ -28563,7 +28923,7 @@ static int mlstack__js_obj_names(mlstack__js *j, const mlstack__jsbr *br, mlstac
                     tab[h] = o->n;
                     o->p[o->n].key = k, o->p[o->n].len = kl, o->p[o->n].rule = 0, o->p[o->n++].required = 0;
                 }
-                if (i) o->p[tab[h]].required = 1;
+                if (i == 1) o->p[tab[h]].required = 1;
             }
         }
     return 0;
@@ -28691,6 +29051,44 @@ static int mlstack__js_obj_extra(mlstack__js *j, const mlstack__jsbr *br, mlstac
     return 0;
 }
 
+/* Is the name (key, len) a member of the made object o? */
+static int mlstack__js_named(const mlstack__json *o, const char *key, size_t len) {
+    const mlstack__json *c;
+    for (c = o->child; c; c = c->next)
+        if (c->key_len == len && !memcmp(c->key, key, len)) return 1;
+    return 0;
+}
+/* The rules R(i, c, w) reachable from R(0, 0, 0), made from the end (o->rule[0]: the start). */
+static int mlstack__js_obj_table(mlstack__js *j, mlstack__jsobj *o) {
+    size_t z, size = (size_t)(o->n + 1) * (size_t)(o->cap + 1) * (size_t)o->nw;
+    int i, w;
+    long cc;
+    o->rule = (int *)mlstack__arena_alloc(&j->arena, sizeof(int) * size);
+    if (!o->rule) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    if (mlstack__js_work(j, (uint64_t)size)) return -1;
+    for (z = 0; z < size; z++) o->rule[z] = -2;
+    o->rule[0] = -3; /* -3: reachable from the start (the first pass), then the rule (the second) */
+    for (i = 0; i < o->n; i++)
+        for (cc = 0; cc <= o->cap; cc++)
+            for (w = 0; w < o->nw; w++) {
+                int wp = o->nw == 2 ? (w | o->p[i].other) : 0;
+                if (o->rule[MLSTACK__JS_OSLOT(o, i, cc, w)] != -3) continue;
+                if (o->p[i].rule != -2 && (o->mx < 0 || cc < o->mx))
+                    o->rule[MLSTACK__JS_OSLOT(o, i + 1, cc + 1 > o->cap ? o->cap : cc + 1, wp)] = -3;
+                if (!o->p[i].required) o->rule[MLSTACK__JS_OSLOT(o, i + 1, cc, w)] = -3;
+            }
+    for (cc = 0; cc <= o->cap; cc++) /* extra keys: E(c, w) to E(c + 1, nw - 1) */
+        for (w = 0; w < o->nw; w++)
+            if (o->rule[MLSTACK__JS_OSLOT(o, o->n, cc, w)] == -3 && o->n_ex && (o->mx < 0 || cc < o->mx))
+                o->rule[MLSTACK__JS_OSLOT(o, o->n, cc + 1 > o->cap ? o->cap : cc + 1, o->nw - 1)] = -3;
+    for (i = o->n; i >= 0 && j->rc == MLSTACK_OK; i--)
+        for (cc = o->cap; cc >= 0; cc--) /* E(cap, nw - 1) may loop on itself: its id first */
+            for (w = o->nw - 1; w >= 0; w--)
+                if (o->rule[MLSTACK__JS_OSLOT(o, i, cc, w)] == -3 && mlstack__js_obj_rule(j, o, i, cc, w) == -1)
+                    return -1;
+    return j->rc == MLSTACK_OK ? 0 : -1;
+}
+
 static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlstack__buf *b) {
     mlstack__jsobj o;
     mlstack__jspat kp;
@@ -28699,9 +29097,14 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     int q, i, nl, r;
     char t[64];
     memset(&o, 0, sizeof o);
-    o.mx = -1;
+    o.mx = -1, o.nw = 1;
     for (q = 0; q < br->n_pos; q++) {
         const mlstack__json *s = br->pos[q];
+        if ((v = mlstack__json_get(s, "$other")) != NULL && v->offset == MLSTACK__JS_MADE) {
+            if (o.other)
+                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "two 'not' of additionalProperties together");
+            o.other = v, o.nw = 2, total += v->len;
+        }
         if ((v = mlstack__json_get(s, "properties")) != NULL && v->type == MLSTACK__JSON_OBJECT) total += v->len;
         if ((v = mlstack__json_get(s, "required")) != NULL && v->type == MLSTACK__JSON_ARRAY) total += v->len;
         if ((v = mlstack__json_get(s, "minProperties")) != NULL && v->type == MLSTACK__JSON_NUMBER &&
@@ -28715,6 +29118,7 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     o.p = (mlstack__jsprop *)mlstack__arena_alloc(&j->arena, sizeof *o.p * (total + 1));
     if (!o.p) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     if (mlstack__js_obj_names(j, br, &o, total)) return -1;
+    for (i = 0; i < o.n; i++) o.p[i].other = o.other && !mlstack__js_named(o.other, o.p[i].key, o.p[i].len);
     kp.on = 0;
     if (mlstack__js_obj_pats(j, br, &o, &kp) < 0) goto fail;
     for (i = 0; i < o.n && j->rc == MLSTACK_OK; i++) { /* each name's value: all that apply to it */
@@ -28751,34 +29155,9 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     if (kp.on) mlstack__kre_free(&kp.k);
     kp.on = 0;
     o.cap = o.mx >= 0 ? o.mx : (o.mn > 1 ? o.mn : 1);
-    if ((double)(o.n + 1) * (double)(o.cap + 1) > 1e6)
+    if ((double)(o.n + 1) * (double)(o.cap + 1) * o.nw > 1e6)
         return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "properties x min/maxProperties above a million states");
-    o.rule = (int *)mlstack__arena_alloc(&j->arena, sizeof(int) * (size_t)(o.n + 1) * (size_t)(o.cap + 1));
-    if (!o.rule) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-    if (mlstack__js_work(j, (uint64_t)(o.n + 1) * (uint64_t)(o.cap + 1))) return -1;
-    for (i = 0; i < (o.n + 1) * (int)(o.cap + 1); i++) o.rule[i] = -2;
-    o.rule[0] = -3; /* -3: reachable from the start (the first pass), then the rule (the second) */
-    for (i = 0; i < o.n; i++) {
-        long cc;
-        int *row = &o.rule[(size_t)i * (size_t)(o.cap + 1)], *next = row + o.cap + 1;
-        for (cc = 0; cc <= o.cap; cc++) {
-            if (row[cc] != -3) continue;
-            if (o.p[i].rule != -2 && (o.mx < 0 || cc < o.mx)) next[cc + 1 > o.cap ? o.cap : cc + 1] = -3;
-            if (!o.p[i].required) next[cc] = -3;
-        }
-    }
-    {
-        int *row = &o.rule[(size_t)o.n * (size_t)(o.cap + 1)];
-        long cc;
-        for (cc = 0; cc < o.cap; cc++)
-            if (row[cc] == -3 && o.n_ex && (o.mx < 0 || cc < o.mx)) row[cc + 1] = -3;
-    }
-    for (i = o.n; i >= 0 && j->rc == MLSTACK_OK; i--) {
-        long cc;
-        for (cc = o.cap; cc >= 0; cc--) /* E(cap) may loop on itself: its id first */
-            if (o.rule[(size_t)i * (size_t)(o.cap + 1) + (size_t)cc] == -3 && mlstack__js_obj_rule(j, &o, i, cc) == -1)
-                return -1;
-    }
+    if (mlstack__js_obj_table(j, &o)) return -1;
     r = o.rule[0];
     if (r == -1) return -1;
     if (r == -2) return 0;
