@@ -29487,13 +29487,13 @@ static const mlstack__family mlstack__families[] = {
          MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_FINAL_SOFTCAP | MLSTACK__F_LAYER_ROPE | MLSTACK__F_QK_NORM_HEAD,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
-    {"Gemma4ForCausalLM", NULL, MLSTACK__F_GEMMA4_ROW,
+    {"Gemma4ForCausalLM", "gemma4", MLSTACK__F_GEMMA4_ROW,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Gemma4ForConditionalGeneration", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_TEXT_CONFIG,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
          MLSTACK__DENSE, MLSTACK__QWEN35_VL_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
-    {"Gemma3nForCausalLM", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_GEMMA3N,
+    {"Gemma3nForCausalLM", "gemma3n", MLSTACK__F_GEMMA4_ROW | MLSTACK__F_GEMMA3N,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Gemma3nForConditionalGeneration", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_GEMMA3N | MLSTACK__F_TEXT_CONFIG,
@@ -29734,9 +29734,10 @@ typedef struct mlstack__config {
     /* Gemma 3n (F_GEMMA3N): altup_n residual streams (0: the one x), the layers computing on
        stream altup_active; altup_scale: that stream's correction times correct_output_scale
        before the per-layer input; laurel_rank: each layer's low-rank residual; act_sparsity: the
-       fraction of each layer's gate cut (activation_sparsity_pattern, 0: none) */
-    int altup_n, altup_active, altup_scale, laurel_rank;
-    float act_sparsity[MLSTACK__MAX_TYPED_LAYERS];
+       fraction of each layer's gate cut (activation_sparsity_pattern, 0: none); act_sparse_k: the
+       cut's std multiplier Normal(0, 1).icdf(p) as a GGUF file stores it (act_sparse_given: 1) */
+    int altup_n, altup_active, altup_scale, laurel_rank, act_sparse_given;
+    float act_sparsity[MLSTACK__MAX_TYPED_LAYERS], act_sparse_k[MLSTACK__MAX_TYPED_LAYERS];
     int32_t bos_id;
     int n_eos;
     int32_t eos_ids[MLSTACK_MAX_EOS];
@@ -31621,7 +31622,9 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
     L->layer_scale = 1.0f;
     L->sparse = l < MLSTACK__MAX_TYPED_LAYERS && c->act_sparsity[l] > 0;
     if (L->sparse) /* transformers' Normal(0, 1).icdf(p) in float32: erfinv(2 p - 1) sqrt(2) */
-        L->sparse_k = (float)mlstack__erfinv((double)(2.0f * c->act_sparsity[l] - 1.0f)) * 1.41421354f;
+        L->sparse_k = c->act_sparse_given
+                          ? c->act_sparse_k[l]
+                          : (float)mlstack__erfinv((double)(2.0f * c->act_sparsity[l] - 1.0f)) * 1.41421354f;
     for (i = 0; i < l; i++) { /* the attention layers and the recurrent states before this one */
         int k = c->n_recurrent ? c->layer_kind[i] : (int)MLSTACK__LAYER_ATTN;
         L->kv_layer += (k == MLSTACK__LAYER_ATTN || k == MLSTACK__LAYER_ATTN_SSM) &&
@@ -34129,6 +34132,211 @@ static mlstack_result mlstack__gguf_config_mla(mlstack__config *c, const mlstack
     return r != MLSTACK_OK ? r : mlstack__gguf_cfg_tokens(c, g, path, err);
 }
 
+/* ---- Gemma 3n / Gemma 4 from GGUF (llama.cpp's gemma3n, gemma4) ----
+   Turned into the config.json of the checkpoint, as for hybrids: the sliding pattern as
+   layer_types; the full layers' head size and KV heads (key_length, head_count_kv's full-layer
+   entry; the sliding layers' from the *_swa keys) as per_layer_config; each layer type's rope
+   (freq_base, freq_base_swa; Gemma 4's rope_freqs tensor, factors 1 then 1e30, is the full
+   layers' proportional rope: its 1s are the rotated pairs); AltUp and Laurel sizes from the keys
+   and tensors; full layers without attn_v share k = v (attention_k_eq_v). Gemma 3n's
+   activation_sparsity_scale (the stored icdf(p), -inf: none) is used as stored. */
+
+/* <arch>.suffix for layer l: element l of a per-layer array, or the scalar (def when missing). */
+static int64_t mlstack__gguf_layer_val(const mlstack__gguf *g, const char *arch, const char *suffix, int l,
+                                       int64_t def) {
+    char key[128];
+    const mlstack__gguf_kv *kv;
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    kv = mlstack__gguf_find(g, key);
+    if (kv && kv->type == MLSTACK__GGUF_ARRAY) return mlstack__gguf_layer_int(g, kv, l);
+    return mlstack__gguf_key_int(g, arch, suffix, def);
+}
+
+/* Element l of <arch>.activation_sparsity_scale (-inf when missing: no cut). */
+static float mlstack__gguf_sparse_scale(const mlstack__gguf *g, const char *arch, int l) {
+    char key[128];
+    const mlstack__gguf_kv *kv;
+    uint32_t bits;
+    float f;
+    snprintf(key, sizeof key, "%s.activation_sparsity_scale", arch);
+    kv = mlstack__gguf_find(g, key);
+    if (!kv || kv->type != MLSTACK__GGUF_ARRAY || kv->elem_type != MLSTACK__GGUF_F32 || (uint64_t)l >= kv->n)
+        return -INFINITY;
+    bits = (uint32_t)mlstack__le(g->bytes + kv->off + 4 * (uint64_t)l, 4);
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* rope_parameters of both layer types. Returns 0 when out of memory, -1 for a rope_freqs tensor
+   that is no proportional rope (factors other than 1 then 1e30). */
+static int mlstack__gj_gemma_rope(mlstack__buf *b, const mlstack__gguf *g, const char *arch, int64_t kl,
+                                  int64_t kl_swa) {
+    const mlstack__gguf_tensor *ff = mlstack__gguf_tensor_find(g, "rope_freqs.weight");
+    char key[128], text[320];
+    double base = 1e6, base_swa = 1e4;
+    int64_t rot = mlstack__gguf_key_int(g, arch, "rope.dimension_count", kl), n1 = 0, i;
+    int64_t rot_swa = mlstack__gguf_key_int(g, arch, "rope.dimension_count_swa", kl_swa);
+    snprintf(key, sizeof key, "%s.rope.freq_base", arch);
+    mlstack__gguf_float(g, key, &base);
+    snprintf(key, sizeof key, "%s.rope.freq_base_swa", arch);
+    mlstack__gguf_float(g, key, &base_swa);
+    if (ff && (ff->type != MLSTACK__GGML_F32 || ff->n_dims != 1 || ff->ne[0] * 2 != (uint64_t)kl)) return -1;
+    for (i = 0; ff && i < kl / 2; i++) {
+        uint32_t bits = (uint32_t)mlstack__le(g->data + ff->offset + 4 * (uint64_t)i, 4);
+        float f;
+        memcpy(&f, &bits, 4);
+        if (f == 1.0f && n1 == i) n1++;
+        else if (!(f >= 1e30f))
+            return -1;
+    }
+    snprintf(text, sizeof text,
+             "{\"full_attention\":{\"rope_type\":\"%s\",\"rope_theta\":%.9g,\"partial_rotary_factor\":%.9g},"
+             "\"sliding_attention\":{\"rope_type\":\"default\",\"rope_theta\":%.9g,\"partial_rotary_factor\":%.9g}}",
+             ff ? "proportional" : "default", base, ff ? (double)(2 * n1) / (double)kl : (double)rot / (double)kl,
+             base_swa, (double)rot_swa / (double)kl_swa);
+    return mlstack__gj_put(b, "rope_parameters", text);
+}
+
+/* layer_types, per_layer_config (every full layer's head size and KV heads), attention_k_eq_v,
+   Gemma 3n's activation_sparsity_pattern (p = Phi(scale)) and intermediate_size list. */
+static int mlstack__gj_gemma_layers(mlstack__buf *b, const mlstack__gguf *g, const char *arch, int n, int kl, int g3n) {
+    char key[128], num[64];
+    const mlstack__gguf_kv *pat;
+    int ok = 1, l, first = 1, keqv = 0, n_shared = (int)mlstack__gguf_key_int(g, arch, "attention.shared_kv_layers", 0);
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+    pat = mlstack__gguf_find(g, key);
+    if (pat && (pat->type != MLSTACK__GGUF_ARRAY || pat->n != (uint64_t)n)) pat = NULL;
+    ok = ok && mlstack__buf_puts(b, pat ? ",\"layer_types\":[" : ",\"per_layer_config\":{");
+    for (l = 0; ok && pat && l < n; l++)
+        ok = mlstack__buf_puts(b, l ? "," : "") &&
+             mlstack__buf_puts(b, mlstack__gguf_layer_int(g, pat, l) ? "\"sliding_attention\"" : "\"full_attention\"");
+    ok = ok && (!pat || mlstack__buf_puts(b, "],\"per_layer_config\":{"));
+    for (l = 0; ok && pat && l < n; l++) {
+        if (mlstack__gguf_layer_int(g, pat, l)) continue;
+        snprintf(key, sizeof key, "blk.%d.attn_v.weight", l);
+        snprintf(num, sizeof num, "blk.%d.attn_k.weight", l);
+        keqv |= l < n - n_shared && !mlstack__gguf_tensor_find(g, key) && mlstack__gguf_tensor_find(g, num);
+        snprintf(num, sizeof num, "%s\"%d\":{\"head_dim\":%d,\"num_key_value_heads\":%lld}", first ? "" : ",", l, kl,
+                 (long long)mlstack__gguf_layer_val(g, arch, "attention.head_count_kv", l, 1));
+        ok = !g3n ? mlstack__buf_puts(b, num) : 1;
+        first = g3n;
+    }
+    ok = ok && mlstack__buf_puts(b, "}") && mlstack__gj_put(b, "attention_k_eq_v", keqv ? "true" : "false");
+    if (!g3n) return ok;
+    ok = ok && mlstack__buf_puts(b, ",\"activation_sparsity_pattern\":[");
+    for (l = 0; ok && l < n; l++) {
+        float s = mlstack__gguf_sparse_scale(g, arch, l);
+        double p = s == -INFINITY ? 0.0 : 0.5 * erfc(-(double)s / 1.4142135623730951);
+        snprintf(num, sizeof num, "%s%.9g", l ? "," : "", p < 0.9999999 ? p : 0.9999999);
+        ok = mlstack__buf_puts(b, num);
+    }
+    ok = ok && mlstack__buf_puts(b, "],\"intermediate_size\":[");
+    for (l = 0; ok && l < n; l++) {
+        snprintf(num, sizeof num, "%s%lld", l ? "," : "",
+                 (long long)mlstack__gguf_layer_val(g, arch, "feed_forward_length", l, 0));
+        ok = mlstack__buf_puts(b, num);
+    }
+    return ok && mlstack__buf_puts(b, "]");
+}
+
+/* The remaining keys: sizes, norms, softcap, window, shared KV, per-layer inputs, AltUp, Laurel. */
+static int mlstack__gj_gemma_sizes(mlstack__buf *b, const mlstack__gguf *g, const char *arch, int g3n) {
+    static const struct {
+        const char *suffix, *names;
+    } keys[] = {{"block_count", "num_hidden_layers"},
+                {"embedding_length", "hidden_size"},
+                {"attention.head_count", "num_attention_heads"},
+                {"context_length", "max_position_embeddings"},
+                {"attention.layer_norm_rms_epsilon", "rms_norm_eps"},
+                {"final_logit_softcapping", "final_logit_softcapping"},
+                {"attention.sliding_window", "sliding_window"},
+                {"attention.shared_kv_layers", "num_kv_shared_layers"},
+                {"embedding_length_per_layer_input", "hidden_size_per_layer_input"},
+                {"altup.active_idx", "altup_active_idx"},
+                {"altup.num_inputs", "altup_num_inputs"}};
+    const mlstack__gguf_tensor *ple = mlstack__gguf_tensor_find(g, "per_layer_token_embd.weight");
+    const mlstack__gguf_tensor *lau = mlstack__gguf_tensor_find(g, "blk.0.laurel_l.weight");
+    char key[128], val[64];
+    size_t k;
+    int ok = 1;
+    for (k = 0; ok && k < sizeof keys / sizeof keys[0]; k++) {
+        snprintf(key, sizeof key, "%s.%s", arch, keys[k].suffix);
+        mlstack__gj_value(g, key, val, sizeof val);
+        if (val[0]) ok = mlstack__gj_put(b, keys[k].names, val);
+    }
+    snprintf(key, sizeof key, "%s.embedding_length_per_layer_input", arch);
+    if (!mlstack__gguf_find(g, key)) ok = ok && mlstack__gj_put(b, "hidden_size_per_layer_input", "0");
+    snprintf(val, sizeof val, "%llu", ple && ple->n_dims == 2 ? (unsigned long long)ple->ne[1] : 0ull);
+    if (ple) ok = ok && mlstack__gj_put(b, "vocab_size_per_layer_input", val);
+    snprintf(val, sizeof val, "%llu", lau && lau->n_dims == 2 ? (unsigned long long)lau->ne[1] : 0ull);
+    if (g3n && lau) ok = ok && mlstack__gj_put(b, "laurel_rank", val);
+    if (g3n)
+        ok = ok && mlstack__gj_put(b, "altup_correct_scale",
+                                   mlstack__gguf_tensor_find(g, "blk.0.altup_correct_scale.weight") ? "true" : "false");
+    return ok && mlstack__gj_put(b, "hidden_activation", "\"gelu_pytorch_tanh\"") &&
+           mlstack__gj_put(b, "tie_word_embeddings", mlstack__gguf_tensor_find(g, "output.weight") ? "false" : "true");
+}
+
+static mlstack_result mlstack__gguf_config_gemma(mlstack__config *c, const mlstack__gguf *g, const char *arch,
+                                                 const char *path, mlstack_error *err) {
+    const mlstack__gguf_tensor *emb = mlstack__gguf_tensor_find(g, "token_embd.weight");
+    int g3n = (c->fam->flags & MLSTACK__F_GEMMA3N) != 0, ok, rope, l;
+    int64_t n = mlstack__gguf_key_int(g, arch, "block_count", 0),
+            kl = mlstack__gguf_key_int(g, arch, "attention.key_length", 0);
+    int64_t kl_swa = mlstack__gguf_key_int(g, arch, "attention.key_length_swa", kl), kv_swa = 0;
+    mlstack__buf b = {0, 0, 0};
+    mlstack__json_doc doc;
+    char val[64], key[128];
+    mlstack_result r;
+    if (!emb || emb->n_dims != 2 || emb->ne[1] < 1 || emb->ne[1] > (1u << 30))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor token_embd.weight is missing or not 2-D", path);
+    if (n < 1 || n > MLSTACK__MAX_TYPED_LAYERS || kl < 2 || kl > 65534 || kl_swa < 2 || kl_swa > 65534)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: %s.block_count (1 to %d) and attention.key_length[_swa] (2 to 65534) are required",
+                             path, arch, MLSTACK__MAX_TYPED_LAYERS);
+    snprintf(key, sizeof key, "%s.expert_count", arch);
+    if (mlstack__gguf_find(g, key))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s with experts (Gemma 4's MoE block) is not supported",
+                             path, arch);
+    for (l = 0; l < n && !kv_swa; l++) /* the sliding layers' KV heads (head_count_kv may be per layer) */
+        if (mlstack__gguf_layer_val(g, arch, "attention.sliding_window_pattern", l, 1))
+            kv_swa = mlstack__gguf_layer_val(g, arch, "attention.head_count_kv", l, 1);
+    ok = mlstack__buf_puts(&b, "{\"architectures\":[\"") && mlstack__buf_puts(&b, c->fam->arch) &&
+         mlstack__buf_puts(&b, "\"]");
+    snprintf(val, sizeof val, "%llu", (unsigned long long)emb->ne[1]);
+    ok = ok && mlstack__gj_put(&b, "vocab_size", val);
+    snprintf(val, sizeof val, "%lld", (long long)kl_swa);
+    ok = ok && mlstack__gj_put(&b, "head_dim", val);
+    snprintf(val, sizeof val, "%lld",
+             (long long)(kv_swa ? kv_swa : mlstack__gguf_layer_val(g, arch, "attention.head_count_kv", 0, 1)));
+    ok = ok && mlstack__gj_put(&b, "num_key_value_heads", val);
+    snprintf(val, sizeof val, "%lld", (long long)mlstack__gguf_layer_val(g, arch, "feed_forward_length", 0, 0));
+    ok = ok && (g3n || mlstack__gj_put(&b, "intermediate_size", val));
+    for (l = 1; l < n && !g3n; l++) /* Gemma 4's double-wide MLPs: wider shared-KV layers (refused by the config) */
+        if (mlstack__gguf_layer_val(g, arch, "feed_forward_length", l, 0) !=
+            mlstack__gguf_layer_val(g, arch, "feed_forward_length", 0, 0))
+            ok = ok && mlstack__gj_put(&b, "use_double_wide_mlp", "true"), l = (int)n;
+    rope = ok ? mlstack__gj_gemma_rope(&b, g, arch, kl, kl_swa) : 0;
+    ok = ok && rope > 0 && mlstack__gj_gemma_layers(&b, g, arch, (int)n, (int)kl, g3n) &&
+         mlstack__gj_gemma_sizes(&b, g, arch, g3n) && mlstack__buf_puts(&b, "}");
+    if (!ok) {
+        MLSTACK_FREE(b.p);
+        return rope < 0 ? MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                        "%s: rope_freqs.weight is not a proportional rope (factors 1, then 1e30)", path)
+                        : MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    }
+    r = mlstack__json_parse(&doc, b.p, b.n, path, err);
+    if (r == MLSTACK_OK) {
+        r = mlstack__config_parse(c, doc.root, NULL, path, err);
+        mlstack__json_free(&doc);
+    }
+    MLSTACK_FREE(b.p);
+    if (r != MLSTACK_OK) return r;
+    for (l = 0; g3n && l < c->n_layers; l++) c->act_sparse_k[l] = mlstack__gguf_sparse_scale(g, arch, l);
+    c->act_sparse_given = g3n;
+    return mlstack__gguf_cfg_tokens(c, g, path, err);
+}
+
 MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstack__gguf *g, const char *path,
                                                 mlstack_error *err) {
     const mlstack__gguf_tensor *emb = mlstack__gguf_tensor_find(g, "token_embd.weight");
@@ -34156,6 +34364,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     }
     if (c->fam->mix.kind) return mlstack__gguf_config_hybrid(c, g, arch, path, err);
     if (c->fam->flags & MLSTACK__F_MLA) return mlstack__gguf_config_mla(c, g, arch, path, err);
+    if (c->fam->flags & MLSTACK__F_GEMMA4) return mlstack__gguf_config_gemma(c, g, arch, path, err);
     if ((r = mlstack__gguf_cfg_int(g, arch, "block_count", -1, 1, 1 << 16, &c->n_layers, path, err)) ||
         (r = mlstack__gguf_cfg_int(g, arch, "embedding_length", -1, 1, 1 << 30, &c->n_embd, path, err)) ||
         (r = mlstack__gguf_cfg_int(g, arch, "feed_forward_length", -1, 1, 1 << 30, &c->n_ff, path, err)) ||
@@ -34361,6 +34570,33 @@ static int mlstack__gguf_mla_name(const char *rest, char *out, size_t cap) {
     return 0;
 }
 
+/* A Gemma 3n / Gemma 4 tensor -> its Hugging Face name: layer tensors blk.N.<rest> after
+   model.layers.N. (layer 1), the model-wide per-layer-input tensors after model. (layer 0); 0 when
+   not one of these. altup_proj / altup_unembd_proj ([3, D, D]) are split by mlstack__gguf_weights. */
+static int mlstack__gguf_gemma_name(const char *rest, int layer, char *out, size_t cap) {
+    static const char *const map[][2] = {{"layer_output_scale.weight", "layer_scalar"},
+                                         {"inp_gate.weight", "per_layer_input_gate.weight"},
+                                         {"proj.weight", "per_layer_projection.weight"},
+                                         {"post_norm.weight", "post_per_layer_input_norm.weight"},
+                                         {"altup_correct_scale.weight", "altup.correct_output_scale"},
+                                         {"altup_correct_coef.weight", "altup.correction_coefs.weight"},
+                                         {"altup_router.weight", "altup.modality_router.weight"},
+                                         {"altup_predict_coef.weight", "altup.prediction_coefs.weight"},
+                                         {"altup_router_norm.weight", "altup.router_norm.weight"},
+                                         {"laurel_l.weight", "laurel.linear_left.weight"},
+                                         {"laurel_r.weight", "laurel.linear_right.weight"},
+                                         {"laurel_post_norm.weight", "laurel.post_laurel_norm.weight"}};
+    static const char *const top[][2] = {{"per_layer_token_embd.weight", "embed_tokens_per_layer.weight"},
+                                         {"per_layer_model_proj.weight", "per_layer_model_projection.weight"},
+                                         {"per_layer_proj_norm.weight", "per_layer_projection_norm.weight"}};
+    size_t k;
+    for (k = 0; layer && k < sizeof map / sizeof map[0]; k++)
+        if (strcmp(rest, map[k][0]) == 0) return snprintf(out, cap, "%s", map[k][1]) > 0;
+    for (k = 0; !layer && k < sizeof top / sizeof top[0]; k++)
+        if (strcmp(rest, top[k][0]) == 0) return snprintf(out, cap, "%s", top[k][1]) > 0;
+    return 0;
+}
+
 /* The Hugging Face name of GGUF tensor t into name; sets *is_embed for the embedding table.
    Returns the head count whose q/k rows llama.cpp permuted for its rope (0 for other tensors). */
 static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gguf_tensor *t, char *name,
@@ -34387,6 +34623,8 @@ static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gg
             snprintf(name, name_cap, "%s.layers.%d.%s", pre, layer, hf);
         else if ((f->flags & MLSTACK__F_MLA) && mlstack__gguf_mla_name(rest, hf, sizeof hf))
             snprintf(name, name_cap, "%s.layers.%d.%s", pre, layer, hf);
+        else if ((f->flags & MLSTACK__F_GEMMA4) && mlstack__gguf_gemma_name(rest, 1, hf, sizeof hf))
+            snprintf(name, name_cap, "%s.layers.%d.%s", pre, layer, hf);
         else if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf) || mlstack__gguf_hf_more_name(rest, hf, sizeof hf))
             snprintf(name, name_cap, "%s.layers.%d.%s", pre, layer, hf);
         else
@@ -34394,7 +34632,11 @@ static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gg
         if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
         if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_k.weight") == 0) permute_heads = c->n_kv_heads;
     } else {
-        snprintf(name, name_cap, "%.90s", t->name);
+        char hf[96];
+        if ((f->flags & MLSTACK__F_GEMMA4) && mlstack__gguf_gemma_name(t->name, 0, hf, sizeof hf))
+            snprintf(name, name_cap, "%s.%s", pre, hf);
+        else
+            snprintf(name, name_cap, "%.90s", t->name);
     }
     return permute_heads;
 }
@@ -34457,6 +34699,9 @@ static void mlstack__gguf_hf_shape(const mlstack__config *c, const mlstack__gguf
    file stay proportional to its size. */
 static int mlstack__gguf_expert_count(const mlstack__config *c, const mlstack__gguf_tensor *t) {
     const char *u = strstr(t->name, "_exps.weight");
+    if ((c->fam->flags & MLSTACK__F_GEMMA4) && t->n_dims == 3 && t->ne[2] > 0 && t->ne[2] <= 16 &&
+        (strcmp(t->name, "altup_proj.weight") == 0 || strcmp(t->name, "altup_unembd_proj.weight") == 0))
+        return (int)t->ne[2]; /* Gemma 3n's AltUp projections, one per extra stream */
     return (c->fam->mix.kind || (c->fam->flags & MLSTACK__F_MLA)) && strncmp(t->name, "blk.", 4) == 0 &&
                    strstr(t->name, ".ffn_") && c->fam->moe.block && !(c->fam->flags & MLSTACK__F_EXPERTS_3D) &&
                    t->n_dims == 3 && u && strlen(u) == 12 && t->ne[2] > 0 && t->ne[2] <= MLSTACK__MAX_EXPERTS &&
@@ -34470,18 +34715,23 @@ static int mlstack__gguf_expert_count(const mlstack__config *c, const mlstack__g
 static void mlstack__gguf_split_experts(const mlstack__config *c, const mlstack__gguf_tensor *t, mlstack__st_tensor *x,
                                         char *names, size_t name_cap) {
     const mlstack__family *f = c->fam;
-    const char *proj = strstr(t->name, ".ffn_") + 5, *hf;
+    const char *proj = strstr(t->name, ".ffn_") ? strstr(t->name, ".ffn_") + 5 : "", *hf;
     mlstack__st_tensor whole = *x;
     uint64_t slice;
     int e, E = (int)t->ne[2], layer = atoi(t->name + 4);
+    int altup = strncmp(t->name, "altup_", 6) == 0;
     hf = strncmp(proj, "gate", 4) == 0 ? f->moe.gate : strncmp(proj, "up", 2) == 0 ? f->moe.up : f->moe.down;
     if (!hf && strncmp(proj, "up", 2) == 0) hf = f->moe.gate; /* ungated experts: W1 is llama.cpp's up */
     slice = (whole.end - whole.begin) / (uint64_t)E;
     for (e = 0; e < E; e++) {
         char *name = names + (size_t)e * name_cap;
         x[e] = whole;
-        snprintf(name, name_cap, "%s.layers.%d.%s.experts.%d.%s.weight", f->name.prefix ? f->name.prefix : "model",
-                 layer, f->moe.block, e, hf ? hf : "?");
+        if (altup)
+            snprintf(name, name_cap, "model.%s.%d.weight",
+                     strcmp(t->name, "altup_proj.weight") == 0 ? "altup_projections" : "altup_unembed_projections", e);
+        else
+            snprintf(name, name_cap, "%s.layers.%d.%s.experts.%d.%s.weight", f->name.prefix ? f->name.prefix : "model",
+                     layer, f->moe.block, e, hf ? hf : "?");
         x[e].name = name;
         x[e].n_dims = 2;
         x[e].shape[0] = whole.n_dims == 3 ? whole.shape[1] : whole.shape[0] / E;
@@ -34533,7 +34783,8 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                dequantized on lookup), one of other block types is read as floats */
             is_float = t->type == MLSTACK__GGML_F32 || t->type == MLSTACK__GGML_F16 || t->type == MLSTACK__GGML_BF16;
             if (t->n_dims >= 2 && t->ne[0] <= (uint64_t)INT_MAX / 8) { /* 3-D (experts): rows of all */
-                if (!is_embed) quant = mlstack__gguf_wtype(t->type);
+                if (!is_embed && strcmp(t->name, "per_layer_token_embd.weight") != 0) /* rows looked up */
+                    quant = mlstack__gguf_wtype(t->type);
                 else if (t->type == MLSTACK__GGML_Q8_0 || t->type == MLSTACK__GGML_Q4_1)
                     quant = t->type == MLSTACK__GGML_Q8_0 ? MLSTACK__W_Q8_0 : MLSTACK__W_Q4_1;
             }
@@ -35766,6 +36017,9 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
         (c->moe_latent && !(c->fam->flags & MLSTACK__F_GROUP_ROUTER)))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s models (experts) are read from GGUF but not written yet", m->path, arch);
+    if (c->fam->flags & MLSTACK__F_GEMMA4)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s models are read from GGUF but not written yet",
+                             m->path, arch);
     if (c->n_recurrent && !(c->fam->mix.kind == MLSTACK__LAYER_CONV || c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 ||
                             c->fam->mix.kind == MLSTACK__LAYER_DELTANET))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s models are read from GGUF but not written yet",
@@ -35898,7 +36152,8 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
         }
     }
     if (r == MLSTACK_OK && mlstack__model_rope(m) != 0) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    if (r == MLSTACK_OK && gguf_path) r = mlstack__gguf_rope_factors(m, err);
+    if (r == MLSTACK_OK && gguf_path && !(m->cfg.fam->flags & MLSTACK__F_GEMMA4)) /* Gemma 4's: its config */
+        r = mlstack__gguf_rope_factors(m, err);
     MLSTACK_FREE(gguf_path);
     if (r != MLSTACK_OK) {
         if (desc->log && err) desc->log(desc->log_user, 0, err->message);
