@@ -35003,6 +35003,7 @@ typedef struct mlstack__gw_tensor {
     int n_exp, role;
     int exp_bias; /* 2-D [E, rows]: row e is expert e's bias (exps[3 e + role].bias) */
     int ba_group; /* Qwen3-Next's ssm_ba: per key head, its ba_group beta rows then its alpha rows */
+    int exp_step; /* exps[exp_step e + role] (0: 3); Gemma 3n's AltUp projections: 1 */
 } mlstack__gw_tensor;
 
 /* t is weight w: written as the GGML type the quantizer made it as, when its rows hold that
@@ -35189,6 +35190,7 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
         t_->data = (const unsigned char *)(dat), t_->row_bytes = (rb), t_->permute_heads = (perm);  \
         t_->unpack = 0, t_->file_row = (rb), t_->gate_heads = 0, t_->tile_dim = 0, t_->flat = 0;    \
         t_->exps = NULL, t_->n_exp = 0, t_->role = 0, t_->ba_group = 0, t_->exp_bias = 0;           \
+        t_->exp_step = 0;                                                                           \
     } while (0)
 
 /* The embedding table (a tied head's blocks, or a Q8_0 copy of a float table for a Q4_1 head),
@@ -35468,11 +35470,12 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         }
         if (c->mla_rank) mlstack__gw_list_mla(c, L, l, ts, n_t);
         if (L->sinks) mlstack__gw_list_vec(L->sinks, c->n_heads, l, "attn_sinks.weight", ts, n_t);
-        if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
+        if (c->qk_norm != MLSTACK__QK_NORM_NONE) { /* the layer's head size; shared-KV layers have no k norm */
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_QK_NORM));
-            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->head_dim, 1, L->q_norm, (size_t)c->head_dim * 4, 0);
+            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, L->head_dim, 1, L->q_norm, (size_t)L->head_dim * 4, 0);
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_QK_NORM + 1));
-            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->head_dim, 1, L->k_norm, (size_t)c->head_dim * 4, 0);
+            if (L->k_norm)
+                MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, L->head_dim, 1, L->k_norm, (size_t)L->head_dim * 4, 0);
         }
     }
 #undef MLSTACK__GGUF_NAME
@@ -35555,10 +35558,64 @@ static mlstack_result mlstack__gw_fold(mlstack_model *m, mlstack__gw_tensor *ts,
 }
 
 /* Llama 3 rope scaling as llama.cpp keeps it: per-frequency divisors. Returns 0 when out of memory. */
+/* Gemma 3n / Gemma 4 beyond the common tensors, under llama.cpp's names: the per-layer input
+   table, projection and norm; Gemma 3n's AltUp projections ([n - 1, D, D] each way); per layer
+   Gemma 4's layer_output_scale, the per-layer input gate, projection and norm, and Gemma 3n's
+   AltUp coefficients, router and its norm, Laurel. */
+static void mlstack__gw_list_gemma(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t) {
+    const mlstack__config *c = &m->cfg;
+    int l, k = c->altup_n - 1, n = c->altup_n, D = c->n_embd, PL = c->n_layers * c->ple_dim;
+    if (c->ple_dim) {
+        MLSTACK__GW_T("per_layer_token_embd.weight", mlstack__gw_type((int)m->ple_dtype), 2, PL, c->ple_vocab,
+                      m->ple_embed, mlstack__row_bytes((int)m->ple_dtype, PL), 0);
+        MLSTACK__GW_T("per_layer_model_proj.weight", mlstack__gw_type(m->ple_proj.wtype), 2, D, PL, m->ple_proj.data,
+                      m->ple_proj.row_bytes, 0);
+        mlstack__gw_made(&ts[*n_t - 1], &m->ple_proj);
+        MLSTACK__GW_T("per_layer_proj_norm.weight", MLSTACK__GGML_F32, 1, c->ple_dim, 1, m->ple_norm,
+                      (size_t)c->ple_dim * 4, 0);
+    }
+    for (l = 0; k > 0 && l < 2; l++) {
+        MLSTACK__GW_T(l ? "altup_unembd_proj.weight" : "altup_proj.weight", mlstack__gw_type(m->alt_proj[0].wtype), 3,
+                      D, D, NULL, m->alt_proj[0].row_bytes, 0);
+        ts[*n_t - 1].exps = m->alt_proj + l * k, ts[*n_t - 1].n_exp = k, ts[*n_t - 1].exp_step = 1;
+        mlstack__gw_made(&ts[*n_t - 1], &m->alt_proj[0]);
+    }
+    for (l = 0; l < c->n_layers; l++) {
+        const mlstack__layer *L = &m->layers[l];
+        if (!c->altup_n) mlstack__gw_list_vec(&L->layer_scale, 1, l, "layer_output_scale.weight", ts, n_t);
+        if (c->ple_dim) {
+            mlstack__gw_list_w(&L->w_ple_gate, l, "inp_gate", ts, n_t);
+            mlstack__gw_list_w(&L->w_ple_proj, l, "proj", ts, n_t);
+            mlstack__gw_list_vec(L->ple_norm, D, l, "post_norm.weight", ts, n_t);
+        }
+        if (!c->altup_n) continue;
+        if (L->alt_scale) mlstack__gw_list_vec(L->alt_scale, D, l, "altup_correct_scale.weight", ts, n_t);
+        mlstack__gw_list_vec(L->alt_corr, n * n, l, "altup_correct_coef.weight", ts, n_t);
+        ts[*n_t - 1].n_dims = 2, ts[*n_t - 1].ne[0] = (uint64_t)n, ts[*n_t - 1].ne[1] = (uint64_t)n;
+        ts[*n_t - 1].row_bytes = ts[*n_t - 1].file_row = (size_t)n * 4;
+        mlstack__gw_list_vec(L->alt_router, n * D, l, "altup_router.weight", ts, n_t);
+        ts[*n_t - 1].n_dims = 2, ts[*n_t - 1].ne[0] = (uint64_t)D, ts[*n_t - 1].ne[1] = (uint64_t)n;
+        ts[*n_t - 1].row_bytes = ts[*n_t - 1].file_row = (size_t)D * 4;
+        mlstack__gw_list_vec(L->alt_pred, n * n * n, l, "altup_predict_coef.weight", ts, n_t);
+        ts[*n_t - 1].n_dims = 2, ts[*n_t - 1].ne[0] = (uint64_t)n, ts[*n_t - 1].ne[1] = (uint64_t)(n * n);
+        ts[*n_t - 1].row_bytes = ts[*n_t - 1].file_row = (size_t)n * 4;
+        mlstack__gw_list_vec(L->alt_router_norm, D, l, "altup_router_norm.weight", ts, n_t);
+        mlstack__gw_list_w(&L->laurel_l, l, "laurel_l", ts, n_t);
+        mlstack__gw_list_w(&L->laurel_r, l, "laurel_r", ts, n_t);
+        mlstack__gw_list_vec(L->laurel_norm, D, l, "laurel_post_norm.weight", ts, n_t);
+    }
+}
+
 static int mlstack__gw_list_rope(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t, float **rope_factors) {
     const mlstack__config *c = &m->cfg;
     int ok = 1, i;
-    if (c->rope_kind == MLSTACK__ROPE_LLAMA3) {
+    if ((c->fam->flags & MLSTACK__F_GEMMA4) && c->rope[0].kind == MLSTACK__ROPE_PROPORTIONAL) {
+        int half = mlstack__rope_dim(c, 0) / 2; /* Gemma 4's full layers: factors 1 on the rotated pairs */
+        *rope_factors = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)half);
+        if (!*rope_factors) ok = 0;
+        for (i = 0; ok && i < half; i++) (*rope_factors)[i] = i < c->rope[0].rot_pairs ? 1.0f : 1e30f;
+        if (ok) MLSTACK__GW_T("rope_freqs.weight", MLSTACK__GGML_F32, 1, half, 1, *rope_factors, (size_t)half * 4, 0);
+    } else if (c->rope_kind == MLSTACK__ROPE_LLAMA3) {
         int half = c->head_dim / 2;
         *rope_factors = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)half);
         if (!*rope_factors) ok = 0;
@@ -35578,7 +35635,7 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
     const mlstack__config *c = &m->cfg;
     int l;
     if (c->rope[0].kind != MLSTACK__ROPE_DEFAULT && c->rope[0].kind != MLSTACK__ROPE_LINEAR &&
-        c->rope[0].kind != MLSTACK__ROPE_LLAMA3 &&
+        c->rope[0].kind != MLSTACK__ROPE_LLAMA3 && !(c->fam->flags & MLSTACK__F_GEMMA4) &&
         !(c->rope[0].kind == MLSTACK__ROPE_YARN && (c->fam->flags & (MLSTACK__F_MLA | MLSTACK__F_SINKS))))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: its RoPE scaling is not written to GGUF (none, linear and llama3 are; yarn for "
@@ -35606,6 +35663,19 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
                              c->ssm.gate_norm == MLSTACK__GATE_NORM_BEFORE
                                  ? "gated norm before the gate (mamba_norm_before_gate)"
                                  : "Mamba2 projection biases (mamba_proj_bias, projectors_bias)");
+    if ((c->fam->flags & MLSTACK__F_GEMMA4) &&
+        (c->rope[1].kind != MLSTACK__ROPE_DEFAULT ||
+         (c->rope[0].kind != MLSTACK__ROPE_DEFAULT &&
+          !(c->rope[0].kind == MLSTACK__ROPE_PROPORTIONAL && c->rope[0].factor == 1.0f))))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: llama.cpp's %s has plain RoPE on sliding layers and plain or proportional RoPE "
+                             "without a factor on full layers; this model's cannot be written",
+                             m->path, arch);
+    if ((c->fam->flags & MLSTACK__F_GEMMA4) && c->ple_dim && c->ple_vocab != c->n_vocab)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: vocab_size_per_layer_input %d below vocab_size %d: llama.cpp's %s takes a per-layer "
+                             "input row for every token (zero rows are not written yet)",
+                             m->path, c->ple_vocab, c->n_vocab, arch);
     for (l = 0; l < c->n_layers; l++) /* SmolLM3: llama.cpp's NoPE layers are every 4th */
         if ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) && m->layers[l].nope != ((l + 1) % 4 == 0))
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
@@ -35661,6 +35731,13 @@ static int mlstack__gw_head_count_kv(mlstack_model *m, const char *arch, mlstack
     const mlstack__config *c = &m->cfg;
     const mlstack__ssm_cfg *s = &c->ssm;
     int ok, l;
+    if (!c->n_recurrent && c->var_heads) { /* Gemma 4: KV heads per layer */
+        ok = mlstack__gw_key(kv, arch, "attention.head_count_kv", MLSTACK__GGUF_ARRAY) &&
+             mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++) ok = mlstack__gw_u(kv, (uint32_t)m->layers[l].n_kv_heads, 4);
+        ++*n_kv;
+        return ok;
+    }
     if (!c->n_recurrent) return mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv);
     if (c->fam->mix.kind == MLSTACK__LAYER_DELTANET) return mlstack__gw_delta_keys(m, arch, kv, n_kv);
     if (c->fam->ssm.layout == MLSTACK__SSM_PARALLEL) { /* Falcon-H1: every layer attends */
@@ -35829,13 +35906,44 @@ static mlstack_result mlstack__gw_check_moe(mlstack_model *m, mlstack_error *err
                : MLSTACK_OK;
 }
 
+/* Gemma 3n / Gemma 4's keys: the sliding layers' head size, rotary dims and base, shared-KV
+   layers, the per-layer input width, the final soft-cap; Gemma 3n's AltUp streams and each
+   layer's sparsity as icdf(p) (-inf: none), as llama.cpp's converter writes them. Returns 0 when
+   out of memory. */
+static int mlstack__gw_gemma_keys(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
+    const mlstack__config *c = &m->cfg;
+    int l, ok, sdh = mlstack__rope_dim(c, 1) > 0 ? mlstack__rope_dim(c, 1) : c->head_dim;
+    ok = mlstack__gw_u32(kv, arch, "attention.key_length_swa", (uint32_t)c->head_dim, n_kv) &&
+         mlstack__gw_u32(kv, arch, "attention.value_length_swa", (uint32_t)c->head_dim, n_kv) &&
+         mlstack__gw_u32(kv, arch, "rope.dimension_count_swa", (uint32_t)(c->rot_dim * sdh / c->head_dim), n_kv) &&
+         mlstack__gw_f32(kv, arch, "rope.freq_base_swa", c->rope[1].theta, n_kv) &&
+         mlstack__gw_u32(kv, arch, "attention.shared_kv_layers", (uint32_t)c->n_kv_shared, n_kv) &&
+         mlstack__gw_u32(kv, arch, "embedding_length_per_layer_input", (uint32_t)c->ple_dim, n_kv) &&
+         (!c->final_softcap || mlstack__gw_f32(kv, arch, "final_logit_softcapping", c->final_softcap, n_kv));
+    if (!ok || !c->altup_n) return ok;
+    ok = mlstack__gw_u32(kv, arch, "altup.active_idx", (uint32_t)c->altup_active, n_kv) &&
+         mlstack__gw_u32(kv, arch, "altup.num_inputs", (uint32_t)c->altup_n, n_kv) &&
+         mlstack__gw_key(kv, arch, "activation_sparsity_scale", MLSTACK__GGUF_ARRAY) &&
+         mlstack__gw_u(kv, MLSTACK__GGUF_F32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+    for (l = 0; ok && l < c->n_layers; l++) {
+        float v = m->layers[l].sparse ? m->layers[l].sparse_k : -INFINITY;
+        uint32_t bits;
+        memcpy(&bits, &v, 4);
+        ok = mlstack__gw_u(kv, bits, 4);
+    }
+    ++*n_kv;
+    return ok;
+}
+
 /* The metadata keys: architecture, shape, rope, and the tokenizer (a GGUF source's keys as they
    are, else converted from tokenizer.json, else "none"). Returns 0 when out of memory; *r is set
    when the tokenizer cannot be written. */
 static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv, mlstack_result *r,
                             mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
-    int ok = 1, ftype;
+    int ok = 1, ftype, gemma = (c->fam->flags & MLSTACK__F_GEMMA4) != 0;
+    int fdh = gemma && c->rope_dim[0] > 0 ? c->rope_dim[0] : c->head_dim; /* Gemma: the full layers' head */
+    int rot = gemma && c->rope[0].kind == MLSTACK__ROPE_PROPORTIONAL ? fdh : c->rot_dim * fdh / c->head_dim;
     ftype = m->quant_ftype                             ? m->quant_ftype
             : m->layers[0].wq.wtype == MLSTACK__W_Q8_0 ? 7
             : m->layers[0].wq.wtype == MLSTACK__W_Q4_1 ? 3
@@ -35851,12 +35959,12 @@ static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv
          mlstack__gw_ff_eps(m, arch, kv, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.head_count", (uint32_t)c->n_heads, n_kv) &&
          mlstack__gw_head_count_kv(m, arch, kv, n_kv) &&
-         mlstack__gw_u32(kv, arch, "attention.key_length", (uint32_t)c->head_dim, n_kv) &&
-         mlstack__gw_u32(kv, arch, "attention.value_length", (uint32_t)(c->mla_rank ? c->mla_rank : c->head_dim),
-                         n_kv) &&
-         mlstack__gw_u32(kv, arch, "rope.dimension_count", (uint32_t)c->rot_dim, n_kv) &&
+         mlstack__gw_u32(kv, arch, "attention.key_length", (uint32_t)fdh, n_kv) &&
+         mlstack__gw_u32(kv, arch, "attention.value_length", (uint32_t)(c->mla_rank ? c->mla_rank : fdh), n_kv) &&
+         mlstack__gw_u32(kv, arch, "rope.dimension_count", (uint32_t)rot, n_kv) &&
          mlstack__gw_u32(kv, arch, "vocab_size", (uint32_t)c->n_vocab, n_kv) &&
-         mlstack__gw_f32(kv, arch, "rope.freq_base", c->rope_theta, n_kv);
+         mlstack__gw_f32(kv, arch, "rope.freq_base", gemma ? c->rope[0].theta : c->rope_theta, n_kv) &&
+         (!gemma || mlstack__gw_gemma_keys(m, arch, kv, n_kv));
     if (ok && c->rope_kind == MLSTACK__ROPE_LINEAR)
         ok = mlstack__gw_s(kv, arch, "rope.scaling.type", "linear", 6, n_kv) &&
              mlstack__gw_f32(kv, arch, "rope.scaling.factor", c->rope_factor, n_kv);
@@ -35925,7 +36033,9 @@ static const unsigned char *mlstack__gw_row(const mlstack__gw_tensor *t, uint64_
     uint64_t src = mlstack__gw_src_row(t, row, hd);
     if (t->exp_bias) return (const unsigned char *)t->exps[3 * row + (uint64_t)t->role].bias;
     if (t->n_exp && t->exps) /* expert row / ne[1]'s row row % ne[1] */
-        return (const unsigned char *)t->exps[3 * (row / t->ne[1]) + (uint64_t)t->role].data +
+        return (const unsigned char *)t
+                   ->exps[(uint64_t)(t->exp_step ? t->exp_step : 3) * (row / t->ne[1]) + (uint64_t)t->role]
+                   .data +
                (row % t->ne[1]) * t->row_bytes;
     const unsigned char *d = t->gate_heads && (row % (2 * (uint64_t)hd)) >= (uint64_t)hd ? t->data2 : t->data;
     return d + src * t->row_bytes;
@@ -36017,9 +36127,6 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
         (c->moe_latent && !(c->fam->flags & MLSTACK__F_GROUP_ROUTER)))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: %s models (experts) are read from GGUF but not written yet", m->path, arch);
-    if (c->fam->flags & MLSTACK__F_GEMMA4)
-        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s models are read from GGUF but not written yet",
-                             m->path, arch);
     if (c->n_recurrent && !(c->fam->mix.kind == MLSTACK__LAYER_CONV || c->fam->mix.kind == MLSTACK__LAYER_MAMBA2 ||
                             c->fam->mix.kind == MLSTACK__LAYER_DELTANET))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s models are read from GGUF but not written yet",
@@ -36031,6 +36138,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     ok = mlstack__gw_list_embed(m, ts, &n_t, &head_q8);
     mlstack__gw_list_layers(m, ts, &n_t);
+    if (c->fam->flags & MLSTACK__F_GEMMA4) mlstack__gw_list_gemma(m, ts, &n_t);
     ok = mlstack__gw_list_rope(m, ts, &n_t, &rope_factors) && ok;
     if (ok && (r = mlstack__gw_fold(m, ts, &n_t, &folded, err)) != MLSTACK_OK) ok = 0;
     ok = ok && mlstack__gw_keys(m, arch, &kv, &n_kv, &r, err);
