@@ -35629,11 +35629,14 @@ static int mlstack__gw_list_rope(mlstack_model *m, mlstack__gw_tensor *ts, int *
 }
 #undef MLSTACK__GW_T
 
-static mlstack_result mlstack__gw_check_moe(mlstack_model *m, mlstack_error *err);
-/* What llama.cpp's architecture cannot say about this model: refused before writing. */
-static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlstack_error *err) {
+/* ---- what llama.cpp's architecture cannot say: refused before writing ----
+   One table, mlstack__gw_checks: a check per GGUF architecture (NULL: every one). */
+
+/* Every architecture: the RoPE kinds written, gated q_proj / tiled value heads in llama.cpp's order. */
+static mlstack_result mlstack__gw_check_common(mlstack_model *m, const char *arch, mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     int l;
+    (void)arch;
     if (c->rope[0].kind != MLSTACK__ROPE_DEFAULT && c->rope[0].kind != MLSTACK__ROPE_LINEAR &&
         c->rope[0].kind != MLSTACK__ROPE_LLAMA3 && !(c->fam->flags & MLSTACK__F_GEMMA4) &&
         !(c->rope[0].kind == MLSTACK__ROPE_YARN && (c->fam->flags & (MLSTACK__F_MLA | MLSTACK__F_SINKS))))
@@ -35641,10 +35644,6 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
                              "%s: its RoPE scaling is not written to GGUF (none, linear and llama3 are; yarn for "
                              "deepseek2 and gpt-oss)",
                              m->path);
-    if (c->n_experts && (c->fam->flags & (MLSTACK__F_MLA | MLSTACK__F_SINKS))) {
-        mlstack_result r = mlstack__gw_check_moe(m, err);
-        if (r != MLSTACK_OK) return r;
-    }
     for (l = 0; l < c->n_layers; l++) { /* gated q_proj: q and gate rows of one type */
         const mlstack__layer *L = &m->layers[l];
         int tiled = L->kind == MLSTACK__LAYER_DELTANET && c->dn_k_heads != c->dn_v_heads && !c->dn_v_tiled &&
@@ -35657,30 +35656,47 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
                                  "in llama.cpp's order in this layout",
                                  m->path, l);
     }
-    if (c->fam->ssm.layout == MLSTACK__SSM_PARALLEL &&
-        (c->ssm.gate_norm == MLSTACK__GATE_NORM_BEFORE || c->ssm.proj_bias || c->ssm.out_bias))
+    return MLSTACK_OK;
+}
+
+/* falcon-h1: llama.cpp's Mamba2 gates, then norms, and loads no projection biases. */
+static mlstack_result mlstack__gw_check_falcon(mlstack_model *m, const char *arch, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    if (c->ssm.gate_norm == MLSTACK__GATE_NORM_BEFORE || c->ssm.proj_bias || c->ssm.out_bias)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: llama.cpp's %s has no %s", m->path, arch,
                              c->ssm.gate_norm == MLSTACK__GATE_NORM_BEFORE
                                  ? "gated norm before the gate (mamba_norm_before_gate)"
                                  : "Mamba2 projection biases (mamba_proj_bias, projectors_bias)");
-    if ((c->fam->flags & MLSTACK__F_GEMMA4) &&
-        (c->rope[1].kind != MLSTACK__ROPE_DEFAULT ||
-         (c->rope[0].kind != MLSTACK__ROPE_DEFAULT &&
-          !(c->rope[0].kind == MLSTACK__ROPE_PROPORTIONAL && c->rope[0].factor == 1.0f))))
+    return MLSTACK_OK;
+}
+
+/* smollm3: llama.cpp's NoPE layers are every 4th. */
+static mlstack_result mlstack__gw_check_nope(mlstack_model *m, const char *arch, mlstack_error *err) {
+    int l;
+    for (l = 0; l < m->cfg.n_layers; l++)
+        if (m->layers[l].nope != ((l + 1) % 4 == 0))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                 "%s: layer %d %s RoPE; %s GGUF files have NoPE layers every 4th layer only", m->path,
+                                 l, m->layers[l].nope ? "has no" : "has", arch);
+    return MLSTACK_OK;
+}
+
+/* gemma3n / gemma4: plain RoPE on sliding layers, plain or proportional (no factor) on full ones;
+   a per-layer input row for every token. */
+static mlstack_result mlstack__gw_check_gemma(mlstack_model *m, const char *arch, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    if (c->rope[1].kind != MLSTACK__ROPE_DEFAULT ||
+        (c->rope[0].kind != MLSTACK__ROPE_DEFAULT &&
+         !(c->rope[0].kind == MLSTACK__ROPE_PROPORTIONAL && c->rope[0].factor == 1.0f)))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: llama.cpp's %s has plain RoPE on sliding layers and plain or proportional RoPE "
                              "without a factor on full layers; this model's cannot be written",
                              m->path, arch);
-    if ((c->fam->flags & MLSTACK__F_GEMMA4) && c->ple_dim && c->ple_vocab != c->n_vocab)
+    if (c->ple_dim && c->ple_vocab != c->n_vocab)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: vocab_size_per_layer_input %d below vocab_size %d: llama.cpp's %s takes a per-layer "
                              "input row for every token (zero rows are not written yet)",
                              m->path, c->ple_vocab, c->n_vocab, arch);
-    for (l = 0; l < c->n_layers; l++) /* SmolLM3: llama.cpp's NoPE layers are every 4th */
-        if ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) && m->layers[l].nope != ((l + 1) % 4 == 0))
-            return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                                 "%s: layer %d %s RoPE; %s GGUF files have NoPE layers every 4th layer only", m->path,
-                                 l, m->layers[l].nope ? "has no" : "has", arch);
     return MLSTACK_OK;
 }
 
@@ -35881,12 +35897,14 @@ static int mlstack__gw_moe_keys(mlstack_model *m, const char *arch, mlstack__buf
     return ok;
 }
 
-/* What llama.cpp's deepseek2 and gpt-oss cannot say about such a model: refused before writing. */
-static mlstack_result mlstack__gw_check_moe(mlstack_model *m, mlstack_error *err) {
+/* What llama.cpp's deepseek2 and gpt-oss cannot say about a model with experts. */
+static mlstack_result mlstack__gw_check_moe(mlstack_model *m, const char *arch, mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     const mlstack__rope_cfg *t = &c->rope[0];
     const char *why = NULL;
     int l, dense = 1;
+    (void)arch;
+    if (!c->n_experts) return MLSTACK_OK;
     for (l = 0; l < c->n_layers; l++) {
         if (m->layers[l].moe && m->layers[l].experts && m->layers[l].experts[0].gtype) why = "repacked experts";
         if (dense && !m->layers[l].moe) continue;
@@ -36091,6 +36109,26 @@ static int mlstack__gw_write(const mlstack_model *m, FILE *f, const mlstack__buf
     return ok;
 }
 
+typedef mlstack_result (*mlstack__gw_check_fn)(mlstack_model *m, const char *arch, mlstack_error *err);
+static const struct {
+    const char *arch; /* GGUF architecture written (NULL: every one) */
+    mlstack__gw_check_fn check;
+} mlstack__gw_checks[] = {{NULL, mlstack__gw_check_common},        {"deepseek2", mlstack__gw_check_moe},
+                          {"gpt-oss", mlstack__gw_check_moe},      {"nemotron_h_moe", mlstack__gw_check_group_moe},
+                          {"falcon-h1", mlstack__gw_check_falcon}, {"smollm3", mlstack__gw_check_nope},
+                          {"gemma3n", mlstack__gw_check_gemma},    {"gemma4", mlstack__gw_check_gemma}};
+
+/* The checks of mlstack__gw_checks for architecture arch, in table order: the first refusal. */
+static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlstack_error *err) {
+    size_t k;
+    mlstack_result r;
+    for (k = 0; k < sizeof mlstack__gw_checks / sizeof mlstack__gw_checks[0]; k++)
+        if ((!mlstack__gw_checks[k].arch || strcmp(mlstack__gw_checks[k].arch, arch) == 0) &&
+            (r = mlstack__gw_checks[k].check(m, arch, err)) != MLSTACK_OK)
+            return r;
+    return MLSTACK_OK;
+}
+
 static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char *path, mlstack_error *err) {
     const mlstack__config *c;
     const char *arch;
@@ -36131,9 +36169,7 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
                             c->fam->mix.kind == MLSTACK__LAYER_DELTANET))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s models are read from GGUF but not written yet",
                              m->path, arch);
-    if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK ||
-        (r = mlstack__gw_check_group_moe(m, arch, err)) != MLSTACK_OK)
-        return r;
+    if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
     ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 40 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     ok = mlstack__gw_list_embed(m, ts, &n_t, &head_q8);
