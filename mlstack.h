@@ -18147,12 +18147,58 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256i mlstack__iq_isum8_avx2(con
     h[0] = _mm256_hadd_epi32(h[0], h[1]), h[2] = _mm256_hadd_epi32(h[2], h[3]);
     return _mm256_add_epi32(_mm256_permute2x128_si256(h[0], h[2], 0x20), _mm256_permute2x128_si256(h[0], h[2], 0x31));
 }
+/* TQ2_0 rows [o0, o1) for a few activation rows, straight from the stored bytes: per group and
+   8 rows, vpmaddubsw of the fields t + 1 (0..2) with the activations, minus sum(xq), so the same
+   integers (and float steps) as the decoded groups of mlstack__mm_iq_avx2, without the scratch. */
+static MLSTACK__T_AVX2 void mlstack__mm_tq2_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
+                                                 int o0, int o1) {
+    const __m256i m2 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+    size_t ng = (size_t)(w->n_in / MLSTACK__QK), k;
+    int o, r, b;
+    for (o = o0; o < o1; o += 8) {
+        int nr = o1 - o < 8 ? o1 - o : 8;
+        const unsigned char *row[8];
+        for (r = 0; r < 8; r++) row[r] = (const unsigned char *)w->data + (size_t)(o + (r < nr ? r : 0)) * w->row_bytes;
+        for (b = 0; b < B; b++) {
+            const mlstack__q8x *x = xq + (size_t)b * ng;
+            __m256 acc = _mm256_setzero_ps(), dw = _mm256_setzero_ps();
+            float out[8];
+            for (k = 0; k < ng; k++) {
+                const size_t blk = (k >> 3) * 66, off = blk + 32 * ((k >> 2) & 1);
+                const __m128i sh = _mm_cvtsi32_si128((int)(2 * (k & 3)));
+                __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)x[k].q), s[8], h[4], is;
+                if ((k & 7) == 0) {
+                    float d8[8];
+                    for (r = 0; r < 8; r++) d8[r] = mlstack__kq_f16(row[r] + blk + 64);
+                    dw = _mm256_loadu_ps(d8);
+                }
+                for (r = 0; r < 8; r++) {
+                    __m256i t = _mm256_loadu_si256((const __m256i *)(const void *)(row[r] + off));
+                    t = _mm256_and_si256(_mm256_srl_epi16(t, sh), m2);
+                    s[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(t, a), ones);
+                }
+                for (r = 0; r < 4; r++) h[r] = _mm256_hadd_epi32(s[2 * r], s[2 * r + 1]);
+                h[0] = _mm256_hadd_epi32(h[0], h[1]), h[2] = _mm256_hadd_epi32(h[2], h[3]);
+                is = _mm256_add_epi32(_mm256_permute2x128_si256(h[0], h[2], 0x20),
+                                      _mm256_permute2x128_si256(h[0], h[2], 0x31));
+                is = _mm256_sub_epi32(is, _mm256_set1_epi32(x[k].sum));
+                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(dw, _mm256_set1_ps(x[k].d)), acc);
+            }
+            _mm256_storeu_ps(out, acc);
+            for (r = 0; r < nr; r++) y[(size_t)b * w->n_out + o + r] = w->bias ? out[r] + w->bias[o + r] : out[r];
+        }
+    }
+}
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__mm_iq_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                      int o0, int o1, float *scratch) {
     size_t ng = (size_t)(w->n_in / MLSTACK__QK), k;
     mlstack__kqg *g = (mlstack__kqg *)(void *)scratch;
     float *dw = (float *)(void *)(g + 8 * ng); /* dw[k * 8 + r] */
     int o, r, b;
+    if (w->wtype == MLSTACK__W_TQ2_0 && B < 4) { /* decode: no scratch round trip (the same bits) */
+        mlstack__mm_tq2_avx2(w, xq, y, B, o0, o1);
+        return;
+    }
     for (o = o0; o < o1; o += 8) {
         int nr = o1 - o < 8 ? o1 - o : 8;
         for (r = 0; r < 8; r++) {
