@@ -1672,6 +1672,10 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #ifndef MLSTACK_MAX_HEADER_BYTES
 #define MLSTACK_MAX_HEADER_BYTES ((uint64_t)100 << 20)
 #endif
+/* the regex matcher's step budget per call: see >>regex */
+#ifndef MLSTACK_REGEX_STEP_BASE
+#define MLSTACK_REGEX_STEP_BASE 10000000u
+#endif
 
 #if defined(__MINGW32__) /* formats go through MinGW's C99 printf (mlstack__vfmt), not msvcrt's */
 #define MLSTACK__PRINTF(a, b) __attribute__((format(gnu_printf, a, b)))
@@ -1805,6 +1809,22 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #define MLSTACK__COLD_O1 1
 #else
 #define MLSTACK__COLD_O1 0
+#endif
+
+/* The parser limits as the code reads them: the build options MLSTACK_MAX_JSON_BYTES,
+   MLSTACK_MAX_HEADER_BYTES and MLSTACK_REGEX_STEP_BASE, in one object so that a test can lower
+   them at run time to reach them (test_json, test_badinput, test_hardening) without compiling
+   the implementation again. The library only reads it. */
+typedef struct mlstack__limits_t {
+    size_t max_json_bytes;     /* MLSTACK_MAX_JSON_BYTES */
+    uint64_t max_header_bytes; /* MLSTACK_MAX_HEADER_BYTES */
+    uint64_t regex_step_base;  /* MLSTACK_REGEX_STEP_BASE */
+} mlstack__limits_t;
+#if MLSTACK__OWNS_DATA
+MLSTACK__VAR mlstack__limits_t mlstack__limits = {MLSTACK_MAX_JSON_BYTES, MLSTACK_MAX_HEADER_BYTES,
+                                                  MLSTACK_REGEX_STEP_BASE};
+#else
+MLSTACK__VAR mlstack__limits_t mlstack__limits; /* a part build's other parts (PARTS in >>platform) */
 #endif
 
 MLSTACK_API const char *mlstack_result_string(mlstack_result r) {
@@ -3333,8 +3353,9 @@ static mlstack_result mlstack__json_parse_opts(mlstack__json_doc *doc, const cha
                                                const mlstack_json_options *opt, mlstack_error *err) {
     mlstack__json_parser p;
     mlstack_result r;
-    size_t max_bytes =
-        opt && opt->max_bytes && opt->max_bytes < MLSTACK_MAX_JSON_BYTES ? opt->max_bytes : MLSTACK_MAX_JSON_BYTES;
+    size_t max_bytes = opt && opt->max_bytes && opt->max_bytes < mlstack__limits.max_json_bytes
+                           ? opt->max_bytes
+                           : mlstack__limits.max_json_bytes;
     void *m = NULL;
     memset(doc, 0, sizeof *doc);
     if (n > max_bytes)
@@ -3558,9 +3579,9 @@ static mlstack_result mlstack__st_parse(mlstack__st_file *f, int file_index, con
                              "%s: header length %llu (offset 0) runs past the end of the file (%llu bytes after "
                              "the length field)",
                              what, (unsigned long long)hlen, (unsigned long long)(size - 8));
-    if (hlen > MLSTACK_MAX_HEADER_BYTES)
+    if (hlen > mlstack__limits.max_header_bytes)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: header length %llu exceeds the limit of %llu bytes", what,
-                             (unsigned long long)hlen, (unsigned long long)MLSTACK_MAX_HEADER_BYTES);
+                             (unsigned long long)hlen, (unsigned long long)mlstack__limits.max_header_bytes);
     if (hlen < 2)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: header of %llu bytes cannot hold a JSON object", what,
                              (unsigned long long)hlen);
@@ -3776,7 +3797,7 @@ static mlstack_result mlstack__st_open_dir(mlstack__st *st, const char *dir, mls
         mlstack__json_doc doc;
         const mlstack__json *wm, *e;
         memset(&doc, 0, sizeof doc);
-        r = mlstack__read_file(index_path, MLSTACK_MAX_JSON_BYTES, &text, &len, err);
+        r = mlstack__read_file(index_path, mlstack__limits.max_json_bytes, &text, &len, err);
         if (r == MLSTACK_OK) r = mlstack__json_parse(&doc, text, len, index_path, err);
         if (r == MLSTACK_OK) {
             wm = mlstack__json_get(doc.root, "weight_map");
@@ -4792,10 +4813,8 @@ oom:
    compiled regex can be searched from many threads at once. */
 
 /* Matcher steps allowed: MLSTACK_REGEX_STEP_BASE per call (one search, or all the searches of one
-   tokenizer encode/decode), plus MLSTACK_REGEX_STEPS_PER_BYTE for each byte searched. */
-#ifndef MLSTACK_REGEX_STEP_BASE
-#define MLSTACK_REGEX_STEP_BASE 10000000u
-#endif
+   tokenizer encode/decode; defined in >>platform with the other limits, read as
+   mlstack__limits.regex_step_base), plus MLSTACK_REGEX_STEPS_PER_BYTE for each byte searched. */
 #ifndef MLSTACK_REGEX_STEPS_PER_BYTE
 #define MLSTACK_REGEX_STEPS_PER_BYTE 64u
 #endif
@@ -6024,7 +6043,7 @@ MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search_budget(const mlstack__rege
 MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, const char *s, size_t n, size_t start,
                                                       size_t *mbeg, size_t *mend) {
     uint64_t budget =
-        (uint64_t)MLSTACK_REGEX_STEP_BASE + (uint64_t)(start <= n ? n - start : 0) * MLSTACK_REGEX_STEPS_PER_BYTE;
+        mlstack__limits.regex_step_base + (uint64_t)(start <= n ? n - start : 0) * MLSTACK_REGEX_STEPS_PER_BYTE;
     return mlstack__regex_search_budget(re, s, n, start, &budget, mbeg, mend);
 }
 
@@ -7407,7 +7426,7 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
     mlstack__buf pool = {0, 0, 0}, pa = {0, 0, 0}, pb = {0, 0, 0}, tmp;
     mlstack_result r = MLSTACK_OK;
     size_t i, np, limit;
-    uint64_t budget = MLSTACK_REGEX_STEP_BASE; /* one regex budget for the whole call, grown per byte searched */
+    uint64_t budget = mlstack__limits.regex_step_base; /* one budget for the whole call, grown per byte searched */
     int k;
 #define MLSTACK__DEC_OOM           \
     do {                           \
@@ -8487,8 +8506,8 @@ static mlstack_result mlstack__tok_from_vocab_merges(const char *dir, const char
                           dir, cls ? cls->str : "(no tokenizer_class)");
         goto done;
     }
-    if ((r = mlstack__read_file(vpath, MLSTACK_MAX_JSON_BYTES, &vocab, &vl, err)) != MLSTACK_OK) goto done;
-    if ((r = mlstack__read_file(mpath, MLSTACK_MAX_JSON_BYTES, &merges, &ml, err)) != MLSTACK_OK) goto done;
+    if ((r = mlstack__read_file(vpath, mlstack__limits.max_json_bytes, &vocab, &vl, err)) != MLSTACK_OK) goto done;
+    if ((r = mlstack__read_file(mpath, mlstack__limits.max_json_bytes, &merges, &ml, err)) != MLSTACK_OK) goto done;
     r = MLSTACK_ERR_NO_MEMORY;
     if (!mlstack__buf_puts(out, "{\"model\":{\"type\":\"BPE\",\"vocab\":") || !mlstack__buf_put(out, vocab, vl) ||
         !mlstack__buf_puts(out, ",\"merges\":["))
@@ -9071,9 +9090,9 @@ MLSTACK_API mlstack_result mlstack_tokenizer_open(const char *dir, mlstack_token
     cpath = mlstack__path_join(dir, "tokenizer_config.json");
     if (!tpath || !cpath) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
     if (r == MLSTACK_OK && mlstack__file_exists(cpath))
-        r = mlstack__read_file(cpath, MLSTACK_MAX_JSON_BYTES, &cfg, &cl, err);
+        r = mlstack__read_file(cpath, mlstack__limits.max_json_bytes, &cfg, &cl, err);
     if (r == MLSTACK_OK) {
-        if (mlstack__file_exists(tpath)) r = mlstack__read_file(tpath, MLSTACK_MAX_JSON_BYTES, &json, &jl, err);
+        if (mlstack__file_exists(tpath)) r = mlstack__read_file(tpath, mlstack__limits.max_json_bytes, &json, &jl, err);
         else {
             char *vp = mlstack__path_join(dir, "vocab.json"), *mp = mlstack__path_join(dir, "merges.txt");
             if (vp && mp && mlstack__file_exists(vp) && mlstack__file_exists(mp))
@@ -9115,7 +9134,7 @@ MLSTACK__FN mlstack_result mlstack__tokenizer_encode_prot(mlstack_tokenizer *t, 
     e.t = t;
     e.prot = prot;
     e.n_prot = n_prot;
-    e.re_budget = MLSTACK_REGEX_STEP_BASE;
+    e.re_budget = mlstack__limits.regex_step_base;
     e.pool_limit = len > (SIZE_MAX - MLSTACK_TOK_GROWTH_SLACK) / MLSTACK_TOK_MAX_GROWTH
                        ? SIZE_MAX
                        : len * MLSTACK_TOK_MAX_GROWTH + MLSTACK_TOK_GROWTH_SLACK;
@@ -15485,7 +15504,7 @@ static mlstack_result mlstack__tpl_read_text(const char *dir, const char *name, 
         MLSTACK_FREE(path);
         return MLSTACK_ERR_NOT_FOUND;
     }
-    r = mlstack__read_file(path, MLSTACK_MAX_JSON_BYTES, text, len, err);
+    r = mlstack__read_file(path, mlstack__limits.max_json_bytes, text, len, err);
     MLSTACK_FREE(path);
     return r;
 }
@@ -33450,7 +33469,7 @@ static mlstack_result mlstack__load_json_file(const char *dir, const char *name,
         MLSTACK_FREE(path);
         return MLSTACK_OK;
     }
-    r = mlstack__read_file(path, MLSTACK_MAX_JSON_BYTES, &text, &len, err);
+    r = mlstack__read_file(path, mlstack__limits.max_json_bytes, &text, &len, err);
     if (r == MLSTACK_OK) r = mlstack__json_parse(doc, text, len, path, err);
     MLSTACK_FREE(text);
     MLSTACK_FREE(path);
@@ -36252,7 +36271,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     }
     m->path = path;
-    r = mlstack__read_file(path, MLSTACK_MAX_JSON_BYTES, &text, &len, err);
+    r = mlstack__read_file(path, mlstack__limits.max_json_bytes, &text, &len, err);
     if (r == MLSTACK_OK) {
         r = mlstack__json_parse(&doc, text, len, path, err);
         if (r == MLSTACK_OK) {
