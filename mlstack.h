@@ -2710,6 +2710,15 @@ MLSTACK__FN void mlstack__once(mlstack__once_flag *o, void (*fn)(void)) {
 typedef void (*mlstack__task_fn)(void *ctx, int task, int n_tasks, int thread);
 
 #define MLSTACK__SPIN 4000
+/* The polls a waiting pool thread or thread rank makes before it sleeps, as the code reads them:
+   MLSTACK__SPIN, which the test programs lower (tests/testlib.h: make test runs several at once on
+   few cores, where a polling thread holds a core that the thread it waits for needs). The
+   library only reads it. */
+#if MLSTACK__OWNS_DATA
+MLSTACK__VAR MLSTACK__UNUSED int mlstack__spin = MLSTACK__SPIN;
+#else
+MLSTACK__VAR int mlstack__spin; /* a part build's other parts (PARTS in >>platform) */
+#endif
 
 /* Profiler hooks (>>profiler). `pool->prof` is non-NULL only while a profile records,
    so when profiling is off every hook costs one predictable branch. */
@@ -2808,7 +2817,7 @@ MLSTACK__THREAD_FN(mlstack__worker, arg_) {
     for (;;) {
         int i;
         for (i = 0;
-             i < MLSTACK__SPIN && mlstack__atomic_load64(&p->generation) == seen && !mlstack__atomic_load(&p->quit);
+             i < mlstack__spin && mlstack__atomic_load64(&p->generation) == seen && !mlstack__atomic_load(&p->quit);
              i++)
             mlstack__cpu_relax();
         if (mlstack__atomic_load64(&p->generation) == seen) {
@@ -2901,7 +2910,7 @@ MLSTACK__FN void mlstack__pool_run(mlstack__pool *p, mlstack__task_fn fn, void *
         mlstack__cond_broadcast(&p->wake);
         mlstack__unlock(&p->mu);
         mlstack__pool_work(p, 0);
-        for (i = 0; i < MLSTACK__SPIN && mlstack__atomic_load(&p->pending) > 0; i++) mlstack__cpu_relax();
+        for (i = 0; i < mlstack__spin && mlstack__atomic_load(&p->pending) > 0; i++) mlstack__cpu_relax();
         if (mlstack__atomic_load(&p->pending) > 0) {
             mlstack__lock(&p->mu);
             while (mlstack__atomic_load(&p->pending) > 0) mlstack__cond_wait(&p->done, &p->mu);
@@ -40635,7 +40644,7 @@ static mlstack_result mlstack__ranks_comms(mlstack_engine *e, const mlstack_engi
     }
     if (S > 1) cm->groups = e->gcomm, cm->n_groups = e->n_gcomm;
     /* a rank that polls while the rank it waits for has no CPU to run on only delays it */
-    cm->spin = R * tpr > mlstack__cpu_count() ? 0 : MLSTACK__SPIN;
+    cm->spin = R * tpr > mlstack__cpu_count() ? 0 : mlstack__spin;
     for (g = 0; g < e->n_gcomm; g++) e->gcomm[g]->spin = cm->spin;
     return MLSTACK_OK;
 }
