@@ -1675,6 +1675,10 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #ifndef MLSTACK_MAX_HEADER_BYTES
 #define MLSTACK_MAX_HEADER_BYTES ((uint64_t)100 << 20)
 #endif
+/* the regex matcher's step budget per call: see >>regex */
+#ifndef MLSTACK_REGEX_STEP_BASE
+#define MLSTACK_REGEX_STEP_BASE 10000000u
+#endif
 
 #if defined(__MINGW32__) /* formats go through MinGW's C99 printf (mlstack__vfmt), not msvcrt's */
 #define MLSTACK__PRINTF(a, b) __attribute__((format(gnu_printf, a, b)))
@@ -1808,6 +1812,22 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #define MLSTACK__COLD_O1 1
 #else
 #define MLSTACK__COLD_O1 0
+#endif
+
+/* The parser limits as the code reads them: the build options MLSTACK_MAX_JSON_BYTES,
+   MLSTACK_MAX_HEADER_BYTES and MLSTACK_REGEX_STEP_BASE, in one object so that a test can lower
+   them at run time to reach them (test_json, test_badinput, test_hardening) without compiling
+   the implementation again. The library only reads it. */
+typedef struct mlstack__limits_t {
+    size_t max_json_bytes;     /* MLSTACK_MAX_JSON_BYTES */
+    uint64_t max_header_bytes; /* MLSTACK_MAX_HEADER_BYTES */
+    uint64_t regex_step_base;  /* MLSTACK_REGEX_STEP_BASE */
+} mlstack__limits_t;
+#if MLSTACK__OWNS_DATA
+MLSTACK__VAR mlstack__limits_t mlstack__limits = {MLSTACK_MAX_JSON_BYTES, MLSTACK_MAX_HEADER_BYTES,
+                                                  MLSTACK_REGEX_STEP_BASE};
+#else
+MLSTACK__VAR mlstack__limits_t mlstack__limits; /* a part build's other parts (PARTS in >>platform) */
 #endif
 
 MLSTACK_API const char *mlstack_result_string(mlstack_result r) {
@@ -2693,6 +2713,15 @@ MLSTACK__FN void mlstack__once(mlstack__once_flag *o, void (*fn)(void)) {
 typedef void (*mlstack__task_fn)(void *ctx, int task, int n_tasks, int thread);
 
 #define MLSTACK__SPIN 4000
+/* The polls a waiting pool thread or thread rank makes before it sleeps, as the code reads them:
+   MLSTACK__SPIN, which the test programs lower (tests/testlib.h: make test runs several at once on
+   few cores, where a polling thread holds a core that the thread it waits for needs). The
+   library only reads it. */
+#if MLSTACK__OWNS_DATA
+MLSTACK__VAR MLSTACK__UNUSED int mlstack__spin = MLSTACK__SPIN;
+#else
+MLSTACK__VAR int mlstack__spin; /* a part build's other parts (PARTS in >>platform) */
+#endif
 
 /* Profiler hooks (>>profiler). `pool->prof` is non-NULL only while a profile records,
    so when profiling is off every hook costs one predictable branch. */
@@ -2791,7 +2820,7 @@ MLSTACK__THREAD_FN(mlstack__worker, arg_) {
     for (;;) {
         int i;
         for (i = 0;
-             i < MLSTACK__SPIN && mlstack__atomic_load64(&p->generation) == seen && !mlstack__atomic_load(&p->quit);
+             i < mlstack__spin && mlstack__atomic_load64(&p->generation) == seen && !mlstack__atomic_load(&p->quit);
              i++)
             mlstack__cpu_relax();
         if (mlstack__atomic_load64(&p->generation) == seen) {
@@ -2884,7 +2913,7 @@ MLSTACK__FN void mlstack__pool_run(mlstack__pool *p, mlstack__task_fn fn, void *
         mlstack__cond_broadcast(&p->wake);
         mlstack__unlock(&p->mu);
         mlstack__pool_work(p, 0);
-        for (i = 0; i < MLSTACK__SPIN && mlstack__atomic_load(&p->pending) > 0; i++) mlstack__cpu_relax();
+        for (i = 0; i < mlstack__spin && mlstack__atomic_load(&p->pending) > 0; i++) mlstack__cpu_relax();
         if (mlstack__atomic_load(&p->pending) > 0) {
             mlstack__lock(&p->mu);
             while (mlstack__atomic_load(&p->pending) > 0) mlstack__cond_wait(&p->done, &p->mu);
@@ -3336,8 +3365,9 @@ static mlstack_result mlstack__json_parse_opts(mlstack__json_doc *doc, const cha
                                                const mlstack_json_options *opt, mlstack_error *err) {
     mlstack__json_parser p;
     mlstack_result r;
-    size_t max_bytes =
-        opt && opt->max_bytes && opt->max_bytes < MLSTACK_MAX_JSON_BYTES ? opt->max_bytes : MLSTACK_MAX_JSON_BYTES;
+    size_t max_bytes = opt && opt->max_bytes && opt->max_bytes < mlstack__limits.max_json_bytes
+                           ? opt->max_bytes
+                           : mlstack__limits.max_json_bytes;
     void *m = NULL;
     memset(doc, 0, sizeof *doc);
     if (n > max_bytes)
@@ -3561,9 +3591,9 @@ static mlstack_result mlstack__st_parse(mlstack__st_file *f, int file_index, con
                              "%s: header length %llu (offset 0) runs past the end of the file (%llu bytes after "
                              "the length field)",
                              what, (unsigned long long)hlen, (unsigned long long)(size - 8));
-    if (hlen > MLSTACK_MAX_HEADER_BYTES)
+    if (hlen > mlstack__limits.max_header_bytes)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: header length %llu exceeds the limit of %llu bytes", what,
-                             (unsigned long long)hlen, (unsigned long long)MLSTACK_MAX_HEADER_BYTES);
+                             (unsigned long long)hlen, (unsigned long long)mlstack__limits.max_header_bytes);
     if (hlen < 2)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: header of %llu bytes cannot hold a JSON object", what,
                              (unsigned long long)hlen);
@@ -3779,7 +3809,7 @@ static mlstack_result mlstack__st_open_dir(mlstack__st *st, const char *dir, mls
         mlstack__json_doc doc;
         const mlstack__json *wm, *e;
         memset(&doc, 0, sizeof doc);
-        r = mlstack__read_file(index_path, MLSTACK_MAX_JSON_BYTES, &text, &len, err);
+        r = mlstack__read_file(index_path, mlstack__limits.max_json_bytes, &text, &len, err);
         if (r == MLSTACK_OK) r = mlstack__json_parse(&doc, text, len, index_path, err);
         if (r == MLSTACK_OK) {
             wm = mlstack__json_get(doc.root, "weight_map");
@@ -4797,10 +4827,8 @@ oom:
    compiled regex can be searched from many threads at once. */
 
 /* Matcher steps allowed: MLSTACK_REGEX_STEP_BASE per call (one search, or all the searches of one
-   tokenizer encode/decode), plus MLSTACK_REGEX_STEPS_PER_BYTE for each byte searched. */
-#ifndef MLSTACK_REGEX_STEP_BASE
-#define MLSTACK_REGEX_STEP_BASE 10000000u
-#endif
+   tokenizer encode/decode; defined in >>platform with the other limits, read as
+   mlstack__limits.regex_step_base), plus MLSTACK_REGEX_STEPS_PER_BYTE for each byte searched. */
 #ifndef MLSTACK_REGEX_STEPS_PER_BYTE
 #define MLSTACK_REGEX_STEPS_PER_BYTE 64u
 #endif
@@ -6029,7 +6057,7 @@ MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search_budget(const mlstack__rege
 MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, const char *s, size_t n, size_t start,
                                                       size_t *mbeg, size_t *mend) {
     uint64_t budget =
-        (uint64_t)MLSTACK_REGEX_STEP_BASE + (uint64_t)(start <= n ? n - start : 0) * MLSTACK_REGEX_STEPS_PER_BYTE;
+        mlstack__limits.regex_step_base + (uint64_t)(start <= n ? n - start : 0) * MLSTACK_REGEX_STEPS_PER_BYTE;
     return mlstack__regex_search_budget(re, s, n, start, &budget, mbeg, mend);
 }
 
@@ -7412,7 +7440,7 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
     mlstack__buf pool = {0, 0, 0}, pa = {0, 0, 0}, pb = {0, 0, 0}, tmp;
     mlstack_result r = MLSTACK_OK;
     size_t i, np, limit;
-    uint64_t budget = MLSTACK_REGEX_STEP_BASE; /* one regex budget for the whole call, grown per byte searched */
+    uint64_t budget = mlstack__limits.regex_step_base; /* one budget for the whole call, grown per byte searched */
     int k;
 #define MLSTACK__DEC_OOM           \
     do {                           \
@@ -8492,8 +8520,8 @@ static mlstack_result mlstack__tok_from_vocab_merges(const char *dir, const char
                           dir, cls ? cls->str : "(no tokenizer_class)");
         goto done;
     }
-    if ((r = mlstack__read_file(vpath, MLSTACK_MAX_JSON_BYTES, &vocab, &vl, err)) != MLSTACK_OK) goto done;
-    if ((r = mlstack__read_file(mpath, MLSTACK_MAX_JSON_BYTES, &merges, &ml, err)) != MLSTACK_OK) goto done;
+    if ((r = mlstack__read_file(vpath, mlstack__limits.max_json_bytes, &vocab, &vl, err)) != MLSTACK_OK) goto done;
+    if ((r = mlstack__read_file(mpath, mlstack__limits.max_json_bytes, &merges, &ml, err)) != MLSTACK_OK) goto done;
     r = MLSTACK_ERR_NO_MEMORY;
     if (!mlstack__buf_puts(out, "{\"model\":{\"type\":\"BPE\",\"vocab\":") || !mlstack__buf_put(out, vocab, vl) ||
         !mlstack__buf_puts(out, ",\"merges\":["))
@@ -9076,9 +9104,9 @@ MLSTACK_API mlstack_result mlstack_tokenizer_open(const char *dir, mlstack_token
     cpath = mlstack__path_join(dir, "tokenizer_config.json");
     if (!tpath || !cpath) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
     if (r == MLSTACK_OK && mlstack__file_exists(cpath))
-        r = mlstack__read_file(cpath, MLSTACK_MAX_JSON_BYTES, &cfg, &cl, err);
+        r = mlstack__read_file(cpath, mlstack__limits.max_json_bytes, &cfg, &cl, err);
     if (r == MLSTACK_OK) {
-        if (mlstack__file_exists(tpath)) r = mlstack__read_file(tpath, MLSTACK_MAX_JSON_BYTES, &json, &jl, err);
+        if (mlstack__file_exists(tpath)) r = mlstack__read_file(tpath, mlstack__limits.max_json_bytes, &json, &jl, err);
         else {
             char *vp = mlstack__path_join(dir, "vocab.json"), *mp = mlstack__path_join(dir, "merges.txt");
             if (vp && mp && mlstack__file_exists(vp) && mlstack__file_exists(mp))
@@ -9120,7 +9148,7 @@ MLSTACK__FN mlstack_result mlstack__tokenizer_encode_prot(mlstack_tokenizer *t, 
     e.t = t;
     e.prot = prot;
     e.n_prot = n_prot;
-    e.re_budget = MLSTACK_REGEX_STEP_BASE;
+    e.re_budget = mlstack__limits.regex_step_base;
     e.pool_limit = len > (SIZE_MAX - MLSTACK_TOK_GROWTH_SLACK) / MLSTACK_TOK_MAX_GROWTH
                        ? SIZE_MAX
                        : len * MLSTACK_TOK_MAX_GROWTH + MLSTACK_TOK_GROWTH_SLACK;
@@ -15490,7 +15518,7 @@ static mlstack_result mlstack__tpl_read_text(const char *dir, const char *name, 
         MLSTACK_FREE(path);
         return MLSTACK_ERR_NOT_FOUND;
     }
-    r = mlstack__read_file(path, MLSTACK_MAX_JSON_BYTES, text, len, err);
+    r = mlstack__read_file(path, mlstack__limits.max_json_bytes, text, len, err);
     MLSTACK_FREE(path);
     return r;
 }
@@ -34191,7 +34219,7 @@ static mlstack_result mlstack__load_json_file(const char *dir, const char *name,
         MLSTACK_FREE(path);
         return MLSTACK_OK;
     }
-    r = mlstack__read_file(path, MLSTACK_MAX_JSON_BYTES, &text, &len, err);
+    r = mlstack__read_file(path, mlstack__limits.max_json_bytes, &text, &len, err);
     if (r == MLSTACK_OK) r = mlstack__json_parse(doc, text, len, path, err);
     MLSTACK_FREE(text);
     MLSTACK_FREE(path);
@@ -37406,7 +37434,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     }
     m->path = path;
-    r = mlstack__read_file(path, MLSTACK_MAX_JSON_BYTES, &text, &len, err);
+    r = mlstack__read_file(path, mlstack__limits.max_json_bytes, &text, &len, err);
     if (r == MLSTACK_OK) {
         r = mlstack__json_parse(&doc, text, len, path, err);
         if (r == MLSTACK_OK) {
@@ -41787,7 +41815,7 @@ static mlstack_result mlstack__ranks_comms(mlstack_engine *e, const mlstack_engi
     }
     if (S > 1) cm->groups = e->gcomm, cm->n_groups = e->n_gcomm;
     /* a rank that polls while the rank it waits for has no CPU to run on only delays it */
-    cm->spin = R * tpr > mlstack__cpu_count() ? 0 : MLSTACK__SPIN;
+    cm->spin = R * tpr > mlstack__cpu_count() ? 0 : mlstack__spin;
     for (g = 0; g < e->n_gcomm; g++) e->gcomm[g]->spin = cm->spin;
     return MLSTACK_OK;
 }

@@ -1074,6 +1074,9 @@ static void test_schema_sampling(void) {
     mlstack_vocab *v;
     const mlstack__json *c;
     int n_ok = 0, n_all = 0, exact = 1, n_tok = 0;
+    /* masks compared with brute force over the vocabulary: in two samples of each schema (one in
+       quick mode, MLSTACK_TEST_QUICK: make check) */
+    int n_exact = getenv("MLSTACK_TEST_QUICK") ? 1 : 2;
     double mask_ms = 0;
     mlstack__buf out = {0, 0, 0}, st = {0, 0, 0};
     if (!text || mlstack__json_parse(&doc, text, len, "schemas.json", &err) != MLSTACK_OK) {
@@ -1098,7 +1101,7 @@ static void test_schema_sampling(void) {
             if (!g) continue;
             t0 = now_s() - t0;
             for (seed = 0; seed < SEEDS; seed++) {
-                int done = sample_one(g, v, (uint64_t)seed + 1, seed < 2, &out, &exact, &mask_ms, &n_tok);
+                int done = sample_one(g, v, (uint64_t)seed + 1, seed < n_exact, &out, &exact, &mask_ms, &n_tok);
                 n_all++;
                 n_ok += done;
                 if (!done)
@@ -1686,7 +1689,7 @@ static void test_compile_budget(void) {
     uint64_t work = 0, work_small = 0;
     volatile int flag = 0;
     double t0;
-    mlstack__buf b = many_required(50000, 0), small = many_required(500, 0);
+    mlstack__buf b = many_required(50000, 0), small = many_required(500, 0), mid;
     memset(&d, 0, sizeof d);
     d.kind = MLSTACK_GRAMMAR_JSON_SCHEMA;
     d.vocab = v;
@@ -1724,12 +1727,15 @@ static void test_compile_budget(void) {
     CHECKF(r == MLSTACK_ERR_LIMIT && !g && strstr(err.message, "max_work"), "max_work: %d %s", r, err.message);
     CHECKF(work <= d.max_work + 2 * (uint64_t)b.n, "max_work 1000000 stopped after %llu", (unsigned long long)work);
     check_budget_stages(v);
-    /* cancel: polled at the start and as work is charged */
+    free(b.p);
+    /* cancel: polled at the start and as work is charged (every 2^16 units: 5000 properties
+       cost about 2 million, over 30 polls) */
+    mid = many_required(5000, 0);
     memset(&d, 0, sizeof d);
     d.kind = MLSTACK_GRAMMAR_JSON_SCHEMA;
     d.vocab = v;
-    d.text = b.p;
-    d.len = b.n;
+    d.text = mid.p;
+    d.len = mid.n;
     d.max_elements = (size_t)8 << 20;
     d.cancel = cancel_cb;
     d.cancel_user = (void *)&flag;
@@ -1743,7 +1749,7 @@ static void test_compile_budget(void) {
     g_polls = 0;
     g_cancel_after = 3;
     r = mlstack__grammar_compile_work(&d, &g, &err, &work);
-    CHECKF(r == MLSTACK_ERR_CANCELLED && !g && g_polls == 4 && work <= 5 * ((uint64_t)1 << 16) + 2 * (uint64_t)b.n,
+    CHECKF(r == MLSTACK_ERR_CANCELLED && !g && g_polls == 4 && work <= 5 * ((uint64_t)1 << 16) + 2 * (uint64_t)mid.n,
            "cancel after 3 polls: %d %s, %d polls, %llu units", r, err.message, g_polls, (unsigned long long)work);
     g_cancel_after = -1;
     g_polls = 0;
@@ -1751,7 +1757,7 @@ static void test_compile_budget(void) {
     CHECKF(r == MLSTACK_OK && g && g_polls > 10, "never cancelled: %d %s, %d polls", r, err.message, g_polls);
     mlstack_grammar_free(g);
     g = NULL;
-    free(b.p);
+    free(mid.p);
     free(small.p);
     check_budget_refs(v);
     check_budget_stacks(v);
