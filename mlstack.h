@@ -26330,11 +26330,12 @@ static int mlstack__js_neg_applicators(mlstack__js *j, const mlstack__json *s, m
     if ((v = mlstack__json_get(s, "not")) != NULL && !mlstack__js_add(d, mlstack__js_copy(j, v, NULL))) return -1;
     if (j->draft >= 7 && (v = mlstack__json_get(s, "if")) != NULL) {
         const mlstack__json *th = mlstack__json_get(s, "then"), *el = mlstack__json_get(s, "else");
-        for (e = th; e; e = e == th ? el : NULL) { /* (if, not then), (not if, not else) */
-            if (!e) continue;
+        int way;
+        for (way = 0; way < 2; way++) { /* (if, not then), (not if, not else) */
+            if (!(e = way ? el : th)) continue;
             a = mlstack__js_add(mlstack__js_add(d, mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)),
                                 mlstack__js_made(j, MLSTACK__JSON_ARRAY, "allOf"));
-            if (!mlstack__js_add(a, e == th ? mlstack__js_copy(j, v, NULL) : mlstack__js_not_of(j, v)) ||
+            if (!mlstack__js_add(a, way == 0 ? mlstack__js_copy(j, v, NULL) : mlstack__js_not_of(j, v)) ||
                 !mlstack__js_add(a, mlstack__js_not_of(j, e)))
                 return -1;
         }
