@@ -22451,6 +22451,7 @@ typedef struct {
     uint32_t n_tok;
     uint16_t depth;
     uint8_t byte;
+    uint8_t digits; /* 1: this byte and every byte below it are ASCII digits */
 } mlstack__gtrie;
 
 /* Tokens by a length: len[id] (0: not in the set), ids sorted by it, le[L] how many have a length
@@ -22568,6 +22569,10 @@ static int mlstack__vocab_trie(mlstack_vocab *v, const int32_t *ids, int32_t n, 
         trie[nn - 1].n_tok = 1;
     }
     while (top > 0) trie[open[--top]].end = (uint32_t)nn;
+    for (i = nn - 1, l = (uint32_t)nn; i >= 0; i--) { /* l: the first node from i on that is no digit */
+        if (trie[i].byte < '0' || trie[i].byte > '9') l = (uint32_t)i;
+        trie[i].digits = l >= trie[i].end;
+    }
     *out = trie;
     *n_out = nn;
     MLSTACK_FREE(open);
@@ -23892,9 +23897,26 @@ static int32_t mlstack__g_plain_bits(const mlstack__vplain *p, uint32_t k, uint3
     return n;
 }
 
+/* Does some stack top of s take any digits that follow (a NAT element past its first digit with
+   no upper bound: every digit keeps it alive)? Then a subtree of digits only is allowed whole. */
+static int mlstack__g_takes_digits(const mlstack_grammar *g, int32_t s) {
+    const mlstack__gstate *st = &g->states[s];
+    uint32_t i;
+    if (st->part) return 0;
+    for (i = 0; i < st->set_n; i++) {
+        const mlstack__gnode *nd = &g->nodes[g->sets[st->set_off + i]];
+        if (nd->pos >= 0 && g->el[nd->pos].type == MLSTACK__G_NAT && nd->val != MLSTACK__G_NAT_START &&
+            g->nat[g->el[nd->pos].v].hi == MLSTACK__G_NAT_NONE)
+            return 1;
+    }
+    return 0;
+}
+
 /* One walk over a byte trie of tokens (ids: the trie's sorted ids) from state s, setting the
    bits of the tokens the grammar allows: a byte the grammar refuses skips the node's whole
-   subtree. Returns how many, -1 out of memory. */
+   subtree, and a subtree of digits only from a state that takes any digits (a long multipleOf
+   period: a new remainder, so a new state, at each digit) is allowed without stepping into it.
+   Returns how many, -1 out of memory. */
 static int32_t mlstack__g_walk(mlstack_grammar *g, int32_t s, const mlstack__gtrie *trie, int32_t n_trie,
                                const int32_t *ids, uint32_t *bits) {
     int32_t k, n = 0;
@@ -23904,6 +23926,15 @@ static int32_t mlstack__g_walk(mlstack_grammar *g, int32_t s, const mlstack__gtr
         const mlstack__gtrie *t = &trie[k];
         int32_t cur = g->walk[t->depth], nx;
         const int32_t *tr = g->states[cur].trans;
+        if (t->digits && g->nat && mlstack__g_takes_digits(g, cur)) {
+            for (; k < (int32_t)t->end; k++)
+                for (j = 0; j < trie[k].n_tok; j++) {
+                    int32_t id = ids[trie[k].tok + (int32_t)j];
+                    bits[id >> 5] |= 1u << (id & 31);
+                    n++;
+                }
+            continue;
+        }
         nx = tr ? tr[t->byte] : -2;
         if (nx == -2) nx = mlstack__g_next(g, cur, t->byte);
         if (nx == -3) return -1;
