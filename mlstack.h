@@ -25224,7 +25224,7 @@ typedef struct {
     struct mlstack__jsneg *negs; /* 'not' rewritten, by schema (arena) */
     int n_negs, cap_negs, neg_depth;
     struct mlstack__jsunev *unevs; /* unevaluated* as a schema beside the rest, by schema (arena) */
-    int n_unevs, cap_unevs;
+    int n_unevs, cap_unevs, ev_no_if; /* ev_no_if: leave out the top schema's if / then / else */
     struct mlstack__jsuri *uris; /* resources, anchors, $ref bases (documents with embedded $id) */
     int n_uris, cap_uris;
     mlstack__json_doc builtin[9]; /* built-in documents a $ref loaded (mlstack__js_builtins) */
@@ -26666,11 +26666,12 @@ static int mlstack__js_neg_applicators(mlstack__js *j, const mlstack__json *s, m
     if ((v = mlstack__json_get(s, "not")) != NULL && !mlstack__js_add(d, mlstack__js_copy(j, v, NULL))) return -1;
     if (j->draft >= 7 && (v = mlstack__json_get(s, "if")) != NULL) {
         const mlstack__json *th = mlstack__json_get(s, "then"), *el = mlstack__json_get(s, "else");
-        for (e = th; e; e = e == th ? el : NULL) { /* (if, not then), (not if, not else) */
-            if (!e) continue;
+        int way;
+        for (way = 0; way < 2; way++) { /* (if, not then), (not if, not else) */
+            if (!(e = way ? el : th)) continue;
             a = mlstack__js_add(mlstack__js_add(d, mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)),
                                 mlstack__js_made(j, MLSTACK__JSON_ARRAY, "allOf"));
-            if (!mlstack__js_add(a, e == th ? mlstack__js_copy(j, v, NULL) : mlstack__js_not_of(j, v)) ||
+            if (!mlstack__js_add(a, way == 0 ? mlstack__js_copy(j, v, NULL) : mlstack__js_not_of(j, v)) ||
                 !mlstack__js_add(a, mlstack__js_not_of(j, e)))
                 return -1;
         }
@@ -26704,8 +26705,9 @@ static int mlstack__js_neg_applicators(mlstack__js *j, const mlstack__json *s, m
    Where H is within L the set is known and `unevaluatedProperties: U` is a constraint on the
    other names, an allOf member beside the schema: {"properties": {L's names: true},
    "patternProperties": {L's patterns: true}, "additionalProperties": U}; `unevaluatedItems: U`
-   is {"prefixItems": [true x L's prefix], "items": {"anyOf": [L's contains..., U]}}. Otherwise
-   refused with the keyword. */
+   is {"prefixItems": [true x L's prefix], "items": {"anyOf": [L's contains..., U]}}. Where the
+   schema's own if / then / else is what decides, each way's set, when known, is a constraint under
+   that if (mlstack__js_unev_if). Otherwise refused with the keyword. */
 
 #define MLSTACK__JS_EV_NAMES 48
 #define MLSTACK__JS_EV_PATS 8
@@ -26717,6 +26719,7 @@ typedef struct {
 } mlstack__jsev;
 struct mlstack__jsunev {
     const mlstack__json *s, *m;
+    const mlstack__json *way[2]; /* decided by s's own if: the constraint under (if, then) and (not if, else) */
 };
 
 static int mlstack__js_ev_same(const mlstack__json *a, const mlstack__json *b, int by_key) {
@@ -26878,7 +26881,7 @@ static int mlstack__js_ev_split(mlstack__js *j, const mlstack__json *arr, int q,
 static int mlstack__js_ev_cond(mlstack__js *j, const mlstack__json *s, mlstack__jsev *L, mlstack__jsev *H, int depth,
                                const mlstack__json **stack) {
     const mlstack__json *k = mlstack__json_get(s, "if"), *c;
-    if (k && j->draft >= 7) {
+    if (k && j->draft >= 7 && !(depth == 0 && j->ev_no_if)) {
         mlstack__jsev l[3], h[3];
         static const char *const kw[] = {"if", "then", "else"};
         int q;
@@ -26971,12 +26974,74 @@ static int mlstack__js_unev_make(mlstack__js *j, const mlstack__json *s, const m
 }
 /* The schema that stands for s's unevaluatedProperties / unevaluatedItems, to hold beside s's
    other keywords (made, cached per s; true when nothing is left to say). NULL: refused. */
+/* Fails naming kw (which is at s) as depending on the instance; NULL. */
+static const mlstack__json *mlstack__js_unev_fail(mlstack__js *j, const char *kw) {
+    size_t old = mlstack__js_push(j, kw, strlen(kw));
+    mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
+                     "'%s' where what is evaluated depends on the instance (which branches hold)", kw);
+    mlstack__js_pop(j, old);
+    return NULL;
+}
+/* The constraint of L (made; true when nothing is left to say). */
+static mlstack__json *mlstack__js_unev_of(mlstack__js *j, const mlstack__json *s, const mlstack__jsev *L) {
+    mlstack__json *m = mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL);
+    if (!m || mlstack__js_unev_make(j, s, L, m)) return NULL;
+    if (!m->len) m->type = MLSTACK__JSON_TRUE;
+    return m;
+}
+/* s's own if / then / else decides what is evaluated: (if, then) leave L1, else L2, each known.
+   Then {"if": if, "then": M(L1), "else": M(L2)}, or, where L2 is within L1 (M(L2) is the
+   stricter: no negated if needed), {"anyOf": [{"allOf": [if, M(L1)]}, M(L2)]}. */
+static const mlstack__json *mlstack__js_unev_if(mlstack__js *j, const mlstack__json *s, const mlstack__json **stack,
+                                                const mlstack__json **way) {
+    static const char *const kw[] = {"unevaluatedProperties", "unevaluatedItems"}, *const br[] = {"if", "then", "else"};
+    mlstack__jsev L1, H1, L2, H2, l, h;
+    const mlstack__json *c;
+    mlstack__json *m, *a, *m1, *m2;
+    int q, sub;
+    memset(&L1, 0, sizeof L1), memset(&H1, 0, sizeof H1);
+    j->ev_no_if = 1;
+    q = mlstack__js_ev_of(j, s, &L1, &H1, 0, stack);
+    j->ev_no_if = 0;
+    if (q) return NULL;
+    L2 = L1, H2 = H1;
+    for (q = 0; q < 3; q++) {
+        memset(&l, 0, sizeof l), memset(&h, 0, sizeof h);
+        if ((c = mlstack__json_get(s, br[q])) != NULL && mlstack__js_ev_of(j, c, &l, &h, 1, stack)) return NULL;
+        if (mlstack__js_ev_union(j, q < 2 ? &L1 : &L2, &l) || mlstack__js_ev_union(j, q < 2 ? &H1 : &H2, &h))
+            return NULL;
+    }
+    for (q = 0, sub = 1; q < 2; q++)
+        if (mlstack__json_get(s, kw[q])) {
+            if (!mlstack__js_ev_within(&H1, &L1, q) || !mlstack__js_ev_within(&H2, &L2, q))
+                return mlstack__js_unev_fail(j, kw[q]);
+            sub &= mlstack__js_ev_within(&L2, &L1, q);
+        }
+    c = mlstack__json_get(s, "if");
+    if (!(m1 = mlstack__js_unev_of(j, s, &L1)) || !(m2 = mlstack__js_unev_of(j, s, &L2)) ||
+        !(m = mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)))
+        return NULL;
+    if (!sub) { /* the if is a copy; the branches of s's own if take m1 and m2 (mlstack__js_flat_if) */
+        way[0] = m1, way[1] = m2;
+        m1->key = "then", m1->key_len = 4, m2->key = "else", m2->key_len = 4;
+        return mlstack__js_add(m, mlstack__js_copy(j, c, "if")) && mlstack__js_add(m, m1) && mlstack__js_add(m, m2)
+                   ? m
+                   : NULL;
+    }
+    a = mlstack__js_add(mlstack__js_add(m, mlstack__js_made(j, MLSTACK__JSON_ARRAY, "anyOf")),
+                        mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL));
+    a = mlstack__js_add(a, mlstack__js_made(j, MLSTACK__JSON_ARRAY, "allOf"));
+    if (!mlstack__js_add(a, mlstack__js_copy(j, c, NULL)) || !mlstack__js_add(a, m1) || !mlstack__js_add(m->child, m2))
+        return NULL;
+    return m;
+}
+/* The schema that stands for s's unevaluatedProperties / unevaluatedItems, to hold beside s's
+   other keywords (made, cached per s; true when nothing is left to say). NULL: refused. */
 static const mlstack__json *mlstack__js_unev(mlstack__js *j, const mlstack__json *s) {
     static const char *const kw[] = {"unevaluatedProperties", "unevaluatedItems"};
-    const mlstack__json *stack[32];
+    const mlstack__json *stack[32], *m = NULL, *way[2] = {NULL, NULL};
     mlstack__jsev L, H;
-    mlstack__json *m;
-    int q;
+    int q, known = 1;
     if (mlstack__js_work(j, 1 + (uint64_t)j->n_unevs)) return NULL;
     for (q = 0; q < j->n_unevs; q++)
         if (j->unevs[q].s == s) return j->unevs[q].m;
@@ -26984,13 +27049,10 @@ static const mlstack__json *mlstack__js_unev(mlstack__js *j, const mlstack__json
     if (mlstack__js_ev_of(j, s, &L, &H, 0, stack)) return NULL;
     for (q = 0; q < 2; q++)
         if (mlstack__json_get(s, kw[q]) && !mlstack__js_ev_within(&H, &L, q)) {
-            mlstack__js_push(j, kw[q], strlen(kw[q]));
-            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
-                             "'%s' where what is evaluated depends on the instance (which branches hold)", kw[q]);
-            return NULL;
+            if (!mlstack__json_get(s, "if")) return mlstack__js_unev_fail(j, kw[q]);
+            known = 0;
         }
-    if (!(m = mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)) || mlstack__js_unev_make(j, s, &L, m)) return NULL;
-    if (!m->len) m->type = MLSTACK__JSON_TRUE;
+    if (!(m = known ? mlstack__js_unev_of(j, s, &L) : mlstack__js_unev_if(j, s, stack, way))) return NULL;
     if (j->n_unevs == j->cap_unevs) {
         int cap = j->cap_unevs ? j->cap_unevs * 2 : 8;
         struct mlstack__jsunev *t = (struct mlstack__jsunev *)mlstack__arena_alloc(&j->arena, sizeof *t * (size_t)cap);
@@ -27001,8 +27063,16 @@ static const mlstack__json *mlstack__js_unev(mlstack__js *j, const mlstack__json
         if (j->n_unevs) memcpy(t, j->unevs, sizeof *t * (size_t)j->n_unevs);
         j->unevs = t, j->cap_unevs = cap;
     }
+    j->unevs[j->n_unevs].way[0] = way[0], j->unevs[j->n_unevs].way[1] = way[1];
     j->unevs[j->n_unevs].s = s, j->unevs[j->n_unevs++].m = m;
     return m;
+}
+/* After mlstack__js_unev(s): the two ways of s's own if, or NULL (one schema beside s). */
+static const mlstack__json *const *mlstack__js_unev_ways(const mlstack__js *j, const mlstack__json *s) {
+    int q;
+    for (q = 0; q < j->n_unevs; q++)
+        if (j->unevs[q].s == s) return j->unevs[q].way[0] ? j->unevs[q].way : NULL;
+    return NULL;
 }
 /* Whether s's unevaluated* are read here (2019-09 on; refused by name before). */
 static int mlstack__js_has_unev(const mlstack__js *j, const mlstack__json *s) {
@@ -27146,7 +27216,21 @@ static int mlstack__js_flat_split(mlstack__js *j, const mlstack__json *arr, cons
 static int mlstack__js_flat_if(mlstack__js *j, const mlstack__json *s, const mlstack__json *k, mlstack__jstodo *t2,
                                int m, mlstack__jsbr *cur, mlstack__jsbrs *out, int hops) {
     const mlstack__json *th = mlstack__json_get(s, "then"), *el = mlstack__json_get(s, "else");
+    const mlstack__json *const *way = mlstack__js_has_unev(j, s) ? mlstack__js_unev_ways(j, s) : NULL;
     mlstack__jsbr b = *cur;
+    if (way) { /* unevaluated* decided by this if: (if, then, way 0) or (not if, else, way 1), t2 has room */
+        int q, n2;
+        b.splits++, cur->splits++;
+        for (q = 0; q < 2; q++) {
+            const mlstack__json *x = q ? el : th;
+            n2 = m;
+            t2[n2].s = k, t2[n2++].negated = q;
+            if (x) t2[n2].s = x, t2[n2++].negated = 0;
+            t2[n2].s = way[q], t2[n2++].negated = 0;
+            if (mlstack__js_flat(j, t2, n2, q ? cur : &b, out, hops)) return -1;
+        }
+        return 0;
+    }
     if ((!th && !el) || k->type == MLSTACK__JSON_TRUE || k->type == MLSTACK__JSON_FALSE) {
         const mlstack__json *x = !th && !el ? NULL : k->type == MLSTACK__JSON_TRUE ? th : el;
         if (x) t2[m].s = x, t2[m++].negated = 0;
@@ -27313,10 +27397,10 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
         if (!t) return -1;
         t2[m].s = t, t2[m++].negated = 0;
     }
-    if (mlstack__js_has_unev(j, s)) { /* unevaluated*: a schema beside the rest */
+    if (mlstack__js_has_unev(j, s)) { /* unevaluated*: a schema beside the rest, or under each way of its if */
         const mlstack__json *t = mlstack__js_unev(j, s);
         if (!t) return -1;
-        t2[m].s = t, t2[m++].negated = 0;
+        if (!mlstack__js_unev_ways(j, s)) t2[m].s = t, t2[m++].negated = 0;
     }
     if ((k = mlstack__json_get(s, "allOf")) != NULL) {
         if (k->type != MLSTACK__JSON_ARRAY || !k->child)

@@ -612,8 +612,8 @@ static const struct {
                    {"ref", 100},
                    {"required", 100},
                    {"type", 100},
-                   {"unevaluatedItems", 65},
-                   {"unevaluatedProperties", 75},
+                   {"unevaluatedItems", 68},
+                   {"unevaluatedProperties", 84},
                    {"uniqueItems", 100}};
 
 static double g_ms[4096]; /* compile times of the suite's schemas that compile */
@@ -764,6 +764,83 @@ static void test_schema_suite(void) {
 
 /* patternProperties against jsonschema (tests/fixtures/grammar/keys.json): each object, written
    canonically, is accepted iff jsonschema calls it valid. */
+/* unevaluatedProperties on random small schemas (tests/fixtures/grammar/uneval.json, judged by
+   jsonschema, tools/make_uneval_fixtures.py): where a schema compiles, an object the grammar
+   accepts in some key order is valid, and every valid object is accepted in some key order. */
+static int uneval_accepts(const mlstack_grammar *g, const mlstack__json *o) {
+    const mlstack__json *c[3], *e;
+    int n = 0, p, ok = 0;
+    static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    for (e = o->child; e && n < 3; e = e->next) c[n++] = e;
+    for (p = 0; p < 6 && !ok; p++) {
+        mlstack__buf t = {0, 0, 0};
+        mlstack_matcher *m;
+        int k, q = 0;
+        mlstack__buf_puts(&t, "{");
+        for (k = 0; k < 3; k++) {
+            if (perms[p][k] >= n) continue;
+            if (q++) mlstack__buf_puts(&t, ",");
+            mlstack__json_quote(&t, c[perms[p][k]]->key, c[perms[p][k]]->key_len);
+            mlstack__buf_puts(&t, ":");
+            mlstack__json_write(&t, c[perms[p][k]]);
+        }
+        mlstack__buf_puts(&t, "}");
+        if (mlstack_matcher_init(g, &m) == MLSTACK_OK) {
+            ok = mlstack_matcher_accept_bytes(m, t.p, t.n) == MLSTACK_OK &&
+                 (mlstack_matcher_status(m) & MLSTACK_MATCHER_CAN_END);
+            mlstack_matcher_free(m);
+        }
+        free(t.p);
+    }
+    return ok;
+}
+static void test_uneval_random(void) {
+    size_t len;
+    char *text = tl_read(FIX "uneval.json", &len);
+    const char *toks[257];
+    size_t lens[257];
+    static char bytes[256];
+    mlstack__json_doc doc;
+    mlstack_error err;
+    mlstack_vocab *v;
+    const mlstack__json *c, *t;
+    mlstack__buf st = {0, 0, 0};
+    int i, n = 0, n_comp = 0, n_obj = 0, unsound = 0, missing = 0;
+    if (!text || mlstack__json_parse(&doc, text, len, "uneval.json", &err) != MLSTACK_OK) {
+        CHECKF(0, "cannot read " FIX "uneval.json");
+        free(text);
+        return;
+    }
+    for (i = 0; i < 256; i++) bytes[i] = (char)i, toks[i] = bytes + i, lens[i] = 1;
+    v = vocab_of(toks, lens, 256, 1);
+    for (c = doc.root->child; c; c = c->next, n++) {
+        mlstack_grammar *g;
+        st.n = 0;
+        mlstack__json_write(&st, mlstack__json_get(c, "schema"));
+        mlstack__buf_put(&st, "", 1);
+        if (!(g = compile(MLSTACK_GRAMMAR_JSON_SCHEMA, st.p, v, &err))) continue;
+        n_comp++;
+        for (t = mlstack__json_get(c, "instances")->child; t; t = t->next, n_obj++) {
+            int valid = mlstack__json_get(t, "valid")->type == MLSTACK__JSON_TRUE;
+            int acc = uneval_accepts(g, mlstack__json_get(t, "data"));
+            if (acc != valid)
+                printf("  uneval: %s: %s object %s\n", st.p, valid ? "valid" : "invalid",
+                       valid ? "not accepted" : "accepted");
+            unsound += acc && !valid;
+            missing += valid && !acc;
+        }
+        mlstack_grammar_free(g);
+    }
+    printf("unevaluatedProperties, random schemas: %d of %d compile; %d objects: %d invalid accepted, %d valid not\n",
+           n_comp, n, n_obj, unsound, missing);
+    CHECKF(unsound == 0 && missing == 0, "%d invalid objects accepted, %d valid ones not", unsound, missing);
+    CHECKF(n_comp * 10 >= n * 4, "only %d of %d random unevaluatedProperties schemas compile", n_comp, n);
+    free(st.p);
+    mlstack__json_free(&doc);
+    free(text);
+    mlstack_vocab_free(v);
+}
+
 static void test_pattern_keys(void) {
     const char *toks[257];
     size_t lens[257], len;
@@ -1396,8 +1473,8 @@ static void test_schema_errors(void) {
          "[\"a\"]}, {\"properties\": {\"b\": true}, \"required\": [\"b\"]}], \"unevaluatedProperties\": false}}}",
          "'unevaluatedProperties' where what is evaluated depends on the instance",
          "at /properties/x/unevaluatedProperties"},
-        {"{\"if\": {\"prefixItems\": [{\"const\": 1}]}, \"then\": {\"prefixItems\": [true, true]}, "
-         "\"unevaluatedItems\": false}",
+        {"{\"prefixItems\": [{\"const\": 1}], \"anyOf\": [{\"prefixItems\": [true, {\"const\": 2}]}, "
+         "{\"prefixItems\": [true, true, {\"const\": 3}]}], \"unevaluatedItems\": false}",
          "'unevaluatedItems' where what is evaluated depends on the instance", "at /unevaluatedItems"},
         {"{\"$schema\": \"http://json-schema.org/draft-07/schema#\", \"type\": \"object\", "
          "\"unevaluatedProperties\": false}",
@@ -1971,12 +2048,14 @@ int main(void) {
         test_decimal_multiples();
         test_pattern_keys();
         test_schema_suite();
+        test_uneval_random();
         return tl_finish();
     }
     test_gbnf();
     test_regex_fixture();
     test_schema_errors();
     test_schema_suite();
+    test_uneval_random();
     test_pattern_keys();
     test_decimal_multiples();
     test_nat_brute();
