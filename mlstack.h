@@ -29054,7 +29054,13 @@ typedef struct {
     int rule; /* "key": value, -2: the key cannot appear */
     int required;
     int other; /* a key a made 'not additionalProperties' ("$other") does not name */
+    int pv; /* its first value under a member's properties (mlstack__jsobj.pv), -1: none */
 } mlstack__jsprop;
+/* A value some member's properties give a name: the member q, the next such value (-1: last). */
+typedef struct {
+    const mlstack__json *v;
+    int q, next;
+} mlstack__jspv;
 
 static int mlstack__js_name_cmp(const void *a, const void *b) {
     const mlstack__jsprop *x = (const mlstack__jsprop *)a, *y = (const mlstack__jsprop *)b;
@@ -29070,6 +29076,8 @@ static int mlstack__js_name_cmp(const void *a, const void *b) {
 #define MLSTACK__JS_MAX_EXTRA 32
 typedef struct {
     mlstack__jsprop *p;
+    mlstack__jspv *pv; /* the properties values of the names, chained from p[i].pv */
+    int n_pv;
     int n, n_ex, ex_key[MLSTACK__JS_MAX_EXTRA], ex_val[MLSTACK__JS_MAX_EXTRA]; /* other keys: kinds of key, value */
     long mn, mx, cap;
     int nw;
@@ -29171,6 +29179,15 @@ static int mlstack__js_obj_keys(mlstack__js *j, const mlstack__jsbr *br, mlstack
 
 /* The named keys: properties in order, then the required ones not among them (hashed), then
    those of a made "$other" (so that other keys are none of them). */
+/* Name i's value under member q's properties is v, unless the member gave it one already (the
+   first of a repeated key counts, as mlstack__json_get finds it). */
+static void mlstack__js_prop_value(mlstack__jsobj *o, int i, int q, const mlstack__json *v) {
+    int e;
+    for (e = o->p[i].pv; e >= 0; e = o->pv[e].next)
+        if (o->pv[e].q == q) return;
+    o->pv[o->n_pv].v = v, o->pv[o->n_pv].q = q, o->pv[o->n_pv].next = o->p[i].pv;
+    o->p[i].pv = o->n_pv++;
+}
 static int mlstack__js_obj_names(mlstack__js *j, const mlstack__jsbr *br, mlstack__jsobj *o, size_t total) {
     uint32_t mask = 15, h;
     int *tab, q, i;
@@ -29179,6 +29196,8 @@ static int mlstack__js_obj_names(mlstack__js *j, const mlstack__jsbr *br, mlstac
     tab = (int *)mlstack__arena_alloc(&j->arena, sizeof(int) * ((size_t)mask + 1));
     if (!tab) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     memset(tab, 0xFF, sizeof(int) * ((size_t)mask + 1));
+    o->pv = (mlstack__jspv *)mlstack__arena_alloc(&j->arena, sizeof *o->pv * (total + 1));
+    if (!o->pv) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     if (mlstack__js_work(j, 1 + mask / 8)) return -1;
     for (q = 0; q < br->n_pos; q++)
         for (i = 0; i < 3; i++) {
@@ -29197,9 +29216,11 @@ static int mlstack__js_obj_names(mlstack__js *j, const mlstack__jsbr *br, mlstac
                 if (mlstack__js_work(j, probes + kl)) return -1;
                 if (tab[h] < 0) {
                     tab[h] = o->n;
-                    o->p[o->n].key = k, o->p[o->n].len = kl, o->p[o->n].rule = 0, o->p[o->n++].required = 0;
+                    o->p[o->n].key = k, o->p[o->n].len = kl, o->p[o->n].rule = 0, o->p[o->n].pv = -1;
+                    o->p[o->n++].required = 0;
                 }
                 if (i == 1) o->p[tab[h]].required = 1;
+                if (i == 0) mlstack__js_prop_value(o, tab[h], q, c);
             }
         }
     return 0;
@@ -29257,15 +29278,17 @@ static int mlstack__js_obj_pats(mlstack__js *j, const mlstack__jsbr *br, const m
     return 1;
 }
 
-/* The schemas a key's value must satisfy, given the properties schema of each member (NULL:
-   none there) folded in by the caller, and the patterns it matches (mask). */
-static int mlstack__js_key_list(const mlstack__jsbr *br, const mlstack__jspat *kp, int mask, const char *name,
-                                size_t len, const mlstack__json **list) {
-    int q, p, nl = 0;
+/* The schemas a key's value must satisfy: the properties value each member gives name i of o
+   (i < 0: an unnamed key), and the patterns it matches (mask). The values were found when the
+   names were gathered, so a lookup costs the members, not the names. */
+static int mlstack__js_key_list(const mlstack__jsbr *br, const mlstack__jspat *kp, int mask, const mlstack__jsobj *o,
+                                int i, const mlstack__json **list) {
+    int q, p, e, nl = 0;
     for (q = 0; q < br->n_pos; q++) {
-        const mlstack__json *ps = name ? mlstack__json_get(br->pos[q], "properties") : NULL, *v = NULL;
+        const mlstack__json *v = NULL;
         int matched = 0;
-        if (ps && ps->type == MLSTACK__JSON_OBJECT && strlen(name) == len) v = mlstack__json_get(ps, name);
+        for (e = i >= 0 ? o->p[i].pv : -1; e >= 0 && !v; e = o->pv[e].next)
+            if (o->pv[e].q == q) v = o->pv[e].v;
         if (v && nl < MLSTACK__JS_MAX_CONJ) list[nl++] = v;
         for (p = 0; kp->on && p < kp->k.n_pat; p++)
             if (kp->q[p] == q && (mask >> p & 1)) {
@@ -29291,7 +29314,7 @@ static int mlstack__js_obj_extra_pats(mlstack__js *j, const mlstack__jsbr *br, m
         int nl, has_addl = 0;
         m = MLSTACK__KDS(&kp->k, s).mask;
         if (mlstack__kre_named(&kp->k, s) || rule_of[m] != -5) continue;
-        nl = mlstack__js_key_list(br, kp, m, NULL, 0, list);
+        nl = mlstack__js_key_list(br, kp, m, o, -1, list);
         for (q = 0; q < br->n_pos; q++) has_addl |= mlstack__json_get(br->pos[q], "additionalProperties") != NULL;
         rule_of[m] = !m && j->strict && !has_addl ? -2 : mlstack__js_gen_list(j, list, nl);
         if (rule_of[m] == -1) return -1;
@@ -29401,7 +29424,7 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
         size_t o1 = mlstack__js_push(j, "properties", 10), o2 = mlstack__js_push(j, o.p[i].key, o.p[i].len);
         mlstack__buf e = {0, 0, 0};
         int mask = kp.on ? MLSTACK__KDS(&kp.k, mlstack__kre_walk(&kp.k, o.p[i].key, o.p[i].len)).mask : 0;
-        nl = mlstack__js_key_list(br, &kp, mask, o.p[i].key, o.p[i].len, list);
+        nl = mlstack__js_key_list(br, &kp, mask, &o, i, list);
         r = mlstack__js_gen_list(j, list, nl);
         mlstack__js_pop(j, o2);
         mlstack__js_pop(j, o1);

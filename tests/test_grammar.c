@@ -1785,7 +1785,9 @@ static void test_compile_budget(void) {
     CHECKF(r == MLSTACK_OK, "50000 required properties: %s", err.message);
     CHECKF(work < 200 * (uint64_t)b.n && work < 150 * work_small, "50000 required: %llu units of work (500: %llu)",
            (unsigned long long)work, (unsigned long long)work_small);
-    CHECKF(cpu_s() - t0 < 60, "50000 required took %.1f CPU s", cpu_s() - t0); /* a sanity bound, not a speed target */
+    /* not a speed target: a name's value looked up by scanning properties made this 3.75 CPU s at
+       -O2 and 14 under ASan (quadratic, with the work units linear); now 0.14 and about 0.5 */
+    CHECKF(cpu_s() - t0 < 3, "50000 required took %.1f CPU s", cpu_s() - t0);
     printf("50000 required properties (%zu bytes): %llu units, %.2f CPU s\n", b.n, (unsigned long long)work,
            cpu_s() - t0);
     if (g) { /* required in another order than properties: every key is still required, in schema order */
