@@ -16031,23 +16031,32 @@ typedef struct mlstack__weight {
    panels (as above), per super-block s, in order:
      nh headers: gp x 16 f16 each (Q5_0, Q3_K, Q6_K: d; Q5_1: d, m; Q2_K, Q4_K, Q5_K: d, dmin)
      per group j of the super-block:
-       q runs, 4 (nibbles) or 8 (bytes) x gp runs of 64 bytes. Bytes (Q5_0, Q5_1, Q5_K, Q6_K):
-         byte 4l + t of run (g, r) = q[4g + t] + qoff; nibbles (Q2_K, Q3_K, Q4_K): the low nibble
-         is q[4g + t] + qoff, the high one q[16 + 4g + t] + qoff. qoff (Q5_0 16, Q3_K 4, Q6_K 32,
-         else 0) makes every value unsigned for vpdpbusd; the activations' sums take it back out.
+       q runs, 4 (nibbles) or 8 (bytes) x gp runs of 64 bytes. Bytes (Q5_0, Q5_1, Q5_K):
+         byte 4l + t of run (g, r) = q[4g + t] + qoff; nibbles (Q2_K, Q3_K, Q4_K, Q6_K): the low
+         nibble is q[4g + t] + qoff, the high one q[16 + 4g + t] + qoff (their low 4 bits for
+         Q6_K). qoff (Q5_0 16, Q3_K 4, Q6_K 32, else 0) makes every value unsigned for vpdpbusd;
+         the activations' sums take it back out.
+       Q6_K: 2 x gp high runs of 64 bytes, byte 4l + t of run (h, r) = the 2-bit tops (value >>
+         4) of nibble run 2h's low and high value in bits 0-1 and 2-3, of run 2h + 1's in bits
+         4-5 and 6-7: value = nibble | (those two bits << 4), by shifts and one mask 0x30. The
+         six runs lie in the order the kernels read them (MLSTACK__KQP_SLOT: nibble 0, high 0,
+         nibble 1, 2, high 1, nibble 3), so that the stream only moves forward.
        nsc x gp x 16 int8 scales (Q4_K, Q5_K: sc, mn; Q3_K, Q6_K: sa, sb; Q2_K: sa, sb, ma, mb)
    Bytes per weight (one panel, 16 outputs x 256 inputs): Q4_K 0.578 (GGUF 0.5625), Q5_K 1.078
-   (0.6875), Q6_K 1.070 (0.8203), Q3_K 0.570 (0.4297), Q2_K 0.641 (0.3281), Q5_1 1.125 (0.75),
-   Q5_0 1.0625 (0.6875). */
+   (0.6875), Q6_K 0.820 (0.8203; 1.070 with byte runs, before), Q3_K 0.570 (0.4297), Q2_K 0.641
+   (0.3281), Q5_1 1.125 (0.75), Q5_0 1.0625 (0.6875). */
 typedef struct mlstack__kqp_fmt {
-    int ng, nib, split, qoff, nh, nsc; /* groups per super-block; nibbles; sa != sb; q offset; f16 headers; scales */
+    int ng, nib, split, qoff, nh, nsc, hb; /* groups per super-block; nibbles; sa != sb; q offset; f16 headers;
+                                              scales; 2-bit high runs */
 } mlstack__kqp_fmt;
 /* The same facts as constants of a format WT, for the kernels' tiles (WT a compile-time constant
    there, so every test on them folds away): NG, NIB, SPLIT, QOFF, NH, NSC as above, QR the q
-   runs of a group (4 nibble, 8 byte), KOW whether ow = -(dmin * mn) (Q4_K, Q5_K). */
+   runs of a group (4 nibble, 8 byte), HB the 2-bit high runs after them (Q6_K 2, else 0), KOW
+   whether ow = -(dmin * mn) (Q4_K, Q5_K). */
 #define MLSTACK__KQP_CONSTS(WT)                                                                           \
     const int NG = (WT) == MLSTACK__W_Q5_0 || (WT) == MLSTACK__W_Q5_1 ? 1 : 8,                            \
-              NIB = (WT) == MLSTACK__W_Q4_K || (WT) == MLSTACK__W_Q3_K || (WT) == MLSTACK__W_Q2_K,        \
+              NIB = (WT) == MLSTACK__W_Q4_K || (WT) == MLSTACK__W_Q3_K || (WT) == MLSTACK__W_Q2_K ||      \
+                    (WT) == MLSTACK__W_Q6_K,                                                              \
               SPLIT = (WT) == MLSTACK__W_Q6_K || (WT) == MLSTACK__W_Q3_K || (WT) == MLSTACK__W_Q2_K,      \
               QOFF = (WT) == MLSTACK__W_Q6_K   ? 32                                                       \
                      : (WT) == MLSTACK__W_Q3_K ? 4                                                        \
@@ -16057,18 +16066,22 @@ typedef struct mlstack__kqp_fmt {
               NSC = (WT) == MLSTACK__W_Q2_K ? 4                                                           \
                     : NG == 8               ? 2                                                           \
                                             : 0,                                                                        \
-              QR = NIB ? 4 : 8, KOW = (WT) == MLSTACK__W_Q4_K || (WT) == MLSTACK__W_Q5_K
+              QR = NIB ? 4 : 8, HB = (WT) == MLSTACK__W_Q6_K ? 2 : 0,                                     \
+              KOW = (WT) == MLSTACK__W_Q4_K || (WT) == MLSTACK__W_Q5_K
+/* Where run g of a group lies (in runs from the group's start): g < 4 a nibble run, 4 + h high
+   run h, with HB high runs; else (no high runs) g itself. */
+#define MLSTACK__KQP_SLOT(HB, g) ((HB) ? ((g) < 4 ? (g) + ((g) + 1) / 2 : 3 * ((g) - 4) + 1) : (g))
 MLSTACK__FN mlstack__kqp_fmt mlstack__kqp_fmt_of(int wtype) {
     MLSTACK__KQP_CONSTS(wtype);
     mlstack__kqp_fmt f;
-    f.ng = NG, f.nib = NIB, f.split = SPLIT, f.qoff = QOFF, f.nh = NH, f.nsc = NSC;
+    f.ng = NG, f.nib = NIB, f.split = SPLIT, f.qoff = QOFF, f.nh = NH, f.nsc = NSC, f.hb = HB;
     (void)QR, (void)KOW;
     return f;
 }
 /* Bytes of one super-block of one panel. */
 MLSTACK__FN size_t mlstack__kqp_sb_bytes(int wtype) {
     mlstack__kqp_fmt f = mlstack__kqp_fmt_of(wtype);
-    return (size_t)f.nh * 32 + (size_t)f.ng * ((f.nib ? 4 : 8) * 64 + (size_t)f.nsc * 16);
+    return (size_t)f.nh * 32 + (size_t)f.ng * ((size_t)((f.nib ? 4 : 8) + f.hb) * 64 + (size_t)f.nsc * 16);
 }
 #define MLSTACK__P16 16
 #define MLSTACK__PACK_BF16_PAIRS (1u << 16)
@@ -17060,7 +17073,7 @@ MLSTACK__FN void mlstack__kqp_pack_group(const mlstack__weight *w, int grp, unsi
     size_t bsz = mlstack__ggml_types[w->wtype - 16].size;
     int np = mlstack__p16_panels(w->n_out), p0 = grp * MLSTACK__P16_GROUP, r, l, s, j, g, t, h, qr = f.nib ? 4 : 8;
     int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP, nsb = w->n_in / (32 * f.ng);
-    size_t gsz = (size_t)gp * ((size_t)qr * 64 + (size_t)f.nsc * 16);
+    size_t gsz = (size_t)gp * ((size_t)(qr + f.hb) * 64 + (size_t)f.nsc * 16);
     unsigned char *d = dst + (size_t)p0 * pb;
     memset(d, 0, (size_t)gp * pb);
     for (r = 0; r < gp; r++)
@@ -17075,16 +17088,26 @@ MLSTACK__FN void mlstack__kqp_pack_group(const mlstack__weight *w, int grp, unsi
                 for (h = 0; h < f.nh; h++)
                     memcpy(sb + ((size_t)h * gp + r) * 32 + 2 * l, b + mlstack__kqp_hoff(w->wtype, h), 2);
                 for (j = 0; j < f.ng; j++) {
-                    unsigned char *q = sb + (size_t)f.nh * gp * 32 + (size_t)j * gsz, *sc = q + (size_t)gp * qr * 64;
+                    unsigned char *q = sb + (size_t)f.nh * gp * 32 + (size_t)j * gsz,
+                                  *sc = q + (size_t)gp * (qr + f.hb) * 64;
                     int v[4];
                     /* the group's bytes in run order (run g holds bytes 4g..4g+3), then this
                        output's 4 bytes of each run */
                     if (f.nib)
                         for (t = 0; t < 16; t++)
-                            pk[t] = (unsigned char)((gr[j].q[t] + f.qoff) | (gr[j].q[16 + t] + f.qoff) << 4);
+                            pk[t] =
+                                (unsigned char)(((gr[j].q[t] + f.qoff) & 15) | ((gr[j].q[16 + t] + f.qoff) & 15) << 4);
                     else
                         for (t = 0; t < 32; t++) pk[t] = (unsigned char)(gr[j].q[t] + f.qoff);
-                    for (g = 0; g < qr; g++) memcpy(q + ((size_t)g * gp + r) * 64 + 4 * l, pk + 4 * g, 4);
+                    for (t = 0; t < 4 * f.hb; t++) /* high run h: bits 4e + 2i of byte t = the high bits of
+                                                      nibble run 2h + e's low (i 0) or high (i 1) value */
+                        for (g = 0, pk[16 + t] = 0; g < 4; g++)
+                            pk[16 + t] |=
+                                (unsigned char)(((gr[j].q[(g & 1) * 16 + 8 * (t / 4) + 4 * (g / 2) + t % 4] + f.qoff) >>
+                                                 4)
+                                                << 2 * g);
+                    for (g = 0; g < qr + f.hb; g++)
+                        memcpy(q + ((size_t)MLSTACK__KQP_SLOT(f.hb, g) * gp + r) * 64 + 4 * l, pk + 4 * g, 4);
                     v[0] = gr[j].sa, v[1] = gr[j].sb, v[2] = gr[j].ma, v[3] = gr[j].mb;
                     if (w->wtype == MLSTACK__W_Q4_K || w->wtype == MLSTACK__W_Q5_K) /* mn, read as the decoder does */
                         v[1] = j < 4 ? b[8 + j] & 63 : (b[8 + j] >> 4) | ((b[4 + j] >> 6) << 4);
@@ -18264,7 +18287,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
 mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q8x *xq, size_t ldx, int nsb, float *y,
                        size_t ldy, const float *bias, int nvt, const int WT, const int RB, const int NV) {
     MLSTACK__KQP_CONSTS(WT);
-    const size_t gsz = (size_t)gp * ((size_t)QR * 64 + (size_t)NSC * 16), hsz = (size_t)gp * NH * 32,
+    const size_t gsz = (size_t)gp * ((size_t)(QR + HB) * 64 + (size_t)NSC * 16), hsz = (size_t)gp * NH * 32,
                  rs = (size_t)gp * 64;
     const __m256i ones = _mm256_set1_epi16(1), lo4 = _mm256_set1_epi8(15);
     __m256 acc[4][8];
@@ -18275,7 +18298,7 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
         const unsigned char *sbk = wp + (size_t)s * (hsz + (size_t)NG * gsz);
         for (j = 0; j < NG; j++) {
             const unsigned char *gq = sbk + hsz + (size_t)j * gsz + (size_t)v0 * 32,
-                                *gs = sbk + hsz + (size_t)j * gsz + (size_t)gp * QR * 64 + (size_t)v0 * 8;
+                                *gs = sbk + hsz + (size_t)j * gsz + (size_t)gp * (QR + HB) * 64 + (size_t)v0 * 8;
             const mlstack__q8x *xk = xq + (size_t)(s * NG + j);
             int32_t sxa[4] = {0, 0, 0, 0}, sxb[4] = {0, 0, 0, 0};
             MLSTACK__UNROLL for (b = 0; b < RB; b++) {
@@ -18293,9 +18316,18 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
             }
             for (g = 0; g < QR; g++) /* kept rolled (as the Q8_0 kernel: unrolled, gcc spills) */
                 MLSTACK__UNROLL for (v = 0; v < NV; v++) {
-                    __m256i raw = _mm256_loadu_si256((const __m256i *)(const void *)(gq + g * rs + (size_t)v * 32));
+                    __m256i raw = _mm256_loadu_si256(
+                        (const __m256i *)(const void *)(gq + MLSTACK__KQP_SLOT(HB, g) * rs + (size_t)v * 32));
                     __m256i lo = NIB ? _mm256_and_si256(raw, lo4) : raw;
                     __m256i hi = NIB ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4) : raw;
+                    if (HB) { /* Q6_K's 2-bit tops (layout in >>kernels), an even run's moved up to an odd one's */
+                        __m256i t = _mm256_loadu_si256(
+                            (const __m256i *)(const void *)(gq + MLSTACK__KQP_SLOT(HB, 4 + g / 2) * rs +
+                                                            (size_t)v * 32));
+                        t = _mm256_sll_epi16(t, _mm_cvtsi32_si128(g & 1 ? 0 : 4));
+                        lo = _mm256_or_si256(lo, _mm256_and_si256(t, _mm256_set1_epi8(0x30)));
+                        hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(t, 2), _mm256_set1_epi8(0x30)));
+                    }
                     MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                         int32_t x4;
                         __m256i t;
@@ -19375,7 +19407,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
                                                                      const int J, mlstack__p16_pf pf) {
     MLSTACK__KQP_CONSTS(WT);
     const int HALVES = SPLIT && (QOFF || WT == MLSTACK__W_Q2_K);
-    const size_t gsz = (size_t)GS * ((size_t)QR * 64 + (size_t)NSC * 16), hsz = (size_t)GS * NH * 32;
+    const size_t gsz = (size_t)GS * ((size_t)(QR + HB) * 64 + (size_t)NSC * 16), hsz = (size_t)GS * NH * 32;
     __m512 acc[6][4]; /* rows 3..5 unused: the accumulator shape of mlstack__p16_store */
     __m512i ia[3][4], ib[3][4];
     int b, p, g, s, j;
@@ -19384,7 +19416,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
         const unsigned char *sbk = wp + (size_t)s * (hsz + (size_t)NG * gsz);
         mlstack__p16_fetch_next(pf, s);
         for (j = 0; j < NG; j++) {
-            const unsigned char *gq = sbk + hsz + (size_t)j * gsz, *gs = gq + (size_t)GS * QR * 64;
+            const unsigned char *gq = sbk + hsz + (size_t)j * gsz, *gs = gq + (size_t)GS * (QR + HB) * 64;
             const mlstack__q8x *xk = xq + (size_t)(s * NG + j);
             int32_t sxa[3] = {0, 0, 0}, sxb[3] = {0, 0, 0};
             MLSTACK__UNROLL for (b = 0; b < RB; b++) {
@@ -19401,12 +19433,23 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
                 }
             }
             if (NIB) {
+                __m512i hb[4];
+                MLSTACK__UNROLL for (p = 0; p < RO; p++) hb[p] = _mm512_setzero_si512();
                 MLSTACK__UNROLL for (g = 0; g < 4; g++) {
                     __m512i raw[4], lo[4];
                     MLSTACK__UNROLL for (p = 0; p < RO; p++) {
-                        raw[p] = _mm512_loadu_si512((const void *)(gq + (size_t)(g * GS + J + p) * 64));
-                        mlstack__p16_fetch(gq + (size_t)(g * GS + J + p) * 64, pf);
+                        const unsigned char *rp = gq + (size_t)(MLSTACK__KQP_SLOT(HB, g) * GS + J + p) * 64,
+                                            *hp = gq + (size_t)(MLSTACK__KQP_SLOT(HB, 4 + g / 2) * GS + J + p) * 64;
+                        raw[p] = _mm512_loadu_si512((const void *)rp);
+                        mlstack__p16_fetch(rp, pf);
                         lo[p] = _mm512_and_si512(raw[p], _mm512_set1_epi8(15));
+                        if (HB && !(g & 1)) { /* Q6_K's 2-bit tops (layout in >>kernels) */
+                            hb[p] = _mm512_loadu_si512((const void *)hp);
+                            mlstack__p16_fetch(hp, pf);
+                        }
+                        if (HB)
+                            lo[p] = _mm512_or_si512(lo[p], _mm512_and_si512(g & 1 ? hb[p] : _mm512_slli_epi16(hb[p], 4),
+                                                                            _mm512_set1_epi8(0x30)));
                     }
                     MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                         int32_t x4;
@@ -19415,8 +19458,13 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
                         xv = _mm512_set1_epi32(x4);
                         MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], lo[p], xv);
                     }
-                    MLSTACK__UNROLL for (p = 0; p < RO; p++) lo[p] =
-                        _mm512_and_si512(_mm512_srli_epi16(raw[p], 4), _mm512_set1_epi8(15));
+                    MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+                        lo[p] = _mm512_and_si512(_mm512_srli_epi16(raw[p], 4), _mm512_set1_epi8(15));
+                        if (HB)
+                            lo[p] = _mm512_or_si512(lo[p], _mm512_and_si512(g & 1 ? _mm512_srli_epi16(hb[p], 2)
+                                                                                  : _mm512_slli_epi16(hb[p], 2),
+                                                                            _mm512_set1_epi8(0x30)));
+                    }
                     MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                         int32_t x4;
                         __m512i xv;
@@ -20605,18 +20653,26 @@ MLSTACK__P16Q_NEON(mlstack__mm_p16q_neon, , MLSTACK__DOT4_NEON)
                 ia[b] = DOT4(ia[b], wv, xv[b][(G) >> 2], xk[(size_t)b * ldx].q + 4 * (G), (G) & 3);             \
         }                                                                                                       \
     }
-/* Nibble run G: low nibbles are inputs 4G..4G+3, high ones 16 + 4G.. (into ib where split). */
-#define MLSTACK__KQP4_RUN(DOT4, G)                                                                   \
-    {                                                                                                \
-        uint8x16_t raw = vld1q_u8(gq + (size_t)64 * gp * (G) + 16 * c);                              \
-        int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(15))),                           \
-                  hi = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));                                      \
-        MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                   \
-            ia[b] = DOT4(ia[b], lo, xv[b][0], xk[(size_t)b * ldx].q + 4 * (G), (G));                 \
-            if (SPLIT) ib[b] = DOT4(ib[b], hi, xv[b][1], xk[(size_t)b * ldx].q + 16 + 4 * (G), (G)); \
-            else                                                                                     \
-                ia[b] = DOT4(ia[b], hi, xv[b][1], xk[(size_t)b * ldx].q + 16 + 4 * (G), (G));        \
-        }                                                                                            \
+/* Nibble run G: low nibbles are inputs 4G..4G+3, high ones 16 + 4G.. (into ib where split); Q6_K
+   adds each value's 2-bit top from high run G / 2 (layout in >>kernels). */
+#define MLSTACK__KQP4_RUN(DOT4, G)                                                                       \
+    {                                                                                                    \
+        uint8x16_t raw = vld1q_u8(gq + (size_t)64 * gp * MLSTACK__KQP_SLOT(HB, G) + 16 * c),             \
+                   ul = vandq_u8(raw, vdupq_n_u8(15)), uh = vshrq_n_u8(raw, 4);                          \
+        int8x16_t lo, hi;                                                                                \
+        if (HB) {                                                                                        \
+            uint8x16_t t = vld1q_u8(gq + (size_t)64 * gp * MLSTACK__KQP_SLOT(HB, 4 + (G) / 2) + 16 * c); \
+            if (!((G) & 1)) t = vshlq_n_u8(t, 4);                                                        \
+            ul = vorrq_u8(ul, vandq_u8(t, vdupq_n_u8(0x30)));                                            \
+            uh = vorrq_u8(uh, vandq_u8(vshrq_n_u8(t, 2), vdupq_n_u8(0x30)));                             \
+        }                                                                                                \
+        lo = vreinterpretq_s8_u8(ul), hi = vreinterpretq_s8_u8(uh);                                      \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                       \
+            ia[b] = DOT4(ia[b], lo, xv[b][0], xk[(size_t)b * ldx].q + 4 * (G), (G));                     \
+            if (SPLIT) ib[b] = DOT4(ib[b], hi, xv[b][1], xk[(size_t)b * ldx].q + 16 + 4 * (G), (G));     \
+            else                                                                                         \
+                ia[b] = DOT4(ia[b], hi, xv[b][1], xk[(size_t)b * ldx].q + 16 + 4 * (G), (G));            \
+        }                                                                                                \
     }
 /* 4 int8 at p widened to int32 lanes */
 static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__s8x4_neon(const unsigned char *p) {
@@ -20626,97 +20682,97 @@ static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__s8x4_neon(const unsigned char *
 }
 #define MLSTACK__KQP_CASE(NAME, WT_, RB_) \
     case (WT_) * 4 + (RB_): NAME##_tile(wp, gp, r, xb, (size_t)nb, nsb, yb, ldy, bias, nv, WT_, RB_); break;
-#define MLSTACK__KQP_NEON(NAME, ATTR, DOT4)                                                                          \
-    static MLSTACK__ALWAYS_INLINE ATTR void NAME##_tile(                                                             \
-        const unsigned char *wp, int gp, int r, const mlstack__q8x *xq, size_t ldx, int nsb, float *y, size_t ldy,   \
-        const float *bias, int nv, const int WT, const int RB) {                                                     \
-        MLSTACK__KQP_CONSTS(WT);                                                                                     \
-        const size_t gsz = (size_t)gp * ((size_t)QR * 64 + (size_t)NSC * 16), hsz = (size_t)gp * NH * 32;            \
-        float32x4_t acc[2][4];                                                                                       \
-        int b, c, s, j;                                                                                              \
-        MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (c = 0; c < 4; c++) acc[b][c] =                 \
-            vdupq_n_f32(0.0f);                                                                                       \
-        for (s = 0; s < nsb; s++) {                                                                                  \
-            const unsigned char *sbk = wp + (size_t)s * (hsz + (size_t)NG * gsz);                                    \
-            float32x4x4_t d = mlstack__p16_f16x16_neon(sbk + (size_t)r * 32), h1 = d;                                \
-            if (NH == 2) h1 = mlstack__p16_f16x16_neon(sbk + (size_t)gp * 32 + (size_t)r * 32);                      \
-            for (j = 0; j < NG; j++) {                                                                               \
-                const unsigned char *gq = sbk + hsz + (size_t)j * gsz + (size_t)r * 64;                              \
-                const unsigned char *gs = sbk + hsz + (size_t)j * gsz + (size_t)gp * QR * 64 + (size_t)r * 16;       \
-                const mlstack__q8x *xk = xq + (size_t)s * NG + j;                                                    \
-                int8x16_t xv[2][2];                                                                                  \
-                int32_t sxa[2] = {0, 0}, sxb[2] = {0, 0};                                                            \
-                MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                           \
-                    xv[b][0] = vld1q_s8(xk[(size_t)b * ldx].q), xv[b][1] = vld1q_s8(xk[(size_t)b * ldx].q + 16);     \
-                    if (SPLIT) sxa[b] = vaddlvq_s8(xv[b][0]), sxb[b] = xk[(size_t)b * ldx].sum - sxa[b];             \
-                }                                                                                                    \
-                MLSTACK__UNROLL for (c = 0; c < 4; c++) {                                                            \
-                    int32x4_t ia[2], ib[2], sa = vdupq_n_s32(0), sb = sa;                                            \
-                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                       \
-                        ia[b] = vdupq_n_s32(-QOFF * (SPLIT ? sxa[b] : xk[(size_t)b * ldx].sum));                     \
-                        ib[b] = vdupq_n_s32(-QOFF * sxb[b]);                                                         \
-                    }                                                                                                \
-                    if (NIB) {                                                                                       \
+#define MLSTACK__KQP_NEON(NAME, ATTR, DOT4)                                                                           \
+    static MLSTACK__ALWAYS_INLINE ATTR void NAME##_tile(                                                              \
+        const unsigned char *wp, int gp, int r, const mlstack__q8x *xq, size_t ldx, int nsb, float *y, size_t ldy,    \
+        const float *bias, int nv, const int WT, const int RB) {                                                      \
+        MLSTACK__KQP_CONSTS(WT);                                                                                      \
+        const size_t gsz = (size_t)gp * ((size_t)(QR + HB) * 64 + (size_t)NSC * 16), hsz = (size_t)gp * NH * 32;      \
+        float32x4_t acc[2][4];                                                                                        \
+        int b, c, s, j;                                                                                               \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (c = 0; c < 4; c++) acc[b][c] =                  \
+            vdupq_n_f32(0.0f);                                                                                        \
+        for (s = 0; s < nsb; s++) {                                                                                   \
+            const unsigned char *sbk = wp + (size_t)s * (hsz + (size_t)NG * gsz);                                     \
+            float32x4x4_t d = mlstack__p16_f16x16_neon(sbk + (size_t)r * 32), h1 = d;                                 \
+            if (NH == 2) h1 = mlstack__p16_f16x16_neon(sbk + (size_t)gp * 32 + (size_t)r * 32);                       \
+            for (j = 0; j < NG; j++) {                                                                                \
+                const unsigned char *gq = sbk + hsz + (size_t)j * gsz + (size_t)r * 64;                               \
+                const unsigned char *gs = sbk + hsz + (size_t)j * gsz + (size_t)gp * (QR + HB) * 64 + (size_t)r * 16; \
+                const mlstack__q8x *xk = xq + (size_t)s * NG + j;                                                     \
+                int8x16_t xv[2][2];                                                                                   \
+                int32_t sxa[2] = {0, 0}, sxb[2] = {0, 0};                                                             \
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                            \
+                    xv[b][0] = vld1q_s8(xk[(size_t)b * ldx].q), xv[b][1] = vld1q_s8(xk[(size_t)b * ldx].q + 16);      \
+                    if (SPLIT) sxa[b] = vaddlvq_s8(xv[b][0]), sxb[b] = xk[(size_t)b * ldx].sum - sxa[b];              \
+                }                                                                                                     \
+                MLSTACK__UNROLL for (c = 0; c < 4; c++) {                                                             \
+                    int32x4_t ia[2], ib[2], sa = vdupq_n_s32(0), sb = sa;                                             \
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                        \
+                        ia[b] = vdupq_n_s32(-QOFF * (SPLIT ? sxa[b] : xk[(size_t)b * ldx].sum));                      \
+                        ib[b] = vdupq_n_s32(-QOFF * sxb[b]);                                                          \
+                    }                                                                                                 \
+                    if (NIB) {                                                                                        \
                         /* clang-format off */ \
                         MLSTACK__KQP4_RUN(DOT4, 0) MLSTACK__KQP4_RUN(DOT4, 1)                                 \
-                        MLSTACK__KQP4_RUN(DOT4, 2) MLSTACK__KQP4_RUN(DOT4, 3)                                                                     \
-                        /* clang-format on */                                                                        \
-                    } else {                                                                                         \
+                        MLSTACK__KQP4_RUN(DOT4, 2) MLSTACK__KQP4_RUN(DOT4, 3)                                                                      \
+                        /* clang-format on */                                                                         \
+                    } else {                                                                                          \
                         /* clang-format off */ \
                         MLSTACK__KQP8_RUN(DOT4, 0) MLSTACK__KQP8_RUN(DOT4, 1)                                 \
                         MLSTACK__KQP8_RUN(DOT4, 2) MLSTACK__KQP8_RUN(DOT4, 3)                                 \
                         MLSTACK__KQP8_RUN(DOT4, 4) MLSTACK__KQP8_RUN(DOT4, 5)                                 \
-                        MLSTACK__KQP8_RUN(DOT4, 6) MLSTACK__KQP8_RUN(DOT4, 7)                                                                     \
-                        /* clang-format on */                                                                        \
-                    }                                                                                                \
-                    if (NSC)                                                                                         \
-                        sa = mlstack__s8x4_neon(gs + 4 * c), sb = mlstack__s8x4_neon(gs + (size_t)gp * 16 + 4 * c);  \
-                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                       \
-                        int32x4_t isum = ia[b];                                                                      \
-                        if (SPLIT) isum = vaddq_s32(vmulq_s32(ia[b], sa), vmulq_s32(ib[b], sb));                     \
-                        else if (NSC)                                                                                \
-                            isum = vmulq_s32(ia[b], sa);                                                             \
-                        acc[b][c] =                                                                                  \
-                            vfmaq_f32(acc[b][c], vcvtq_f32_s32(isum), vmulq_n_f32(d.val[c], xk[(size_t)b * ldx].d)); \
-                    }                                                                                                \
-                    if (WT == MLSTACK__W_Q5_1 || KOW) {                                                              \
-                        float32x4_t ow = KOW ? vnegq_f32(vmulq_f32(h1.val[c], vcvtq_f32_s32(sb))) : h1.val[c];       \
-                        MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][c] =                                         \
-                            vfmaq_f32(acc[b][c], ow, vdupq_n_f32(xk[(size_t)b * ldx].s));                            \
-                    }                                                                                                \
-                    if (WT == MLSTACK__W_Q2_K) {                                                                     \
-                        int32x4_t ma = mlstack__s8x4_neon(gs + (size_t)gp * 32 + 4 * c),                             \
-                                  mb = mlstack__s8x4_neon(gs + (size_t)gp * 48 + 4 * c);                             \
-                        MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                   \
-                            int32x4_t imin = vaddq_s32(vmulq_n_s32(ma, sxa[b]), vmulq_n_s32(mb, sxb[b]));            \
-                            acc[b][c] = vfmaq_f32(acc[b][c], vcvtq_f32_s32(vnegq_s32(imin)),                         \
-                                                  vmulq_n_f32(h1.val[c], xk[(size_t)b * ldx].d));                    \
-                        }                                                                                            \
-                    }                                                                                                \
-                    MLSTACK__NEON_BARRIER();                                                                         \
-                }                                                                                                    \
-            }                                                                                                        \
-        }                                                                                                            \
-        MLSTACK__UNROLL for (b = 0; b < RB; b++)                                                                     \
-            mlstack__p16_st_neon(y + (size_t)b * ldy, acc[b][0], acc[b][1], acc[b][2], acc[b][3], bias, nv);         \
-    }                                                                                                                \
-    static ATTR void NAME(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1) {       \
-        int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), wt = w->wtype, p, b, r;      \
-        int np = mlstack__p16_panels(w->n_out);                                                                      \
-        size_t pb = mlstack__p16_bytes(wt, w->n_in), ldy = (size_t)w->n_out;                                         \
-        const unsigned char *packed = MLSTACK__PACKED(w);                                                            \
-        for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {                                                    \
-            int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, ro = (o1 - p * 16 + 15) / 16;        \
-            const unsigned char *wp = packed + (size_t)p * pb;                                                       \
-            if (ro > gp) ro = gp;                                                                                    \
-            for (b = 0; b < B; b += 2) {                                                                             \
-                int rb = B - b < 2 ? B - b : 2;                                                                      \
-                const mlstack__q8x *xb = xq + (size_t)b * nb;                                                        \
-                for (r = 0; r < ro; r++) {                                                                           \
-                    int nv = o1 - (p + r) * 16;                                                                      \
-                    const float *bias = w->bias ? w->bias + (p + r) * 16 : NULL;                                     \
-                    float *yb = y + (size_t)b * ldy + (size_t)(p + r) * 16;                                          \
-                    switch (wt * 4 + rb) {                                                                           \
+                        MLSTACK__KQP8_RUN(DOT4, 6) MLSTACK__KQP8_RUN(DOT4, 7)                                                                      \
+                        /* clang-format on */                                                                         \
+                    }                                                                                                 \
+                    if (NSC)                                                                                          \
+                        sa = mlstack__s8x4_neon(gs + 4 * c), sb = mlstack__s8x4_neon(gs + (size_t)gp * 16 + 4 * c);   \
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                        \
+                        int32x4_t isum = ia[b];                                                                       \
+                        if (SPLIT) isum = vaddq_s32(vmulq_s32(ia[b], sa), vmulq_s32(ib[b], sb));                      \
+                        else if (NSC)                                                                                 \
+                            isum = vmulq_s32(ia[b], sa);                                                              \
+                        acc[b][c] =                                                                                   \
+                            vfmaq_f32(acc[b][c], vcvtq_f32_s32(isum), vmulq_n_f32(d.val[c], xk[(size_t)b * ldx].d));  \
+                    }                                                                                                 \
+                    if (WT == MLSTACK__W_Q5_1 || KOW) {                                                               \
+                        float32x4_t ow = KOW ? vnegq_f32(vmulq_f32(h1.val[c], vcvtq_f32_s32(sb))) : h1.val[c];        \
+                        MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][c] =                                          \
+                            vfmaq_f32(acc[b][c], ow, vdupq_n_f32(xk[(size_t)b * ldx].s));                             \
+                    }                                                                                                 \
+                    if (WT == MLSTACK__W_Q2_K) {                                                                      \
+                        int32x4_t ma = mlstack__s8x4_neon(gs + (size_t)gp * 32 + 4 * c),                              \
+                                  mb = mlstack__s8x4_neon(gs + (size_t)gp * 48 + 4 * c);                              \
+                        MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                    \
+                            int32x4_t imin = vaddq_s32(vmulq_n_s32(ma, sxa[b]), vmulq_n_s32(mb, sxb[b]));             \
+                            acc[b][c] = vfmaq_f32(acc[b][c], vcvtq_f32_s32(vnegq_s32(imin)),                          \
+                                                  vmulq_n_f32(h1.val[c], xk[(size_t)b * ldx].d));                     \
+                        }                                                                                             \
+                    }                                                                                                 \
+                    MLSTACK__NEON_BARRIER();                                                                          \
+                }                                                                                                     \
+            }                                                                                                         \
+        }                                                                                                             \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++)                                                                      \
+            mlstack__p16_st_neon(y + (size_t)b * ldy, acc[b][0], acc[b][1], acc[b][2], acc[b][3], bias, nv);          \
+    }                                                                                                                 \
+    static ATTR void NAME(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1) {        \
+        int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), wt = w->wtype, p, b, r;       \
+        int np = mlstack__p16_panels(w->n_out);                                                                       \
+        size_t pb = mlstack__p16_bytes(wt, w->n_in), ldy = (size_t)w->n_out;                                          \
+        const unsigned char *packed = MLSTACK__PACKED(w);                                                             \
+        for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {                                                     \
+            int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, ro = (o1 - p * 16 + 15) / 16;         \
+            const unsigned char *wp = packed + (size_t)p * pb;                                                        \
+            if (ro > gp) ro = gp;                                                                                     \
+            for (b = 0; b < B; b += 2) {                                                                              \
+                int rb = B - b < 2 ? B - b : 2;                                                                       \
+                const mlstack__q8x *xb = xq + (size_t)b * nb;                                                         \
+                for (r = 0; r < ro; r++) {                                                                            \
+                    int nv = o1 - (p + r) * 16;                                                                       \
+                    const float *bias = w->bias ? w->bias + (p + r) * 16 : NULL;                                      \
+                    float *yb = y + (size_t)b * ldy + (size_t)(p + r) * 16;                                           \
+                    switch (wt * 4 + rb) {                                                                            \
                         /* clang-format off */ \
                         MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_0, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_0, 2) \
                         MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_1, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_1, 2) \
@@ -20725,12 +20781,12 @@ static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__s8x4_neon(const unsigned char *
                         MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q4_K, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q4_K, 2) \
                         MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_K, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_K, 2) \
                         MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q6_K, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q6_K, 2) \
-                    default: break;                                                                     \
-                        /* clang-format on */                                                                        \
-                    }                                                                                                \
-                }                                                                                                    \
-            }                                                                                                        \
-        }                                                                                                            \
+                    default: break;                                                                      \
+                        /* clang-format on */                                                                         \
+                    }                                                                                                 \
+                }                                                                                                     \
+            }                                                                                                         \
+        }                                                                                                             \
     }
 /* clang-format off */
 MLSTACK__KQP_NEON(mlstack__mm_kqp_neon, , MLSTACK__DOT4_NEON)
