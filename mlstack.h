@@ -2774,6 +2774,7 @@ typedef struct mlstack__pool {
     mlstack__task_fn fn;
     void *ctx;
     int n_tasks;
+    int spin; /* polls before a wait: mlstack__spin, 0 when the threads outnumber the cores */
 #endif
 } mlstack__pool;
 
@@ -2819,8 +2820,7 @@ MLSTACK__THREAD_FN(mlstack__worker, arg_) {
     MLSTACK_FREE(arg_);
     for (;;) {
         int i;
-        for (i = 0;
-             i < mlstack__spin && mlstack__atomic_load64(&p->generation) == seen && !mlstack__atomic_load(&p->quit);
+        for (i = 0; i < p->spin && mlstack__atomic_load64(&p->generation) == seen && !mlstack__atomic_load(&p->quit);
              i++)
             mlstack__cpu_relax();
         if (mlstack__atomic_load64(&p->generation) == seen) {
@@ -2853,6 +2853,7 @@ MLSTACK__FN int mlstack__pool_init(mlstack__pool *p, int n_threads) {
 #else
     p->n_threads = n_threads;
     if (n_threads == 1) return 0;
+    p->spin = n_threads > mlstack__cpu_count() ? 0 : mlstack__spin; /* spinning would take a waiter's core */
     p->threads = (mlstack__thread *)mlstack__calloc((size_t)n_threads, sizeof(mlstack__thread));
     p->share_mem = mlstack__calloc((size_t)n_threads * 8 + 8, sizeof(uint64_t));
     if (!p->threads || !p->share_mem) {
@@ -2913,7 +2914,7 @@ MLSTACK__FN void mlstack__pool_run(mlstack__pool *p, mlstack__task_fn fn, void *
         mlstack__cond_broadcast(&p->wake);
         mlstack__unlock(&p->mu);
         mlstack__pool_work(p, 0);
-        for (i = 0; i < mlstack__spin && mlstack__atomic_load(&p->pending) > 0; i++) mlstack__cpu_relax();
+        for (i = 0; i < p->spin && mlstack__atomic_load(&p->pending) > 0; i++) mlstack__cpu_relax();
         if (mlstack__atomic_load(&p->pending) > 0) {
             mlstack__lock(&p->mu);
             while (mlstack__atomic_load(&p->pending) > 0) mlstack__cond_wait(&p->done, &p->mu);
