@@ -1794,9 +1794,12 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 /* COLD CODE (PARTS rule 8). Under GCC, when optimising for speed, the code that runs once per
    file, model, request or schema rather than once per token (the JSON, safetensors and GGUF
    parsers, the regex compiler, tokenizer loading, the template interpreter, the GBNF, regex and
-   JSON Schema compilers) is compiled at -O1 (#pragma GCC optimize between the marks
+   JSON Schema compilers, config.json parsing, weight mapping, saving and the GGUF writer, rank and
+   engine setup) is compiled at -O1 (#pragma GCC optimize between the marks
    "#if MLSTACK__COLD_O1"): at -O2 it was about half of the implementation's compile time, for no
-   speed any benchmark sees. Per-token code (kernels, forward pass, sampling, the grammar matcher,
+   speed any benchmark sees. A function there is never inlined into one outside (GCC does not
+   inline across optimize attributes), so a small helper the forward pass calls stays outside.
+   Per-token code (kernels, forward pass, sampling, the grammar matcher,
    the tokenizer's encoder and the regex matcher) keeps the command line's level. -O1 forms no
    fused multiply-adds where -O2 -ffp-contract=fast would, so cold code holds no float arithmetic
    that reaches logits. Define MLSTACK_FULL_OPT to compile it at the command line's level. */
@@ -18674,6 +18677,23 @@ mlstack__scores_kv_tile_avx2(const float *q, int Dh, const unsigned char *const 
     MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++)
         mlstack__st8_part_avx2(s + h * 32 + 8 * v, n - 8 * v, _mm256_mul_ps(a[h][v], _mm256_set1_ps(scale)));
 }
+/* one MLSTACK__NOINLINE function per shape (PARTS rule 6): inlined into one switch, the 36
+   shapes made this the slowest function of the implementation to compile */
+#define MLSTACK__SKV_AVX2_FN(DI_, DT_, GH_, NV_)                                                          \
+    static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__skv_avx2_##DI_##_##GH_##_##NV_(                \
+        const float *q, int Dh, const unsigned char *const *kb, size_t col, int n, float scale, float *s, \
+        mlstack__fetch *f) {                                                                              \
+        mlstack__scores_kv_tile_avx2(q, Dh, kb, col, n, scale, s, f, GH_, NV_, DT_);                      \
+    }
+/* clang-format off */
+#define MLSTACK__SKV_AVX2_DT(F, DI_, DT_) \
+    F(DI_, DT_, 3, 1) F(DI_, DT_, 3, 2) F(DI_, DT_, 3, 3) F(DI_, DT_, 3, 4) F(DI_, DT_, 2, 1) F(DI_, DT_, 2, 2) \
+    F(DI_, DT_, 2, 3) F(DI_, DT_, 2, 4) F(DI_, DT_, 1, 1) F(DI_, DT_, 1, 2) F(DI_, DT_, 1, 3) F(DI_, DT_, 1, 4)
+#define MLSTACK__SKV_AVX2_SHAPES(F) \
+    MLSTACK__SKV_AVX2_DT(F, 0, MLSTACK_DTYPE_F32) MLSTACK__SKV_AVX2_DT(F, 1, MLSTACK_DTYPE_F16) \
+    MLSTACK__SKV_AVX2_DT(F, 2, MLSTACK_DTYPE_BF16)
+MLSTACK__SKV_AVX2_SHAPES(MLSTACK__SKV_AVX2_FN)
+/* clang-format on */
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__attn_scores_kv_avx2(const float *q, int G, int Dh, mlstack_dtype dt,
                                                               const void *const *k, const int *len, int nr, size_t ldk,
                                                               float scale, float *s, mlstack__fetch *f) {
@@ -18686,29 +18706,21 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__attn_scores_kv_avx2(const float *q, in
         int gh = mlstack__heads_pass_avx2(G - g);
         const float *qg = q + (size_t)g * Dh;
         float *sg = s + g * 32;
-#define MLSTACK__SKV_AVX2(DI_, DT_, GH_, NV_)                                          \
-    case (DI_) * 32 + (GH_) * 8 + (NV_):                                               \
-        mlstack__scores_kv_tile_avx2(qg, Dh, kb, col, n, scale, sg, f, GH_, NV_, DT_); \
+#define MLSTACK__SKV_AVX2(DI_, DT_, GH_, NV_)                                      \
+    case (DI_) * 32 + (GH_) * 8 + (NV_):                                           \
+        mlstack__skv_avx2_##DI_##_##GH_##_##NV_(qg, Dh, kb, col, n, scale, sg, f); \
         break;
-        /* clang-format off */
-#define MLSTACK__SKV_AVX2_DT(DI_, DT_) \
-    MLSTACK__SKV_AVX2(DI_, DT_, 3, 1) MLSTACK__SKV_AVX2(DI_, DT_, 3, 2) MLSTACK__SKV_AVX2(DI_, DT_, 3, 3) \
-    MLSTACK__SKV_AVX2(DI_, DT_, 3, 4) MLSTACK__SKV_AVX2(DI_, DT_, 2, 1) MLSTACK__SKV_AVX2(DI_, DT_, 2, 2) \
-    MLSTACK__SKV_AVX2(DI_, DT_, 2, 3) MLSTACK__SKV_AVX2(DI_, DT_, 2, 4) MLSTACK__SKV_AVX2(DI_, DT_, 1, 1) \
-    MLSTACK__SKV_AVX2(DI_, DT_, 1, 2) MLSTACK__SKV_AVX2(DI_, DT_, 1, 3) MLSTACK__SKV_AVX2(DI_, DT_, 1, 4)
-        /* clang-format on */
         switch (dti * 32 + gh * 8 + nv) {
-            /* clang-format off */
-            MLSTACK__SKV_AVX2_DT(0, MLSTACK_DTYPE_F32) MLSTACK__SKV_AVX2_DT(1, MLSTACK_DTYPE_F16)
-            MLSTACK__SKV_AVX2_DT(2, MLSTACK_DTYPE_BF16)
+            MLSTACK__SKV_AVX2_SHAPES(MLSTACK__SKV_AVX2)
         default: break;
-            /* clang-format on */
         }
-#undef MLSTACK__SKV_AVX2_DT
 #undef MLSTACK__SKV_AVX2
         g += gh;
     }
 }
+#undef MLSTACK__SKV_AVX2_SHAPES
+#undef MLSTACK__SKV_AVX2_DT
+#undef MLSTACK__SKV_AVX2_FN
 /* acc (GH heads, Dh apart) of one pass's NV vectors += p . the runs' value rows (rs bytes
    apart, vb[r] at the pass's first value), key by key in order. */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
@@ -18733,6 +18745,22 @@ mlstack__pv_kv_tile_avx2(float *a, int Dh, const float *p, const unsigned char *
     MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (i = 0; i < NV; i++)
         _mm256_storeu_ps(a + (size_t)h * Dh + 8 * i, acc[h][i]);
 }
+#define MLSTACK__PKV_AVX2_FN(DI_, DT_, GH_, NV_)                                                             \
+    static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__pkv_avx2_##DI_##_##GH_##_##NV_(                   \
+        float *a, int Dh, const float *p, const unsigned char *const *vb, const int *len, int nr, size_t rs, \
+        mlstack__fetch *f) {                                                                                 \
+        mlstack__pv_kv_tile_avx2(a, Dh, p, vb, len, nr, rs, f, GH_, NV_, DT_);                               \
+    }
+/* clang-format off */
+#define MLSTACK__PKV_AVX2_DT(F, DI_, DT_) \
+    F(DI_, DT_, 3, 1) F(DI_, DT_, 3, 2) F(DI_, DT_, 3, 3) F(DI_, DT_, 3, 4) F(DI_, DT_, 2, 1) F(DI_, DT_, 2, 2) \
+    F(DI_, DT_, 2, 3) F(DI_, DT_, 2, 4) F(DI_, DT_, 1, 1) F(DI_, DT_, 1, 2) F(DI_, DT_, 1, 3) F(DI_, DT_, 1, 4) \
+    F(DI_, DT_, 1, 5) F(DI_, DT_, 1, 6) F(DI_, DT_, 1, 7) F(DI_, DT_, 1, 8)
+#define MLSTACK__PKV_AVX2_SHAPES(F) \
+    MLSTACK__PKV_AVX2_DT(F, 0, MLSTACK_DTYPE_F32) MLSTACK__PKV_AVX2_DT(F, 1, MLSTACK_DTYPE_F16) \
+    MLSTACK__PKV_AVX2_DT(F, 2, MLSTACK_DTYPE_BF16)
+MLSTACK__PKV_AVX2_SHAPES(MLSTACK__PKV_AVX2_FN)
+/* clang-format on */
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__attn_pv_kv_avx2(float *acc, int G, int Dh, const float *p, mlstack_dtype dt,
                                                           const void *const *v, const int *len, int nr,
                                                           mlstack__fetch *f) {
@@ -18748,29 +18776,19 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__attn_pv_kv_avx2(float *acc, int G, int
             for (r = 0; r < nr; r++) vb[r] = (const unsigned char *)v[r] + (size_t)d * es;
 #define MLSTACK__PKV_AVX2(DI_, DT_, GH_, NV_)                                               \
     case (DI_) * 64 + (GH_) * 16 + (NV_):                                                   \
-        mlstack__pv_kv_tile_avx2(a, Dh, pg, vb, len, nr, (size_t)Dh *es, f, GH_, NV_, DT_); \
+        mlstack__pkv_avx2_##DI_##_##GH_##_##NV_(a, Dh, pg, vb, len, nr, (size_t)Dh *es, f); \
         break;
-            /* clang-format off */
-#define MLSTACK__PKV_AVX2_DT(DI_, DT_) \
-    MLSTACK__PKV_AVX2(DI_, DT_, 3, 1) MLSTACK__PKV_AVX2(DI_, DT_, 3, 2) MLSTACK__PKV_AVX2(DI_, DT_, 3, 3) \
-    MLSTACK__PKV_AVX2(DI_, DT_, 3, 4) MLSTACK__PKV_AVX2(DI_, DT_, 2, 1) MLSTACK__PKV_AVX2(DI_, DT_, 2, 2) \
-    MLSTACK__PKV_AVX2(DI_, DT_, 2, 3) MLSTACK__PKV_AVX2(DI_, DT_, 2, 4) MLSTACK__PKV_AVX2(DI_, DT_, 1, 1) \
-    MLSTACK__PKV_AVX2(DI_, DT_, 1, 2) MLSTACK__PKV_AVX2(DI_, DT_, 1, 3) MLSTACK__PKV_AVX2(DI_, DT_, 1, 4) \
-    MLSTACK__PKV_AVX2(DI_, DT_, 1, 5) MLSTACK__PKV_AVX2(DI_, DT_, 1, 6) MLSTACK__PKV_AVX2(DI_, DT_, 1, 7) \
-    MLSTACK__PKV_AVX2(DI_, DT_, 1, 8)
-            /* clang-format on */
             switch (dti * 64 + gh * 16 + m / 8) {
-                /* clang-format off */
-                MLSTACK__PKV_AVX2_DT(0, MLSTACK_DTYPE_F32) MLSTACK__PKV_AVX2_DT(1, MLSTACK_DTYPE_F16)
-                MLSTACK__PKV_AVX2_DT(2, MLSTACK_DTYPE_BF16)
+                MLSTACK__PKV_AVX2_SHAPES(MLSTACK__PKV_AVX2)
             default: break;
-                /* clang-format on */
             }
-#undef MLSTACK__PKV_AVX2_DT
 #undef MLSTACK__PKV_AVX2
         }
     }
 }
+#undef MLSTACK__PKV_AVX2_SHAPES
+#undef MLSTACK__PKV_AVX2_DT
+#undef MLSTACK__PKV_AVX2_FN
 /* Rotary rotation 8 pairs at a time (fmsub(a, c, b s) is fma(a, c, -(b s)) exactly); a Dh/2
    that is not a multiple of 8 finishes in C. */
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__rope_apply_avx2(float *v, int Dh, const float *cs) {
@@ -29866,6 +29884,10 @@ struct mlstack_model {
     const float *ple_norm, *ones; /* ones: (head_dim) weight of the v norm */
 };
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 static int mlstack__json_int(const mlstack__json *v, int64_t *out) {
     if (!v || v->type != MLSTACK__JSON_NUMBER) return 0;
     if (v->is_int) {
@@ -30488,6 +30510,9 @@ static mlstack_result mlstack__cfg_mla_moe(mlstack__config *c, const mlstack__js
     return MLSTACK_OK;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* Multi-head latent attention (F_MLA): the ranks and head widths, the one KV head it caches
    (latent | rope key), the softmax scale (qk_nope + qk_rope)^-0.5, times mscale^2 with yarn's
    mscale_all_dim (transformers' yarn_apply_mscale). After the rotary tables are read. */
@@ -30534,6 +30559,10 @@ static mlstack_result mlstack__cfg_mla(mlstack__config *c, const mlstack__json *
     return MLSTACK_OK;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* Mixture of experts: the expert count and width, top k, renormalization, the shared expert and
    which layers are MoE (decoder_sparse_step, mlp_only_layers). */
 static mlstack_result mlstack__cfg_moe(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -30756,6 +30785,9 @@ static mlstack_result mlstack__cfg_gemma4_layers(mlstack__config *c, const mlsta
     }
     return MLSTACK_OK;
 }
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* The inverse error function (double; |x| < 1): Winitzki's approximation, then Newton steps on
    erf. */
 static double mlstack__erfinv(double x) {
@@ -30766,6 +30798,10 @@ static double mlstack__erfinv(double x) {
     return y;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* Gemma 3n's options (F_GEMMA3N): altup_num_inputs (default 4) streams, altup_active_idx (0),
    altup_correct_scale (true), laurel_rank (64), activation_sparsity_pattern (a list of one
    fraction in [0, 1) per layer; absent or null: 0.95 for the first 10 layers of a model with
@@ -31112,6 +31148,9 @@ static mlstack_result mlstack__cfg_special_ids(mlstack__config *c, const mlstack
     return mlstack__cfg_ids(v, c->eos_ids, &c->n_eos, MLSTACK_MAX_EOS, c->n_vocab, file, "eos_token_id", err);
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* Floats of one layer's recurrent state of the given kind, per sequence (0 for attention): the
    sizes of the layout in >>kvcache. A conv layer keeps the last conv_k - 1 inputs of its
    convolution, (conv_k - 1, D) oldest first. */
@@ -31150,6 +31189,10 @@ static size_t mlstack__mix_scratch_floats(const mlstack__config *c, int kind) {
 
 #define MLSTACK__MAX_CONV 64 /* widest causal convolution of a recurrent layer */
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* Hybrids: which layers attend (and so have KV), the recurrent layers' options, the size of a
    sequence's state, LFM2's FFN width rule. Families without a mixer: every layer attends. */
 static mlstack_result mlstack__cfg_mixer(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -31240,6 +31283,9 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
     return mlstack__cfg_special_ids(c, root, gen, file, err);
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* Rotary inverse frequencies of table t as transformers computes them (float32), then scaled:
    rot_dim / 2 of them into inv_freq; for longrope the long factors' set into inv_long. Returns
    the cos/sin scale (yarn and longrope attention factor, else 1). */
@@ -31319,6 +31365,10 @@ static int mlstack__model_rope(mlstack_model *m) {
     return 0;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 static void mlstack__model_free_owned(mlstack_model *m) {
     int i;
     for (i = 0; i < m->n_owned; i++) mlstack__aligned_free(m->owned[i]);
@@ -31557,6 +31607,9 @@ static mlstack_result mlstack__model_norm(mlstack_model *m, const char *name, in
                                  out, err);
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* Rows [r0, r1) of a fused projection as a weight of its own (the same bytes). Views carry no
    name: mlstack_model_save writes the fused tensor as stored. */
 static void mlstack__weight_view(mlstack__weight *dst, const mlstack__weight *w, int r0, int r1) {
@@ -31567,6 +31620,10 @@ static void mlstack__weight_view(mlstack__weight *dst, const mlstack__weight *w,
     dst->bias = w->bias ? w->bias + r0 : NULL;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* GPT-NeoX's query_key_value: rows grouped per head (q_h, k_h, v_h, each head_dim rows), as
    transformers views them (heads, 3 Dh). Copied once at load into q | k | v order (weight
    rows and bias), so the views below and every kernel see the usual layout; the file keeps
@@ -31592,6 +31649,9 @@ static mlstack_result mlstack__qkv_deinterleave(mlstack_model *m, const mlstack_
     return MLSTACK_OK;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* KV cache elements one position takes over every attention layer: a key and a value of each KV
    head (of that layer's size); latent attention keeps one key (latent | rope key) and no value
    (>>kvcache). */
@@ -31632,6 +31692,10 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
               ((c->fam->flags & MLSTACK__F_NOPE_FULL) && c->sliding_window && !slides);
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* sqrt(D) embedding scales (Gemma) are made in the embedding's dtype by transformers: for F16
    and BF16 tables the scale is rounded to that type (then multiplied in f32, exactly as the
    f32 reference does). */
@@ -32407,6 +32471,9 @@ static void mlstack__copy_rows(unsigned char *dst, int to, const mlstack__weight
            (size_t)n * w->row_bytes);
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* Where value head h (Hugging Face order: key head h / G's (h % G)-th) is stored: there, or
    tiled at (h % G) Hk + h / G (GGUF from llama.cpp's converter, c->dn_v_tiled). */
 static int mlstack__dn_stored_head(const mlstack__config *c, int h) {
@@ -32414,6 +32481,10 @@ static int mlstack__dn_stored_head(const mlstack__config *c, int h) {
     return c->dn_v_tiled ? (h % G) * c->dn_k_heads + h / G : h;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* The delta-net input projections as stored: Qwen3.5's in_proj_qkv, _z, _b, _a; Qwen3-Next's
    in_proj_qkvz and in_proj_ba grouped per key head; or (Qwen3-Next GGUF) in_proj_qkv, _z and the
    grouped in_proj_ba. Returns how many (src[0..n)), or 0 with *r set. */
@@ -32730,6 +32801,9 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
    MLSTACK__MAX_LAYER_WEIGHTS); returns how many. Absent ones (the dense MLP of a MoE layer, a
    shared expert the family lacks) are left out. */
 #define MLSTACK__MAX_LAYER_WEIGHTS (19 + 3 * MLSTACK__MAX_EXPERTS)
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
     mlstack__layer *L;
     mlstack__weight *all[18];
@@ -32752,6 +32826,10 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
     return n;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* A weight's source bytes are no longer read once its quantized or packed copy exists: their
    pages of the mapped checkpoint go back to the system (mlstack__map_release), so a model does
    not hold its weights twice. Bytes outside the mapped files (owned copies) are left alone. */
@@ -32762,6 +32840,9 @@ static void mlstack__model_release_source(const mlstack_model *m, const void *p,
     mlstack__map_release(&m->gguf.map, p, n);
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* x (n_embd,) = the embedding of `token` as f32: the row as stored, or a row of Q8_0 / Q4_1
    blocks dequantized (d * q, d * q + m: the values llama.cpp's dequantization gives). */
 MLSTACK__FN void mlstack__embed_row(const mlstack_model *m, int32_t token, float *x) {
@@ -32775,6 +32856,10 @@ MLSTACK__FN void mlstack__embed_row(const mlstack_model *m, int32_t token, float
         mlstack__to_f32(m->embed_dtype, row, x, (size_t)D);
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* Whether every projection and the LM head is stored as F32, F16 or BF16. */
 static int mlstack__model_all_float(mlstack_model *m) {
     int l, i;
@@ -32958,6 +33043,9 @@ typedef struct mlstack__pack_job {
     unsigned char *dst;
     int pairs;
 } mlstack__pack_job;
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 static void mlstack__pack_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__pack_job *j = (const mlstack__pack_job *)ctx;
     (void)n_tasks;
@@ -33095,6 +33183,10 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
     return r;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* Writes dir/model.safetensors with every tensor the model uses, quantized projections as
    their P16 panels (U8 [n_panels, panel bytes], "Saved panels" above) or, with
    MLSTACK_SAVE_ROWS, as rows (U8 [n_out, row bytes]), marked "mlstack.quant.<name>" in the
@@ -35227,6 +35319,9 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
 #undef MLSTACK__GGUF_NAME
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* The multiplier llama.cpp's converter folds into Falcon-H1 tensor `name` (its second for k, in
    that order: (W key) attn_in), 1 for others; *mup: in_proj's rows also times ssm_multipliers. */
 static float mlstack__gw_fold_scale(const mlstack__config *c, const char *name, float *second, int *mup) {
@@ -35303,6 +35398,10 @@ static mlstack_result mlstack__gw_fold(mlstack_model *m, mlstack__gw_tensor *ts,
     return MLSTACK_OK;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* Llama 3 rope scaling as llama.cpp keeps it: per-frequency divisors. Returns 0 when out of memory. */
 static int mlstack__gw_list_rope(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t, float **rope_factors) {
     const mlstack__config *c = &m->cfg;
@@ -35985,6 +36084,9 @@ typedef struct mlstack__rand_job {
 
 #define MLSTACK__RAND_CHUNK ((size_t)1 << 16)
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 static uint64_t mlstack__mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -39997,6 +40099,10 @@ static int mlstack__rank_holds(const mlstack__rank *rk, int l) {
     return l < 0 ? rk->stage == 0 : l >= rk->l0 && l < rk->l1;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* The rank's weights: views of its rows of its stage's layers (with panels of those rows when
    its kernels read panels); with one rank, the model's own weights. */
 static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk) {
@@ -40103,6 +40209,9 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
     return MLSTACK_OK;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* Latent attention's scratch (>>forward mlstack__mla_layer); its widest matmul input. 0, or -1 out of memory. */
 static size_t mlstack__mla_max_in(const mlstack__config *c) {
     size_t a = (size_t)c->n_heads * (size_t)c->mla_v, q = (size_t)c->mla_q_rank;
@@ -40192,6 +40301,10 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     return mlstack__mix_scratch(c, s, B, rk->pool->n_threads);
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* Everything a local rank needs, built by the thread that will run it. */
 static void mlstack__rank_setup(mlstack_engine *e, mlstack__rank *rk) {
     mlstack_result r = MLSTACK_OK;
@@ -40274,6 +40387,9 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
    per sequence (id, len, n_pages, page ids...) ---- */
 enum { MLSTACK__STEP_EVAL = 1, MLSTACK__STEP_QUIT = 2 };
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 static int mlstack__msg_reserve(mlstack__rank *rk, size_t n) {
     if (n > rk->cap_msg) {
         int32_t *p = (int32_t *)MLSTACK_REALLOC(rk->msg, sizeof(int32_t) * n);
@@ -40513,6 +40629,10 @@ static void mlstack__comm_release(mlstack__comm *g) {
     MLSTACK_FREE(g);
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* The mesh asked for, checked against the model and the transport: R ranks in S pipeline stages. */
 static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlstack_engine_desc *d, int *R_out,
                                            int *S_out, mlstack_error *err) {
@@ -40830,6 +40950,9 @@ static void mlstack__ranks_free(mlstack_engine *e) {
     e->comm = NULL;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 MLSTACK_API int mlstack_engine_n_ranks(const mlstack_engine *e) { return e ? e->n_ranks : 0; }
 MLSTACK_API int mlstack_engine_rank(const mlstack_engine *e) { return e && e->ranks ? e->ranks[0].index : 0; }
 
@@ -42346,6 +42469,10 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
    scheduler, draft engine), and released in reverse. */
 
 /* The descriptor with its defaults filled in; MLSTACK_OK or the reason it is refused. */
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* The cache types of d resolved (kv_type_k / kv_type_v: 0 takes kv_type, 0 there F16) and checked
    against the model: blocks of 32 need head_dim a multiple of 32; latent attention keeps its
    values inside its keys (one type) and is not quantized. */
@@ -42553,6 +42680,10 @@ MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
     MLSTACK_FREE(e->tmp_len);
     MLSTACK_FREE(e);
 }
+
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 
 /* ==== 29. PROFILER ==== */ /* >>profiler */
 #undef MLSTACK__PART
