@@ -18677,23 +18677,6 @@ mlstack__scores_kv_tile_avx2(const float *q, int Dh, const unsigned char *const 
     MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++)
         mlstack__st8_part_avx2(s + h * 32 + 8 * v, n - 8 * v, _mm256_mul_ps(a[h][v], _mm256_set1_ps(scale)));
 }
-/* one MLSTACK__NOINLINE function per shape (PARTS rule 6): inlined into one switch, the 36
-   shapes made this the slowest function of the implementation to compile */
-#define MLSTACK__SKV_AVX2_FN(DI_, DT_, GH_, NV_)                                                          \
-    static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__skv_avx2_##DI_##_##GH_##_##NV_(                \
-        const float *q, int Dh, const unsigned char *const *kb, size_t col, int n, float scale, float *s, \
-        mlstack__fetch *f) {                                                                              \
-        mlstack__scores_kv_tile_avx2(q, Dh, kb, col, n, scale, s, f, GH_, NV_, DT_);                      \
-    }
-/* clang-format off */
-#define MLSTACK__SKV_AVX2_DT(F, DI_, DT_) \
-    F(DI_, DT_, 3, 1) F(DI_, DT_, 3, 2) F(DI_, DT_, 3, 3) F(DI_, DT_, 3, 4) F(DI_, DT_, 2, 1) F(DI_, DT_, 2, 2) \
-    F(DI_, DT_, 2, 3) F(DI_, DT_, 2, 4) F(DI_, DT_, 1, 1) F(DI_, DT_, 1, 2) F(DI_, DT_, 1, 3) F(DI_, DT_, 1, 4)
-#define MLSTACK__SKV_AVX2_SHAPES(F) \
-    MLSTACK__SKV_AVX2_DT(F, 0, MLSTACK_DTYPE_F32) MLSTACK__SKV_AVX2_DT(F, 1, MLSTACK_DTYPE_F16) \
-    MLSTACK__SKV_AVX2_DT(F, 2, MLSTACK_DTYPE_BF16)
-MLSTACK__SKV_AVX2_SHAPES(MLSTACK__SKV_AVX2_FN)
-/* clang-format on */
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__attn_scores_kv_avx2(const float *q, int G, int Dh, mlstack_dtype dt,
                                                               const void *const *k, const int *len, int nr, size_t ldk,
                                                               float scale, float *s, mlstack__fetch *f) {
@@ -18706,21 +18689,29 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__attn_scores_kv_avx2(const float *q, in
         int gh = mlstack__heads_pass_avx2(G - g);
         const float *qg = q + (size_t)g * Dh;
         float *sg = s + g * 32;
-#define MLSTACK__SKV_AVX2(DI_, DT_, GH_, NV_)                                      \
-    case (DI_) * 32 + (GH_) * 8 + (NV_):                                           \
-        mlstack__skv_avx2_##DI_##_##GH_##_##NV_(qg, Dh, kb, col, n, scale, sg, f); \
+#define MLSTACK__SKV_AVX2(DI_, DT_, GH_, NV_)                                          \
+    case (DI_) * 32 + (GH_) * 8 + (NV_):                                               \
+        mlstack__scores_kv_tile_avx2(qg, Dh, kb, col, n, scale, sg, f, GH_, NV_, DT_); \
         break;
+        /* clang-format off */
+#define MLSTACK__SKV_AVX2_DT(DI_, DT_) \
+    MLSTACK__SKV_AVX2(DI_, DT_, 3, 1) MLSTACK__SKV_AVX2(DI_, DT_, 3, 2) MLSTACK__SKV_AVX2(DI_, DT_, 3, 3) \
+    MLSTACK__SKV_AVX2(DI_, DT_, 3, 4) MLSTACK__SKV_AVX2(DI_, DT_, 2, 1) MLSTACK__SKV_AVX2(DI_, DT_, 2, 2) \
+    MLSTACK__SKV_AVX2(DI_, DT_, 2, 3) MLSTACK__SKV_AVX2(DI_, DT_, 2, 4) MLSTACK__SKV_AVX2(DI_, DT_, 1, 1) \
+    MLSTACK__SKV_AVX2(DI_, DT_, 1, 2) MLSTACK__SKV_AVX2(DI_, DT_, 1, 3) MLSTACK__SKV_AVX2(DI_, DT_, 1, 4)
+        /* clang-format on */
         switch (dti * 32 + gh * 8 + nv) {
-            MLSTACK__SKV_AVX2_SHAPES(MLSTACK__SKV_AVX2)
+            /* clang-format off */
+            MLSTACK__SKV_AVX2_DT(0, MLSTACK_DTYPE_F32) MLSTACK__SKV_AVX2_DT(1, MLSTACK_DTYPE_F16)
+            MLSTACK__SKV_AVX2_DT(2, MLSTACK_DTYPE_BF16)
         default: break;
+            /* clang-format on */
         }
+#undef MLSTACK__SKV_AVX2_DT
 #undef MLSTACK__SKV_AVX2
         g += gh;
     }
 }
-#undef MLSTACK__SKV_AVX2_SHAPES
-#undef MLSTACK__SKV_AVX2_DT
-#undef MLSTACK__SKV_AVX2_FN
 /* acc (GH heads, Dh apart) of one pass's NV vectors += p . the runs' value rows (rs bytes
    apart, vb[r] at the pass's first value), key by key in order. */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
@@ -18745,22 +18736,6 @@ mlstack__pv_kv_tile_avx2(float *a, int Dh, const float *p, const unsigned char *
     MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (i = 0; i < NV; i++)
         _mm256_storeu_ps(a + (size_t)h * Dh + 8 * i, acc[h][i]);
 }
-#define MLSTACK__PKV_AVX2_FN(DI_, DT_, GH_, NV_)                                                             \
-    static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__pkv_avx2_##DI_##_##GH_##_##NV_(                   \
-        float *a, int Dh, const float *p, const unsigned char *const *vb, const int *len, int nr, size_t rs, \
-        mlstack__fetch *f) {                                                                                 \
-        mlstack__pv_kv_tile_avx2(a, Dh, p, vb, len, nr, rs, f, GH_, NV_, DT_);                               \
-    }
-/* clang-format off */
-#define MLSTACK__PKV_AVX2_DT(F, DI_, DT_) \
-    F(DI_, DT_, 3, 1) F(DI_, DT_, 3, 2) F(DI_, DT_, 3, 3) F(DI_, DT_, 3, 4) F(DI_, DT_, 2, 1) F(DI_, DT_, 2, 2) \
-    F(DI_, DT_, 2, 3) F(DI_, DT_, 2, 4) F(DI_, DT_, 1, 1) F(DI_, DT_, 1, 2) F(DI_, DT_, 1, 3) F(DI_, DT_, 1, 4) \
-    F(DI_, DT_, 1, 5) F(DI_, DT_, 1, 6) F(DI_, DT_, 1, 7) F(DI_, DT_, 1, 8)
-#define MLSTACK__PKV_AVX2_SHAPES(F) \
-    MLSTACK__PKV_AVX2_DT(F, 0, MLSTACK_DTYPE_F32) MLSTACK__PKV_AVX2_DT(F, 1, MLSTACK_DTYPE_F16) \
-    MLSTACK__PKV_AVX2_DT(F, 2, MLSTACK_DTYPE_BF16)
-MLSTACK__PKV_AVX2_SHAPES(MLSTACK__PKV_AVX2_FN)
-/* clang-format on */
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__attn_pv_kv_avx2(float *acc, int G, int Dh, const float *p, mlstack_dtype dt,
                                                           const void *const *v, const int *len, int nr,
                                                           mlstack__fetch *f) {
@@ -18776,19 +18751,29 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__attn_pv_kv_avx2(float *acc, int G, int
             for (r = 0; r < nr; r++) vb[r] = (const unsigned char *)v[r] + (size_t)d * es;
 #define MLSTACK__PKV_AVX2(DI_, DT_, GH_, NV_)                                               \
     case (DI_) * 64 + (GH_) * 16 + (NV_):                                                   \
-        mlstack__pkv_avx2_##DI_##_##GH_##_##NV_(a, Dh, pg, vb, len, nr, (size_t)Dh *es, f); \
+        mlstack__pv_kv_tile_avx2(a, Dh, pg, vb, len, nr, (size_t)Dh *es, f, GH_, NV_, DT_); \
         break;
+            /* clang-format off */
+#define MLSTACK__PKV_AVX2_DT(DI_, DT_) \
+    MLSTACK__PKV_AVX2(DI_, DT_, 3, 1) MLSTACK__PKV_AVX2(DI_, DT_, 3, 2) MLSTACK__PKV_AVX2(DI_, DT_, 3, 3) \
+    MLSTACK__PKV_AVX2(DI_, DT_, 3, 4) MLSTACK__PKV_AVX2(DI_, DT_, 2, 1) MLSTACK__PKV_AVX2(DI_, DT_, 2, 2) \
+    MLSTACK__PKV_AVX2(DI_, DT_, 2, 3) MLSTACK__PKV_AVX2(DI_, DT_, 2, 4) MLSTACK__PKV_AVX2(DI_, DT_, 1, 1) \
+    MLSTACK__PKV_AVX2(DI_, DT_, 1, 2) MLSTACK__PKV_AVX2(DI_, DT_, 1, 3) MLSTACK__PKV_AVX2(DI_, DT_, 1, 4) \
+    MLSTACK__PKV_AVX2(DI_, DT_, 1, 5) MLSTACK__PKV_AVX2(DI_, DT_, 1, 6) MLSTACK__PKV_AVX2(DI_, DT_, 1, 7) \
+    MLSTACK__PKV_AVX2(DI_, DT_, 1, 8)
+            /* clang-format on */
             switch (dti * 64 + gh * 16 + m / 8) {
-                MLSTACK__PKV_AVX2_SHAPES(MLSTACK__PKV_AVX2)
+                /* clang-format off */
+                MLSTACK__PKV_AVX2_DT(0, MLSTACK_DTYPE_F32) MLSTACK__PKV_AVX2_DT(1, MLSTACK_DTYPE_F16)
+                MLSTACK__PKV_AVX2_DT(2, MLSTACK_DTYPE_BF16)
             default: break;
+                /* clang-format on */
             }
+#undef MLSTACK__PKV_AVX2_DT
 #undef MLSTACK__PKV_AVX2
         }
     }
 }
-#undef MLSTACK__PKV_AVX2_SHAPES
-#undef MLSTACK__PKV_AVX2_DT
-#undef MLSTACK__PKV_AVX2_FN
 /* Rotary rotation 8 pairs at a time (fmsub(a, c, b s) is fma(a, c, -(b s)) exactly); a Dh/2
    that is not a multiple of 8 finishes in C. */
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__rope_apply_avx2(float *v, int Dh, const float *cs) {
@@ -19052,6 +19037,11 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16f_tile(const vo
    memory idled: one thread, a 2048 x 8192 F16 matrix (Zen 4), 2 / 8 / 16 / 32 rows 3.5 / 5.6
    / 8.2 / 13.2 ms, against 1.1 / 3.2 / 5.7 / 10.7 converted as read with the shared fetch (the
    AVX2 kernel: 1.7 / 3.3 / 5.9 / 10.6); 512 rows within 1%. */
+/* The rows a float tile takes of a block's rb left: tiles of 1, 2, 3 and 6 rows are compiled, 4
+   rows go as 2 + 2 and 5 as 3 + 2 (each is a compile of its own, and 4 or 5 sequences decoding
+   together are rarer than 1, 2 or a prefill's blocks of 6); only the first tile of a block
+   prefetches, the second reads what the first brought in. */
+static MLSTACK__ALWAYS_INLINE int mlstack__p16_rows(int rb) { return rb == 4 || rb == 5 ? rb - 2 : rb; }
 #define MLSTACK__P16F_FN(WT_, RB_)                                                                               \
     static MLSTACK__NOINLINE MLSTACK__T_AVX512 void mlstack__p16f_avx512_##WT_##_##RB_(                          \
         const void *wp, const float *x, size_t ldx, float *y, size_t ldy, int kn, int resume, const float *bias, \
@@ -19059,7 +19049,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16f_tile(const vo
         mlstack__p16f_tile(wp, x, ldx, y, ldy, kn, resume, bias, nv, RB_, 4, 4, WT_, pf);                        \
     }
 /* clang-format off */
-#define MLSTACK__P16F_ROWS(F, WT_) F(WT_, 1) F(WT_, 2) F(WT_, 3) F(WT_, 4) F(WT_, 5) F(WT_, 6)
+#define MLSTACK__P16F_ROWS(F, WT_) F(WT_, 1) F(WT_, 2) F(WT_, 3) F(WT_, 6)
 #define MLSTACK__P16F_SHAPES(F) \
     MLSTACK__P16F_ROWS(F, MLSTACK__W_F32) MLSTACK__P16F_ROWS(F, MLSTACK__W_F16) MLSTACK__P16F_ROWS(F, MLSTACK__W_BF16)
 MLSTACK__P16F_SHAPES(MLSTACK__P16F_FN)
@@ -19079,19 +19069,22 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
             if (ro == 4) {
                 size_t left = (size_t)np * pb - ((size_t)p * pb + (size_t)k0 * lds + sb);
                 for (b = 0; b < B; b += 6) {
-                    int rb = B - b < 6 ? B - b : 6;
+                    int rb = B - b < 6 ? B - b : 6, r;
                     mlstack__p16_pf pf = mlstack__p16_prefetch(src, sb, kn, b, B, 6, left >= sb);
-                    const float *xb = x + (size_t)b * n + k0;
-                    float *yb = y + (size_t)b * ldy + (size_t)p * 16;
+                    for (i = 0; i < rb; i += r, pf = mlstack__p16_nopf) { /* the block's fetches go first */
+                        const float *xb = x + (size_t)(b + i) * n + k0;
+                        float *yb = y + (size_t)(b + i) * ldy + (size_t)p * 16;
+                        r = mlstack__p16_rows(rb - i);
 #define MLSTACK__P16F_CASE(WT_, RB_)                                                               \
     case (WT_) * 8 + (RB_):                                                                        \
         mlstack__p16f_avx512_##WT_##_##RB_(src, xb, (size_t)n, yb, ldy, kn, resume, bias, nv, pf); \
         break;
-                    switch (w->wtype * 8 + rb) {
-                        MLSTACK__P16F_SHAPES(MLSTACK__P16F_CASE)
-                    default: break;
-                    }
+                        switch (w->wtype * 8 + r) {
+                            MLSTACK__P16F_SHAPES(MLSTACK__P16F_CASE)
+                        default: break;
+                        }
 #undef MLSTACK__P16F_CASE
+                    }
                 }
                 continue;
             }
@@ -19798,12 +19791,12 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_BF16 void mlstack__p16dp_tile(const uin
         mlstack__p16dp_tile(wp, x, ldx, y, ldy, kn, resume, bias, nv, RB_, 4, 4);                                \
     }
 /* clang-format off */
-#define MLSTACK__P16DP_SHAPES(F) F(1) F(2) F(3) F(4) F(5) F(6)
+#define MLSTACK__P16DP_SHAPES(F) F(1) F(2) F(3) F(6)
 MLSTACK__P16DP_SHAPES(MLSTACK__P16DP_FN)
 /* clang-format on */
 static MLSTACK__T_BF16 void mlstack__mm_p16dp(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1,
                                               float *scratch) {
-    int n = w->n_in, np2 = (n + 1) / 2, s2 = ((n + 31) & ~31) / 2, p, k0, b, i, j;
+    int n = w->n_in, np2 = (n + 1) / 2, s2 = ((n + 31) & ~31) / 2, p, k0, b, i, j, r;
     size_t pb = mlstack__p16_pair_bytes(n), ldy = (size_t)w->n_out;
     uint32_t *xp = (uint32_t *)(void *)scratch;
     for (b = 0; b < B; b += 6) {
@@ -19830,15 +19823,17 @@ static MLSTACK__T_BF16 void mlstack__mm_p16dp(const mlstack__weight *w, const fl
                                                 resume, bj, nj, 1, 1, ro);
                         continue;
                     }
-#define MLSTACK__P16DP_CASE(RB_) \
-    case RB_: mlstack__p16dp_##RB_(wj, xp + k0, (size_t)s2, yj, ldy, kn, resume, bj, nj); break;
-                    switch (rb) {
-                        /* clang-format off */
-                        MLSTACK__P16DP_CASE(1) MLSTACK__P16DP_CASE(2) MLSTACK__P16DP_CASE(3)
-                        MLSTACK__P16DP_CASE(4) MLSTACK__P16DP_CASE(5) MLSTACK__P16DP_CASE(6)
-                    default: break;
-                        /* clang-format on */
-                    }
+#define MLSTACK__P16DP_CASE(RB_)                                                                                       \
+    case RB_:                                                                                                          \
+        mlstack__p16dp_##RB_(wj, xp + k0 + (size_t)i * s2, (size_t)s2, yj + (size_t)i * ldy, ldy, kn, resume, bj, nj); \
+        break;
+                    for (i = 0; i < rb; i += r) /* 4 rows as 2 + 2, 5 as 3 + 2 (mlstack__p16_rows) */
+                        switch (r = mlstack__p16_rows(rb - i)) {
+                            /* clang-format off */
+                            MLSTACK__P16DP_CASE(1) MLSTACK__P16DP_CASE(2) MLSTACK__P16DP_CASE(3) MLSTACK__P16DP_CASE(6)
+                        default: break;
+                            /* clang-format on */
+                        }
 #undef MLSTACK__P16DP_CASE
                 }
             }
