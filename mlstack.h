@@ -1210,6 +1210,8 @@ MLSTACK_API mlstack_matcher *mlstack_sampler_matcher(mlstack_sampler *sampler);
    GBNF (as llama.cpp's): `name ::= alternatives`, rules end where the next `name ::=` starts;
    "literal" with \n \t \r \\ \" \xHH \uHHHH \UHHHHHHHH escapes, [a-z] / [^...] classes, `.`
    (any character but newline), ( ) groups, | alternation, postfix * + ? {m} {m,} {m,n}, # comments;
+   one extension, `%nat(m, lo, hi)`: a natural number (0 | [1-9][0-9]*) that is a multiple of m
+   in [lo, hi] (hi `*`: unbounded; each at most 10^18), which integer multipleOf compiles to;
    the start rule is `root`. Refused: undefined rules, rules defined twice, left recursion, rules
    that can never finish.
    Regex: whole-string match in the dialect of JSON Schema patterns (see the GRAMMAR section).
@@ -22348,8 +22350,11 @@ MLSTACK__FN void mlstack__gguf_repack_row(uint32_t type, const void *src, void *
 #define MLSTACK__PART 1
 /* Constrained decoding. Every front end becomes GBNF text (JSON Schema and tool lists through a
    schema-to-GBNF generator, regexes through a regex-to-GBNF translator), and one parser turns GBNF
-   into rules of elements: END, ALT (end of an alternative), REF (rule), CHR (one code point) and
-   CLS (sorted code point ranges with an ASCII bitmap). Compilation refuses undefined rules, left
+   into rules of elements: END, ALT (end of an alternative), REF (rule), CHR (one code point),
+   CLS (sorted code point ranges with an ASCII bitmap) and NAT (a natural number in decimal that
+   is a multiple of m in [lo, hi], GBNF `%nat(m, lo, hi)`: its stack top carries the value read
+   so far or, once only the remainder matters, the remainder mod m, so a period of any size up to
+   10^18 needs no states of its own). Compilation refuses undefined rules, left
    recursion (which would expand forever) and rules that can never finish, and counts elements
    against a budget.
    Matching is a pushdown recognizer over code points whose stacks are hash-consed nodes
@@ -22386,10 +22391,28 @@ MLSTACK__FN void mlstack__gguf_repack_row(uint32_t type, const void *src, void *
 #define MLSTACK__G_MAX_NEST 256 /* parentheses in grammar / regex text, schema nesting */
 #define MLSTACK__G_MAX_REPEAT 100000 /* largest bound in {m,n} */
 
-enum { MLSTACK__G_END = 0, MLSTACK__G_ALT = 1, MLSTACK__G_REF = 2, MLSTACK__G_CHR = 3, MLSTACK__G_CLS = 4 };
+enum {
+    MLSTACK__G_END = 0,
+    MLSTACK__G_ALT = 1,
+    MLSTACK__G_REF = 2,
+    MLSTACK__G_CHR = 3,
+    MLSTACK__G_CLS = 4,
+    MLSTACK__G_NAT = 5
+};
 typedef struct {
     int32_t type, v;
 } mlstack__gel;
+/* A NAT element: 0 | [1-9][0-9]* whose value n has n % m == 0 and lo <= n <= hi (hi: NAT_NONE for
+   no bound); m, lo and hi at most NAT_MAX, so 10 * value + 9 never overflows. */
+typedef struct {
+    uint64_t m, lo, hi;
+} mlstack__gnat;
+#define MLSTACK__G_NAT_MAX ((uint64_t)1000000000000000000u) /* 10^18 */
+#define MLSTACK__G_NAT_NONE UINT64_MAX
+/* A NAT stack top's value (mlstack__gnode.val): START before the first digit, REM | r once the
+   number is at least lo with no upper bound (only r = n mod m matters then), else n itself. */
+#define MLSTACK__G_NAT_START ((uint64_t)1 << 63)
+#define MLSTACK__G_NAT_REM ((uint64_t)1 << 62)
 typedef struct {
     uint32_t ascii[4];
     uint32_t off, n; /* ranges: pairs lo, hi in grammar->rng */
@@ -22441,6 +22464,7 @@ typedef struct {
     uint32_t n_tok;
     uint16_t depth;
     uint8_t byte;
+    uint8_t digits; /* 1: this byte and every byte below it are ASCII digits */
 } mlstack__gtrie;
 
 /* Tokens by a length: len[id] (0: not in the set), ids sorted by it, le[L] how many have a length
@@ -22558,6 +22582,10 @@ static int mlstack__vocab_trie(mlstack_vocab *v, const int32_t *ids, int32_t n, 
         trie[nn - 1].n_tok = 1;
     }
     while (top > 0) trie[open[--top]].end = (uint32_t)nn;
+    for (i = nn - 1, l = (uint32_t)nn; i >= 0; i--) { /* l: the first node from i on that is no digit */
+        if (trie[i].byte < '0' || trie[i].byte > '9') l = (uint32_t)i;
+        trie[i].digits = l >= trie[i].end;
+    }
     *out = trie;
     *n_out = nn;
     MLSTACK_FREE(open);
@@ -22846,6 +22874,7 @@ typedef struct {
     int32_t *htab; /* rule names: open addressing, slot = rule + 1 */
     uint32_t hmask;
     mlstack__buf cls, rng; /* mlstack__gcls, uint32 pairs */
+    mlstack__buf nat; /* mlstack__gnat */
     size_t n_elems, max_elems;
     int depth;
     mlstack_error *err;
@@ -23166,6 +23195,49 @@ static int mlstack__gb_number(mlstack__gb *b, long *out) {
     return 0;
 }
 
+/* One argument of %nat: a number up to 10^18, or '*' (no bound) where star is allowed. */
+static int mlstack__gb_nat_arg(mlstack__gb *b, uint64_t *out, int star, char after) {
+    size_t at;
+    mlstack__gb_ws(b);
+    at = b->i;
+    if (star && b->i < b->n && b->s[b->i] == '*') *out = MLSTACK__G_NAT_NONE, b->i++;
+    else {
+        *out = 0;
+        while (b->i < b->n && b->s[b->i] >= '0' && b->s[b->i] <= '9') {
+            *out = *out * 10 + (uint64_t)(b->s[b->i++] - '0');
+            if (*out > MLSTACK__G_NAT_MAX)
+                return mlstack__gb_fail(b, MLSTACK_ERR_LIMIT, at, "%s", "%nat argument above 10^18");
+        }
+        if (b->i == at)
+            return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "expected a number in %nat(m, lo, hi)");
+    }
+    mlstack__gb_ws(b);
+    if (b->i >= b->n || b->s[b->i] != after) {
+        char what[2] = {after, 0};
+        return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, b->i, "expected '%s' in %%nat(m, lo, hi)", what);
+    }
+    b->i++;
+    return 0;
+}
+
+/* %nat(m, lo, hi): a natural number (0 | [1-9][0-9]*) that is a multiple of m in [lo, hi] (hi '*':
+   no bound), one element whose stack top carries the number's value or remainder. */
+static int mlstack__gb_nat(mlstack__gb *b, int rule) {
+    size_t at = b->i;
+    mlstack__gnat t;
+    if (b->n - b->i < 5 || memcmp(b->s + b->i, "%nat(", 5) != 0)
+        return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "expected %nat(m, lo, hi)");
+    b->i += 5;
+    if (mlstack__gb_nat_arg(b, &t.m, 0, ',') || mlstack__gb_nat_arg(b, &t.lo, 0, ',') ||
+        mlstack__gb_nat_arg(b, &t.hi, 1, ')'))
+        return -1;
+    if (t.m == 0) return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "%nat with m = 0");
+    if (t.hi != MLSTACK__G_NAT_NONE && (t.lo > t.hi || (t.lo + t.m - 1) / t.m * t.m > t.hi))
+        return mlstack__gb_fail(b, MLSTACK_ERR_FORMAT, at, "%s", "%nat(m, lo, hi) with no multiple of m in [lo, hi]");
+    if (!MLSTACK__VEC_PUSH(&b->nat, mlstack__gnat, t)) return MLSTACK__GB_OOM(b);
+    return mlstack__gb_emit(b, rule, MLSTACK__G_NAT, (int32_t)(b->nat.n / sizeof t - 1));
+}
+
 /* sequence: symbols with postfix operators, until | ) end or the next rule */
 static int mlstack__gb_seq(mlstack__gb *b, int rule) {
     for (;;) {
@@ -23219,6 +23291,8 @@ static int mlstack__gb_seq(mlstack__gb *b, int rule) {
                                    mlstack__grange_norm((uint32_t *)(void *)pr.p, pr.n / 8), neg);
             MLSTACK_FREE(pr.p);
             if (ci < 0 || mlstack__gb_emit(b, rule, MLSTACK__G_CLS, ci)) return -1;
+        } else if (c == '%') {
+            if (mlstack__gb_nat(b, rule)) return -1;
         } else if (c == '.') {
             uint32_t nl[2] = {'\n', '\n'};
             int32_t ci;
@@ -23306,6 +23380,7 @@ static int mlstack__gb_alts(mlstack__gb *b, int rule) {
 
 typedef struct {
     int32_t pos, parent, depth;
+    uint64_t val; /* a NAT top's value or remainder (MLSTACK__G_NAT_*), else 0 */
 } mlstack__gnode;
 
 typedef struct {
@@ -23326,6 +23401,7 @@ struct mlstack_grammar {
     int32_t *alt_off, *alts; /* rule r's alternatives start at alts[alt_off[r] .. alt_off[r+1]) */
     mlstack__gcls *cls;
     uint32_t *rng;
+    mlstack__gnat *nat;
     int32_t root;
     char *gbnf;
     int max_stacks;
@@ -23361,7 +23437,12 @@ static uint32_t mlstack__gmix(uint32_t h, uint32_t v) {
     return h;
 }
 
-static int32_t mlstack__g_node(mlstack_grammar *g, int32_t pos, int32_t parent) {
+static uint32_t mlstack__g_node_hash(int32_t pos, int32_t parent, uint64_t val) {
+    return mlstack__gmix(mlstack__gmix(mlstack__gmix(0, (uint32_t)pos), (uint32_t)parent),
+                         (uint32_t)(val ^ (val >> 32)));
+}
+
+static int32_t mlstack__g_node(mlstack_grammar *g, int32_t pos, int32_t parent, uint64_t val) {
     uint32_t h;
     mlstack__gnode *nd;
     if ((uint32_t)g->n_nodes * 2 + 2 > g->node_mask) {
@@ -23369,7 +23450,7 @@ static int32_t mlstack__g_node(mlstack_grammar *g, int32_t pos, int32_t parent) 
         int32_t *t = (int32_t *)mlstack__calloc(cap, sizeof(int32_t)), i;
         if (!t) return -1;
         for (i = 1; i < g->n_nodes; i++) {
-            j = mlstack__gmix(mlstack__gmix(0, (uint32_t)g->nodes[i].pos), (uint32_t)g->nodes[i].parent) & (cap - 1);
+            j = mlstack__g_node_hash(g->nodes[i].pos, g->nodes[i].parent, g->nodes[i].val) & (cap - 1);
             while (t[j]) j = (j + 1) & (cap - 1);
             t[j] = i;
         }
@@ -23378,10 +23459,10 @@ static int32_t mlstack__g_node(mlstack_grammar *g, int32_t pos, int32_t parent) 
         g->node_tab = t;
         g->node_mask = cap - 1;
     }
-    h = mlstack__gmix(mlstack__gmix(0, (uint32_t)pos), (uint32_t)parent) & g->node_mask;
+    h = mlstack__g_node_hash(pos, parent, val) & g->node_mask;
     while (g->node_tab[h]) {
         nd = &g->nodes[g->node_tab[h]];
-        if (nd->pos == pos && nd->parent == parent) return g->node_tab[h];
+        if (nd->pos == pos && nd->parent == parent && nd->val == val) return g->node_tab[h];
         h = (h + 1) & g->node_mask;
     }
     if (parent >= 0 && g->nodes[parent].depth >= MLSTACK__G_MAX_DEPTH) {
@@ -23399,6 +23480,7 @@ static int32_t mlstack__g_node(mlstack_grammar *g, int32_t pos, int32_t parent) 
     nd = &g->nodes[g->n_nodes];
     nd->pos = pos;
     nd->parent = parent;
+    nd->val = val;
     nd->depth = parent >= 0 ? g->nodes[parent].depth + 1 : 1;
     g->node_tab[h] = g->n_nodes;
     return g->n_nodes++;
@@ -23453,7 +23535,7 @@ static int mlstack__g_expand(mlstack_grammar *g, int32_t pos, int32_t parent) {
                 continue;
             }
             if (e->type != MLSTACK__G_REF) {
-                int32_t id = mlstack__g_node(g, pos, parent);
+                int32_t id = mlstack__g_node(g, pos, parent, e->type == MLSTACK__G_NAT ? MLSTACK__G_NAT_START : 0);
                 if (id == -1) return -1;
                 if (id >= 0 && !MLSTACK__VEC_PUSH(&g->tmp, int32_t, id)) return -1;
                 if ((int64_t)(g->tmp.n / sizeof(int32_t)) > (int64_t)g->max_stacks * 4) {
@@ -23466,7 +23548,7 @@ static int mlstack__g_expand(mlstack_grammar *g, int32_t pos, int32_t parent) {
             {
                 int32_t base = parent, a;
                 if (!mlstack__g_is_end(g, pos + 1)) {
-                    base = mlstack__g_node(g, pos + 1, parent);
+                    base = mlstack__g_node(g, pos + 1, parent, 0);
                     if (base == -1) return -1;
                     if (base < 0) break; /* too deep: this path dies */
                 }
@@ -23565,6 +23647,7 @@ static int mlstack__gel_has(const mlstack_grammar *g, const mlstack__gel *e, uin
     const uint32_t *r;
     uint32_t lo = 0, hi;
     if (e->type == MLSTACK__G_CHR) return (uint32_t)e->v == cp;
+    if (e->type == MLSTACK__G_NAT) return cp >= '0' && cp <= '9'; /* the value decides (mlstack__g_nat_step) */
     c = &g->cls[e->v];
     if (cp < 128) return (c->ascii[cp >> 5] >> (cp & 31)) & 1;
     r = g->rng + 2 * c->off;
@@ -23585,6 +23668,7 @@ static int mlstack__gel_meets(const mlstack_grammar *g, const mlstack__gel *e, u
     const uint32_t *r;
     uint32_t a = 0, b;
     if (e->type == MLSTACK__G_CHR) return (uint32_t)e->v >= lo && (uint32_t)e->v <= hi;
+    if (e->type == MLSTACK__G_NAT) return lo <= '9' && hi >= '0';
     c = &g->cls[e->v];
     r = g->rng + 2 * c->off;
     b = c->n;
@@ -23595,6 +23679,49 @@ static int mlstack__gel_meets(const mlstack_grammar *g, const mlstack__gel *e, u
             b = mid;
     }
     return a < c->n && r[2 * a] <= hi;
+}
+
+/* Can the NAT value v (exact, hi bounded) take more digits and still end in a multiple of m in
+   [lo, hi]? With k more digits it is one of v * 10^k .. v * 10^k + 10^k - 1. */
+static int mlstack__g_nat_live(const mlstack__gnat *t, uint64_t v) {
+    uint64_t span = 1, a, b;
+    if (t->hi == MLSTACK__G_NAT_NONE) return 1; /* enough digits reach every remainder above lo */
+    while (v <= t->hi / 10) {
+        v *= 10, span *= 10;
+        a = v > t->lo ? v : t->lo;
+        b = v + span - 1 < t->hi ? v + span - 1 : t->hi;
+        if (a <= b && (a + t->m - 1) / t->m * t->m <= b) return 1;
+    }
+    return 0;
+}
+
+/* The NAT top `id` reads digit d: its next top where the number can still end well, and what
+   follows the element where the number may end here; both into g->tmp. Returns 0, -1 out of
+   memory, -2 a budget was exceeded. */
+static int mlstack__g_nat_step(mlstack_grammar *g, int32_t id, uint64_t d) {
+    mlstack__gnode nd = g->nodes[id];
+    const mlstack__gnat *t = &g->nat[g->el[nd.pos].v];
+    uint64_t v = nd.val, val = 0, nv;
+    int ends, more;
+    if (v == MLSTACK__G_NAT_START && d == 0) /* "0": no digit may follow */
+        ends = t->lo == 0, more = 0;
+    else if (v & MLSTACK__G_NAT_REM) {
+        val = MLSTACK__G_NAT_REM | (((v & ~MLSTACK__G_NAT_REM) * 10 + d) % t->m);
+        ends = val == MLSTACK__G_NAT_REM, more = 1;
+    } else {
+        nv = v == MLSTACK__G_NAT_START ? d : v * 10 + d;
+        if (nv > t->hi) return 0;
+        ends = nv >= t->lo && nv % t->m == 0;
+        if (t->hi == MLSTACK__G_NAT_NONE && nv >= t->lo) val = MLSTACK__G_NAT_REM | (nv % t->m), more = 1;
+        else
+            val = nv, more = mlstack__g_nat_live(t, nv);
+    }
+    if (more) {
+        int32_t k = mlstack__g_node(g, nd.pos, nd.parent, val);
+        if (k == -1) return -1;
+        if (k >= 0 && !MLSTACK__VEC_PUSH(&g->tmp, int32_t, k)) return -1;
+    }
+    return ends ? mlstack__g_expand(g, nd.pos + 1, nd.parent) : 0;
 }
 
 /* The next state from s on byte c: -1 dead, -3 out of memory. */
@@ -23642,7 +23769,8 @@ static int32_t mlstack__g_step(mlstack_grammar *g, int32_t s, unsigned c) {
         if (!id) continue;
         nd = &g->nodes[id];
         if (mlstack__gel_has(g, &g->el[nd->pos], acc)) {
-            int e = mlstack__g_expand(g, nd->pos + 1, g->nodes[id].parent);
+            int e = g->el[nd->pos].type == MLSTACK__G_NAT ? mlstack__g_nat_step(g, id, acc - '0')
+                                                          : mlstack__g_expand(g, nd->pos + 1, g->nodes[id].parent);
             if (e == -1) return -3;
             if (e == -2) return -1;
         }
@@ -23695,6 +23823,7 @@ static int mlstack__g_reset_dfa(mlstack_grammar *g) {
     }
     g->nodes[0].pos = -1;
     g->nodes[0].parent = -1;
+    g->nodes[0].val = 0;
     g->nodes[0].depth = 0;
     g->tmp.n = 0;
     for (a = g->alt_off[g->root]; a < g->alt_off[g->root + 1]; a++) {
@@ -23730,6 +23859,7 @@ static int mlstack__g_cls_plain(const mlstack_grammar *g, int32_t c) {
 static int mlstack__g_el_plain(const mlstack_grammar *g, const mlstack__gel *e) {
     uint32_t c = (uint32_t)e->v;
     if (e->type == MLSTACK__G_CLS) return g->cls_plain[e->v];
+    if (e->type == MLSTACK__G_NAT) return 3; /* digits: some of the class */
     return c >= 0x20 && c != '"' && c != '\\' && c <= 0x10FFFF && !(c >= 0xD800 && c <= 0xDFFF) ? 3 : 1;
 }
 
@@ -23780,9 +23910,26 @@ static int32_t mlstack__g_plain_bits(const mlstack__vplain *p, uint32_t k, uint3
     return n;
 }
 
+/* Does some stack top of s take any digits that follow (a NAT element past its first digit with
+   no upper bound: every digit keeps it alive)? Then a subtree of digits only is allowed whole. */
+static int mlstack__g_takes_digits(const mlstack_grammar *g, int32_t s) {
+    const mlstack__gstate *st = &g->states[s];
+    uint32_t i;
+    if (st->part) return 0;
+    for (i = 0; i < st->set_n; i++) {
+        const mlstack__gnode *nd = &g->nodes[g->sets[st->set_off + i]];
+        if (nd->pos >= 0 && g->el[nd->pos].type == MLSTACK__G_NAT && nd->val != MLSTACK__G_NAT_START &&
+            g->nat[g->el[nd->pos].v].hi == MLSTACK__G_NAT_NONE)
+            return 1;
+    }
+    return 0;
+}
+
 /* One walk over a byte trie of tokens (ids: the trie's sorted ids) from state s, setting the
    bits of the tokens the grammar allows: a byte the grammar refuses skips the node's whole
-   subtree. Returns how many, -1 out of memory. */
+   subtree, and a subtree of digits only from a state that takes any digits (a long multipleOf
+   period: a new remainder, so a new state, at each digit) is allowed without stepping into it.
+   Returns how many, -1 out of memory. */
 static int32_t mlstack__g_walk(mlstack_grammar *g, int32_t s, const mlstack__gtrie *trie, int32_t n_trie,
                                const int32_t *ids, uint32_t *bits) {
     int32_t k, n = 0;
@@ -23792,6 +23939,15 @@ static int32_t mlstack__g_walk(mlstack_grammar *g, int32_t s, const mlstack__gtr
         const mlstack__gtrie *t = &trie[k];
         int32_t cur = g->walk[t->depth], nx;
         const int32_t *tr = g->states[cur].trans;
+        if (t->digits && g->nat && mlstack__g_takes_digits(g, cur)) {
+            for (; k < (int32_t)t->end; k++)
+                for (j = 0; j < trie[k].n_tok; j++) {
+                    int32_t id = ids[trie[k].tok + (int32_t)j];
+                    bits[id >> 5] |= 1u << (id & 31);
+                    n++;
+                }
+            continue;
+        }
         nx = tr ? tr[t->byte] : -2;
         if (nx == -2) nx = mlstack__g_next(g, cur, t->byte);
         if (nx == -3) return -1;
@@ -23859,7 +24015,8 @@ struct mlstack_matcher {
     mlstack_grammar *g;
     int32_t state;
     uint64_t epoch;
-    mlstack__buf saved; /* int32: part, n stacks, then each stack as depth, positions top first */
+    mlstack__buf saved; /* int32: part, n stacks, then each stack as depth and its frames bottom first:
+                           the position, and for a NAT element the value's low and high halves */
     int finished; /* an EOS id was accepted */
     mlstack_result fail; /* why the last mask allowed nothing: LIMIT (a budget), NO_MEMORY, INVALID_ARG */
     char err[256];
@@ -23877,11 +24034,23 @@ static int mlstack__m_save(mlstack_matcher *m) {
     v = (int32_t)st->set_n;
     if (!MLSTACK__VEC_PUSH(&m->saved, int32_t, v)) return -1;
     for (i = 0; i < st->set_n; i++) {
-        int32_t id = g->sets[st->set_off + i];
+        int32_t id = g->sets[st->set_off + i], k;
+        size_t w = 0;
+        int32_t *p;
         v = id ? g->nodes[id].depth : 0;
         if (!MLSTACK__VEC_PUSH(&m->saved, int32_t, v)) return -1;
-        for (; id > 0; id = g->nodes[id].parent)
-            if (!MLSTACK__VEC_PUSH(&m->saved, int32_t, g->nodes[id].pos)) return -1;
+        for (k = id; k > 0; k = g->nodes[k].parent) w += g->el[g->nodes[k].pos].type == MLSTACK__G_NAT ? 3 : 1;
+        if (!mlstack__buf_reserve(&m->saved, w * sizeof(int32_t))) return -1;
+        m->saved.n += w * sizeof(int32_t);
+        p = (int32_t *)(void *)(m->saved.p + m->saved.n); /* filled backwards: the top is last */
+        for (k = id; k > 0; k = g->nodes[k].parent) {
+            const mlstack__gnode *nd = &g->nodes[k];
+            if (g->el[nd->pos].type == MLSTACK__G_NAT) {
+                *--p = (int32_t)(uint32_t)(nd->val >> 32);
+                *--p = (int32_t)(uint32_t)nd->val;
+            }
+            *--p = nd->pos;
+        }
     }
     return 0;
 }
@@ -23897,13 +24066,16 @@ static int mlstack__m_sync(mlstack_matcher *m) {
     n = p[1];
     g->tmp.n = 0;
     for (i = 0; i < n; i++) {
-        int32_t depth = p[q], d, id = -1;
+        int32_t depth = p[q++], d, id = -1;
         if (depth == 0) id = 0;
-        for (d = depth - 1; d >= 0; d--) { /* bottom first */
-            id = mlstack__g_node(g, p[q + 1 + d], id);
+        for (d = 0; d < depth; d++) { /* bottom first */
+            int32_t pos = p[q++];
+            uint64_t val = 0;
+            if (g->el[pos].type == MLSTACK__G_NAT)
+                val = (uint64_t)(uint32_t)p[q] | (uint64_t)(uint32_t)p[q + 1] << 32, q += 2;
+            id = mlstack__g_node(g, pos, id, val);
             if (id < 0) return -1;
         }
-        q += 1 + (size_t)depth;
         if (!MLSTACK__VEC_PUSH(&g->tmp, int32_t, id)) return -1;
     }
     r = mlstack__g_state(g, (uint32_t)part);
@@ -24088,6 +24260,7 @@ static void mlstack__gb_free(mlstack__gb *b) {
     MLSTACK_FREE(b->htab);
     MLSTACK_FREE(b->cls.p);
     MLSTACK_FREE(b->rng.p);
+    MLSTACK_FREE(b->nat.p);
 }
 
 static const char *mlstack__gb_rule_name(const mlstack__gb *b, int r) {
@@ -24324,8 +24497,9 @@ static mlstack_result mlstack__gbnf_parse(mlstack_grammar *g, const char *text, 
     g->root = root;
     g->cls = (mlstack__gcls *)(void *)b.cls.p;
     g->rng = (uint32_t *)(void *)b.rng.p;
+    g->nat = (mlstack__gnat *)(void *)b.nat.p;
     n_cls = b.cls.n / sizeof(mlstack__gcls);
-    b.cls.p = b.rng.p = NULL;
+    b.cls.p = b.rng.p = b.nat.p = NULL;
     mlstack__gb_free(&b);
     if (!g->cls) g->cls = (mlstack__gcls *)mlstack__calloc(1, sizeof *g->cls);
     if (!g->rng) g->rng = (uint32_t *)mlstack__calloc(2, sizeof *g->rng);
@@ -24350,6 +24524,7 @@ MLSTACK_API void mlstack_grammar_free(mlstack_grammar *g) {
     MLSTACK_FREE(g->alts);
     MLSTACK_FREE(g->cls);
     MLSTACK_FREE(g->rng);
+    MLSTACK_FREE(g->nat);
     MLSTACK_FREE(g->gbnf);
     MLSTACK_FREE(g->nodes);
     MLSTACK_FREE(g->node_tab);
@@ -24886,6 +25061,7 @@ static mlstack_result mlstack__regex_to_gbnf(const char *re, size_t n, int json_
 
 struct mlstack__jsmemo;
 struct mlstack__jsneg;
+struct mlstack__jsunev;
 struct mlstack__jsuri;
 typedef struct {
     mlstack__buf *out;
@@ -24899,6 +25075,8 @@ typedef struct {
     int strict; /* tool arguments: no other keys unless additionalProperties allows them */
     struct mlstack__jsneg *negs; /* 'not' rewritten, by schema (arena) */
     int n_negs, cap_negs, neg_depth;
+    struct mlstack__jsunev *unevs; /* unevaluated* as a schema beside the rest, by schema (arena) */
+    int n_unevs, cap_unevs;
     struct mlstack__jsuri *uris; /* resources, anchors, $ref bases (documents with embedded $id) */
     int n_uris, cap_uris;
     mlstack__json_doc builtin[9]; /* built-in documents a $ref loaded (mlstack__js_builtins) */
@@ -25808,6 +25986,9 @@ static const mlstack__json *mlstack__js_dynref(mlstack__js *j, const mlstack__js
    branches of oneOf): 1 valid, 0 invalid, -1 a keyword it does not judge (the caller refuses) ---- */
 
 static int mlstack__js_valid(mlstack__js *j, const mlstack__json *s, const mlstack__json *v, int depth);
+static const mlstack__json *mlstack__js_unev(mlstack__js *j, const mlstack__json *s);
+static int mlstack__js_has_unev(const mlstack__js *j, const mlstack__json *s);
+#define MLSTACK__JS_MADE ((uint64_t)-1) /* offset of the nodes made here (mlstack__js_made) */
 
 static size_t mlstack__js_cps(const char *s, size_t n) {
     size_t i, k = 0;
@@ -25900,8 +26081,17 @@ static int mlstack__js_valid(mlstack__js *j, const mlstack__json *s, const mlsta
     if (depth > 64 || mlstack__js_work(j, 4 + (s->type == MLSTACK__JSON_OBJECT ? s->len : 0))) return -1;
     if (s->type == MLSTACK__JSON_TRUE || s->type == MLSTACK__JSON_FALSE) return s->type == MLSTACK__JSON_TRUE;
     if (s->type != MLSTACK__JSON_OBJECT) return -1;
-    for (z = 0; z < sizeof mlstack__js_refused / sizeof mlstack__js_refused[0]; z++)
+    for (z = mlstack__js_has_unev(j, s) ? 2 : 0; z < sizeof mlstack__js_refused / sizeof mlstack__js_refused[0]; z++)
         if (mlstack__json_get(s, mlstack__js_refused[z])) return -1;
+    if ((k = mlstack__json_get(s, "$other")) != NULL && k->offset == MLSTACK__JS_MADE &&
+        v->type == MLSTACK__JSON_OBJECT) {
+        for (c = v->child; c && mlstack__json_get(k, c->key); c = c->next) {} /* made 'not additionalProperties' */
+        if (!c) return 0;
+    }
+    if (mlstack__js_has_unev(j, s)) { /* the schema standing for them, beside the rest */
+        const mlstack__json *u = mlstack__js_unev(j, s);
+        if (!u || (r = mlstack__js_valid(j, u, v, depth + 1)) != 1) return u ? r : -1;
+    }
     if ((k = mlstack__json_get(s, "if")) != NULL && j->draft >= 7) { /* then or else, as if decides */
         const mlstack__json *b;
         if ((r = mlstack__js_valid(j, k, v, depth + 1)) < 0) return r;
@@ -26057,7 +26247,6 @@ static int mlstack__js_branch_add(mlstack__js *j, mlstack__jsbrs *out, const mls
    cached per schema content (its first member) so that recursion through $ref meets the same
    pointers again (the rule memo is by pointer). */
 
-#define MLSTACK__JS_MADE ((uint64_t)-1)
 struct mlstack__jsneg {
     const mlstack__json *key; /* the negated schema's first member */
     const mlstack__json *neg;
@@ -26272,6 +26461,17 @@ static int mlstack__js_neg_object(mlstack__js *j, const mlstack__json *s, mlstac
             } else if (!p)
                 return -1;
         }
+    if ((v = mlstack__json_get(s, "additionalProperties")) != NULL && v->type == MLSTACK__JSON_FALSE) {
+        mlstack__json *o = mlstack__js_add(d, mlstack__js_typed(j, MLSTACK__JT_OBJ)), *p; /* a key not named */
+        p = mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_OBJECT, "$other")); /* read when made */
+        e = mlstack__json_get(s, "properties");
+        for (c = e && e->type == MLSTACK__JSON_OBJECT ? e->child : NULL; c && p; c = c->next)
+            if (strlen(c->key) != c->key_len || !mlstack__js_add(p, mlstack__js_made(j, MLSTACK__JSON_TRUE, c->key)))
+                return j->rc == MLSTACK_OK
+                           ? mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "'not' of a property name with a NUL")
+                           : -1;
+        if (!p) return -1;
+    }
     for (q = 0; q < 2; q++)
         if ((v = mlstack__json_get(s, deps[q])) != NULL && v->type == MLSTACK__JSON_OBJECT)
             for (c = v->child; c; c = c->next) {
@@ -26347,6 +26547,321 @@ static int mlstack__js_neg_applicators(mlstack__js *j, const mlstack__json *s, m
     return j->rc == MLSTACK_OK ? 0 : -1;
 }
 
+/* ---- unevaluatedProperties / unevaluatedItems, where what is evaluated is known statically ----
+   The annotations a schema object's in-place applicators leave (property names and patterns, a
+   prefix length, contains schemas, or "all") are gathered as a lower bound L (left by every
+   valid instance) and an upper bound H (by some). Failed branches leave nothing: anyOf keeps
+   what its always-valid branches leave and what all its branches leave, oneOf what all leave,
+   if / then / else what both ways leave; dependentSchemas only raise H, not leaves nothing.
+   Where H is within L the set is known and `unevaluatedProperties: U` is a constraint on the
+   other names, an allOf member beside the schema: {"properties": {L's names: true},
+   "patternProperties": {L's patterns: true}, "additionalProperties": U}; `unevaluatedItems: U`
+   is {"prefixItems": [true x L's prefix], "items": {"anyOf": [L's contains..., U]}}. Otherwise
+   refused with the keyword. */
+
+#define MLSTACK__JS_EV_NAMES 48
+#define MLSTACK__JS_EV_PATS 8
+typedef struct {
+    int all_p, all_i; /* every property / every item */
+    long prefix;
+    int n_name, n_pat, n_cont;
+    const mlstack__json *name[MLSTACK__JS_EV_NAMES], *pat[MLSTACK__JS_EV_PATS], *cont[MLSTACK__JS_EV_PATS];
+} mlstack__jsev;
+struct mlstack__jsunev {
+    const mlstack__json *s, *m;
+};
+
+static int mlstack__js_ev_same(const mlstack__json *a, const mlstack__json *b, int by_key) {
+    if (!by_key) return a == b;
+    return a->key_len == b->key_len && !memcmp(a->key, b->key, a->key_len);
+}
+static int mlstack__js_ev_has(const mlstack__json *const *list, int n, const mlstack__json *x, int by_key) {
+    int i;
+    for (i = 0; i < n; i++)
+        if (mlstack__js_ev_same(list[i], x, by_key)) return 1;
+    return 0;
+}
+/* Adds x to a list of at most cap (by key or by pointer). */
+static int mlstack__js_ev_put(mlstack__js *j, const mlstack__json **list, int *n, int cap, const mlstack__json *x,
+                              int by_key) {
+    if (mlstack__js_work(j, 1 + (uint64_t)*n) || mlstack__js_ev_has(list, *n, x, by_key)) return j->rc ? -1 : 0;
+    if (*n == cap)
+        return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s",
+                                "unevaluated*: more than 48 property names or 8 patterns / contains evaluated");
+    list[(*n)++] = x;
+    return 0;
+}
+static int mlstack__js_ev_union(mlstack__js *j, mlstack__jsev *a, const mlstack__jsev *b) {
+    int i, r = 0;
+    a->all_p |= b->all_p, a->all_i |= b->all_i;
+    if (b->prefix > a->prefix) a->prefix = b->prefix;
+    for (i = 0; i < b->n_name && !r; i++)
+        r = mlstack__js_ev_put(j, a->name, &a->n_name, MLSTACK__JS_EV_NAMES, b->name[i], 1);
+    for (i = 0; i < b->n_pat && !r; i++)
+        r = mlstack__js_ev_put(j, a->pat, &a->n_pat, MLSTACK__JS_EV_PATS, b->pat[i], 1);
+    for (i = 0; i < b->n_cont && !r; i++)
+        r = mlstack__js_ev_put(j, a->cont, &a->n_cont, MLSTACK__JS_EV_PATS, b->cont[i], 0);
+    return r;
+}
+/* Keeps in list what other (of no) also holds. */
+static void mlstack__js_ev_keep(const mlstack__json **list, int *n, const mlstack__json *const *other, int no,
+                                int by_key) {
+    int i, m = 0;
+    for (i = 0; i < *n; i++)
+        if (mlstack__js_ev_has(other, no, list[i], by_key)) list[m++] = list[i];
+    *n = m;
+}
+/* a = what both a and b leave. */
+static void mlstack__js_ev_inter(mlstack__jsev *a, const mlstack__jsev *b) {
+    if (a->all_p && !b->all_p) {
+        memcpy(a->name, b->name, sizeof a->name[0] * (size_t)b->n_name), a->n_name = b->n_name;
+        memcpy(a->pat, b->pat, sizeof a->pat[0] * (size_t)b->n_pat), a->n_pat = b->n_pat;
+    } else if (!b->all_p) {
+        mlstack__js_ev_keep(a->name, &a->n_name, b->name, b->n_name, 1);
+        mlstack__js_ev_keep(a->pat, &a->n_pat, b->pat, b->n_pat, 1);
+    }
+    a->all_p &= b->all_p;
+    if (a->all_i && !b->all_i) {
+        memcpy(a->cont, b->cont, sizeof a->cont[0] * (size_t)b->n_cont), a->n_cont = b->n_cont;
+        a->prefix = b->prefix;
+    } else if (!b->all_i) {
+        mlstack__js_ev_keep(a->cont, &a->n_cont, b->cont, b->n_cont, 0);
+        if (b->prefix < a->prefix) a->prefix = b->prefix;
+    }
+    a->all_i &= b->all_i;
+}
+/* Is what a says (properties: items 0, items: 1) within b? */
+static int mlstack__js_ev_within(const mlstack__jsev *a, const mlstack__jsev *b, int items) {
+    int i;
+    if (items ? b->all_i : b->all_p) return 1;
+    if (items ? a->all_i : a->all_p) return 0;
+    if (items) {
+        for (i = 0; i < a->n_cont; i++)
+            if (!mlstack__js_ev_has(b->cont, b->n_cont, a->cont[i], 0)) return 0;
+        return a->prefix <= b->prefix;
+    }
+    for (i = 0; i < a->n_name; i++)
+        if (!mlstack__js_ev_has(b->name, b->n_name, a->name[i], 1)) return 0;
+    for (i = 0; i < a->n_pat; i++)
+        if (!mlstack__js_ev_has(b->pat, b->n_pat, a->pat[i], 1)) return 0;
+    return 1;
+}
+
+/* Does s hold for every value? (Only the plain cases: true, annotations, and applicators whose
+   members all hold for every value; 0 when not proved.) */
+static int mlstack__js_always(const mlstack__json *s, int depth) {
+    static const char *const notes[] = {"$comment",   "title",       "description", "default",       "examples",
+                                        "$defs",      "definitions", "$schema",     "$id",           "$anchor",
+                                        "deprecated", "readOnly",    "writeOnly",   "$dynamicAnchor"};
+    static const char *const subs[] = {
+        "additionalProperties", "items", "unevaluatedProperties", "unevaluatedItems", "propertyNames",
+        "additionalItems",      "not"};
+    const mlstack__json *k, *c;
+    size_t z;
+    if (s->type == MLSTACK__JSON_TRUE) return 1;
+    if (s->type != MLSTACK__JSON_OBJECT || depth > 16) return 0;
+    for (k = s->child; k; k = k->next) {
+        int ok = 0, all = !strcmp(k->key, "allOf") || !strcmp(k->key, "prefixItems");
+        for (z = 0; z < sizeof notes / sizeof notes[0] && !ok; z++) ok = !strcmp(k->key, notes[z]);
+        for (z = 0; z < sizeof subs / sizeof subs[0] && !ok; z++)
+            ok = !strcmp(k->key, subs[z]) &&
+                 (z == 6 ? k->type == MLSTACK__JSON_FALSE : mlstack__js_always(k, depth + 1));
+        if (!ok && (all || !strcmp(k->key, "anyOf")) && k->type == MLSTACK__JSON_ARRAY && k->child) {
+            ok = all;
+            for (c = k->child; c; c = c->next)
+                ok = all ? ok && mlstack__js_always(c, depth + 1) : ok || mlstack__js_always(c, depth + 1);
+        }
+        if (!ok &&
+            (!strcmp(k->key, "properties") || !strcmp(k->key, "patternProperties") ||
+             !strcmp(k->key, "dependentSchemas")) &&
+            k->type == MLSTACK__JSON_OBJECT)
+            for (ok = 1, c = k->child; c; c = c->next) ok = ok && mlstack__js_always(c, depth + 1);
+        if (!ok) return 0;
+    }
+    return 1;
+}
+
+/* The annotations of s's own keywords (top: leave out its unevaluated* themselves). */
+static int mlstack__js_ev_own(mlstack__js *j, const mlstack__json *s, mlstack__jsev *e, int top) {
+    const mlstack__json *k, *c;
+    int r = 0;
+    if ((k = mlstack__json_get(s, "properties")) != NULL && k->type == MLSTACK__JSON_OBJECT)
+        for (c = k->child; c && !r; c = c->next)
+            r = mlstack__js_ev_put(j, e->name, &e->n_name, MLSTACK__JS_EV_NAMES, c, 1);
+    if ((k = mlstack__json_get(s, "patternProperties")) != NULL && k->type == MLSTACK__JSON_OBJECT)
+        for (c = k->child; c && !r; c = c->next)
+            r = mlstack__js_ev_put(j, e->pat, &e->n_pat, MLSTACK__JS_EV_PATS, c, 1);
+    if (mlstack__json_get(s, "additionalProperties") || (!top && mlstack__json_get(s, "unevaluatedProperties")))
+        e->all_p = 1;
+    k = mlstack__json_get(s, "items");
+    c = k && k->type == MLSTACK__JSON_ARRAY ? k : mlstack__json_get(s, "prefixItems");
+    if (c && c->type == MLSTACK__JSON_ARRAY && (long)c->len > e->prefix) e->prefix = (long)c->len;
+    if ((k && k->type != MLSTACK__JSON_ARRAY) || (k && mlstack__json_get(s, "additionalItems")) ||
+        (!top && mlstack__json_get(s, "unevaluatedItems")))
+        e->all_i = 1;
+    if (!r && (k = mlstack__json_get(s, "contains")) != NULL)
+        r = mlstack__js_ev_put(j, e->cont, &e->n_cont, MLSTACK__JS_EV_PATS, k, 0);
+    return r;
+}
+
+static int mlstack__js_ev_of(mlstack__js *j, const mlstack__json *s, mlstack__jsev *L, mlstack__jsev *H, int depth,
+                             const mlstack__json **stack);
+
+/* anyOf (q 0) / oneOf (q 1) members: H takes every member's; L what all members leave, and for
+   anyOf what each always-valid member leaves. */
+static int mlstack__js_ev_split(mlstack__js *j, const mlstack__json *arr, int q, mlstack__jsev *L, mlstack__jsev *H,
+                                int depth, const mlstack__json **stack) {
+    mlstack__jsev both, l, h;
+    const mlstack__json *c;
+    int first = 1;
+    if (arr->type != MLSTACK__JSON_ARRAY) return 0;
+    for (c = arr->child; c; c = c->next) {
+        memset(&l, 0, sizeof l), memset(&h, 0, sizeof h);
+        if (mlstack__js_ev_of(j, c, &l, &h, depth + 1, stack) || mlstack__js_ev_union(j, H, &h)) return -1;
+        if (c->type == MLSTACK__JSON_FALSE) continue; /* never holds: leaves nothing */
+        if (q == 0 && mlstack__js_always(c, 0) && mlstack__js_ev_union(j, L, &l)) return -1;
+        if (first) both = l, first = 0;
+        else
+            mlstack__js_ev_inter(&both, &l);
+    }
+    return first ? 0 : mlstack__js_ev_union(j, L, &both);
+}
+/* if / then / else: (if and then) or (else), whichever way; dependentSchemas raise H only. */
+static int mlstack__js_ev_cond(mlstack__js *j, const mlstack__json *s, mlstack__jsev *L, mlstack__jsev *H, int depth,
+                               const mlstack__json **stack) {
+    const mlstack__json *k = mlstack__json_get(s, "if"), *c;
+    if (k && j->draft >= 7) {
+        mlstack__jsev l[3], h[3];
+        static const char *const kw[] = {"if", "then", "else"};
+        int q;
+        memset(l, 0, sizeof l), memset(h, 0, sizeof h);
+        for (q = 0; q < 3; q++)
+            if ((c = mlstack__json_get(s, kw[q])) != NULL &&
+                (mlstack__js_ev_of(j, c, &l[q], &h[q], depth + 1, stack) || mlstack__js_ev_union(j, H, &h[q])))
+                return -1;
+        if (mlstack__js_ev_union(j, &l[0], &l[1])) return -1;
+        if (k->type == MLSTACK__JSON_FALSE) l[0] = l[2];
+        else if (!mlstack__js_always(k, 0))
+            mlstack__js_ev_inter(&l[0], &l[2]);
+        if (mlstack__js_ev_union(j, L, &l[0])) return -1;
+    }
+    if ((k = mlstack__json_get(s, "dependentSchemas")) != NULL && k->type == MLSTACK__JSON_OBJECT)
+        for (c = k->child; c; c = c->next) {
+            mlstack__jsev l, h;
+            memset(&l, 0, sizeof l), memset(&h, 0, sizeof h);
+            if (mlstack__js_ev_of(j, c, &l, &h, depth + 1, stack) || mlstack__js_ev_union(j, H, &h)) return -1;
+        }
+    return 0;
+}
+/* L and H of s (added to). A schema met again in place (a $ref cycle) adds nothing new. */
+static int mlstack__js_ev_of(mlstack__js *j, const mlstack__json *s, mlstack__jsev *L, mlstack__jsev *H, int depth,
+                             const mlstack__json **stack) {
+    const mlstack__json *k, *c, *t;
+    int q;
+    if (s->type != MLSTACK__JSON_OBJECT) return 0;
+    for (q = 0; q < depth; q++)
+        if (stack[q] == s) return 0;
+    if (depth >= 32)
+        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                                "unevaluated*: more than 32 schemas in place (allOf, $ref, anyOf, ...) below it");
+    if (mlstack__js_work(j, 4 + s->len)) return -1;
+    stack[depth] = s;
+    if (mlstack__js_ev_own(j, s, L, depth == 0) || mlstack__js_ev_own(j, s, H, depth == 0)) return -1;
+    if ((k = mlstack__json_get(s, "allOf")) != NULL && k->type == MLSTACK__JSON_ARRAY)
+        for (c = k->child; c; c = c->next)
+            if (mlstack__js_ev_of(j, c, L, H, depth + 1, stack)) return -1;
+    for (q = 0; q < 2; q++)
+        if ((k = mlstack__json_get(s, q ? "$dynamicRef" : "$ref")) != NULL) {
+            if (!(t = q ? mlstack__js_dynref(j, k) : mlstack__js_ref(j, k)) ||
+                mlstack__js_ev_of(j, t, L, H, depth + 1, stack))
+                return -1;
+        }
+    for (q = 0; q < 2; q++)
+        if ((k = mlstack__json_get(s, q ? "oneOf" : "anyOf")) != NULL &&
+            mlstack__js_ev_split(j, k, q, L, H, depth, stack))
+            return -1;
+    return mlstack__js_ev_cond(j, s, L, H, depth, stack);
+}
+
+/* A made {key: {names...: true}} for the listed members' keys. */
+static mlstack__json *mlstack__js_ev_names(mlstack__js *j, const char *key, const mlstack__json *const *list, int n) {
+    mlstack__json *o = mlstack__js_made(j, MLSTACK__JSON_OBJECT, key);
+    int i;
+    for (i = 0; i < n && o; i++) {
+        if (strlen(list[i]->key) != list[i]->key_len) {
+            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "unevaluated*: a property name with a NUL");
+            return NULL;
+        }
+        if (!mlstack__js_add(o, mlstack__js_made(j, MLSTACK__JSON_TRUE, list[i]->key))) return NULL;
+    }
+    return o;
+}
+/* The constraint for the unevaluated* of s into m (made). */
+static int mlstack__js_unev_make(mlstack__js *j, const mlstack__json *s, const mlstack__jsev *L, mlstack__json *m) {
+    const mlstack__json *u;
+    mlstack__json *a, *it;
+    long i;
+    if ((u = mlstack__json_get(s, "unevaluatedProperties")) != NULL && !L->all_p && u->type != MLSTACK__JSON_TRUE) {
+        if ((L->n_name && !mlstack__js_add(m, mlstack__js_ev_names(j, "properties", L->name, L->n_name))) ||
+            (L->n_pat && !mlstack__js_add(m, mlstack__js_ev_names(j, "patternProperties", L->pat, L->n_pat))) ||
+            !mlstack__js_add(m, mlstack__js_copy(j, u, "additionalProperties")))
+            return -1;
+    }
+    if ((u = mlstack__json_get(s, "unevaluatedItems")) != NULL && !L->all_i && u->type != MLSTACK__JSON_TRUE) {
+        if (mlstack__js_work(j, 1 + (uint64_t)L->prefix)) return -1;
+        if (L->prefix && !(a = mlstack__js_add(m, mlstack__js_made(j, MLSTACK__JSON_ARRAY, "prefixItems")))) return -1;
+        for (i = 0; i < L->prefix; i++)
+            if (!mlstack__js_add(a, mlstack__js_made(j, MLSTACK__JSON_TRUE, NULL))) return -1;
+        if (!L->n_cont) return mlstack__js_add(m, mlstack__js_copy(j, u, "items")) ? 0 : -1;
+        it = mlstack__js_add(mlstack__js_add(m, mlstack__js_made(j, MLSTACK__JSON_OBJECT, "items")),
+                             mlstack__js_made(j, MLSTACK__JSON_ARRAY, "anyOf"));
+        for (i = 0; i < L->n_cont; i++)
+            if (!mlstack__js_add(it, mlstack__js_copy(j, L->cont[i], NULL))) return -1;
+        if (!mlstack__js_add(it, mlstack__js_copy(j, u, NULL))) return -1;
+    }
+    return j->rc == MLSTACK_OK ? 0 : -1;
+}
+/* The schema that stands for s's unevaluatedProperties / unevaluatedItems, to hold beside s's
+   other keywords (made, cached per s; true when nothing is left to say). NULL: refused. */
+static const mlstack__json *mlstack__js_unev(mlstack__js *j, const mlstack__json *s) {
+    static const char *const kw[] = {"unevaluatedProperties", "unevaluatedItems"};
+    const mlstack__json *stack[32];
+    mlstack__jsev L, H;
+    mlstack__json *m;
+    int q;
+    if (mlstack__js_work(j, 1 + (uint64_t)j->n_unevs)) return NULL;
+    for (q = 0; q < j->n_unevs; q++)
+        if (j->unevs[q].s == s) return j->unevs[q].m;
+    memset(&L, 0, sizeof L), memset(&H, 0, sizeof H);
+    if (mlstack__js_ev_of(j, s, &L, &H, 0, stack)) return NULL;
+    for (q = 0; q < 2; q++)
+        if (mlstack__json_get(s, kw[q]) && !mlstack__js_ev_within(&H, &L, q)) {
+            mlstack__js_push(j, kw[q], strlen(kw[q]));
+            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
+                             "'%s' where what is evaluated depends on the instance (which branches hold)", kw[q]);
+            return NULL;
+        }
+    if (!(m = mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)) || mlstack__js_unev_make(j, s, &L, m)) return NULL;
+    if (!m->len) m->type = MLSTACK__JSON_TRUE;
+    if (j->n_unevs == j->cap_unevs) {
+        int cap = j->cap_unevs ? j->cap_unevs * 2 : 8;
+        struct mlstack__jsunev *t = (struct mlstack__jsunev *)mlstack__arena_alloc(&j->arena, sizeof *t * (size_t)cap);
+        if (!t) {
+            mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+            return NULL;
+        }
+        if (j->n_unevs) memcpy(t, j->unevs, sizeof *t * (size_t)j->n_unevs);
+        j->unevs = t, j->cap_unevs = cap;
+    }
+    j->unevs[j->n_unevs].s = s, j->unevs[j->n_unevs++].m = m;
+    return m;
+}
+/* Whether s's unevaluated* are read here (2019-09 on; refused by name before). */
+static int mlstack__js_has_unev(const mlstack__js *j, const mlstack__json *s) {
+    return j->draft >= 8 && s->type == MLSTACK__JSON_OBJECT &&
+           (mlstack__json_get(s, "unevaluatedProperties") || mlstack__json_get(s, "unevaluatedItems"));
+}
+
 /* The keywords whose breaking is not written here: refused by name. */
 static const char *const mlstack__js_neg_refused[] = {"pattern",           "format",           "multipleOf",
                                                       "patternProperties", "propertyNames",    "additionalItems",
@@ -26382,12 +26897,14 @@ static const mlstack__json *mlstack__js_negate(mlstack__js *j, const mlstack__js
     }
     old = mlstack__js_push(j, "not", 3);
     for (z = 0; z < sizeof mlstack__js_neg_refused / sizeof mlstack__js_neg_refused[0]; z++)
-        if ((v = mlstack__json_get(s, mlstack__js_neg_refused[z])) != NULL) {
+        if ((v = mlstack__json_get(s, mlstack__js_neg_refused[z])) != NULL &&
+            !(mlstack__js_has_unev(j, s) && !strncmp(v->key, "unevaluated", 11))) {
             mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "'not' of '%s' is not supported", mlstack__js_neg_refused[z]);
             return NULL;
         }
     if (((v = mlstack__json_get(s, "uniqueItems")) != NULL && v->type == MLSTACK__JSON_TRUE) ||
-        ((v = mlstack__json_get(s, "additionalProperties")) != NULL && v->type != MLSTACK__JSON_TRUE) ||
+        ((v = mlstack__json_get(s, "additionalProperties")) != NULL && v->type != MLSTACK__JSON_TRUE &&
+         v->type != MLSTACK__JSON_FALSE) ||
         ((v = mlstack__json_get(s, "items")) != NULL && v->type == MLSTACK__JSON_ARRAY)) {
         mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "'not' of '%s' is not supported", v->key);
         return NULL;
@@ -26414,6 +26931,10 @@ static const mlstack__json *mlstack__js_negate(mlstack__js *j, const mlstack__js
         if ((v = mlstack__json_get(s, q ? "enum" : "const")) != NULL && mlstack__js_neg_values(j, v, d)) return NULL;
     if (mlstack__js_neg_counts(j, s, d) || mlstack__js_neg_object(j, s, d) || mlstack__js_neg_applicators(j, s, d))
         return NULL;
+    if (mlstack__js_has_unev(j, s)) { /* or the schema standing for unevaluated* fails */
+        const mlstack__json *u = mlstack__js_unev(j, s);
+        if (!u || (u->type != MLSTACK__JSON_TRUE && !mlstack__js_add(d, mlstack__js_not_of(j, u)))) return NULL;
+    }
     mlstack__js_pop(j, old);
     if (!d->len) o->type = MLSTACK__JSON_FALSE, o->child = NULL, o->len = 0; /* not of no assertion: nothing */
     return o;
@@ -26604,10 +27125,10 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     if (s->type == MLSTACK__JSON_FALSE) return 0;
     if (s->type != MLSTACK__JSON_OBJECT)
         return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "a schema must be an object or a boolean");
-    for (z = 0; z < sizeof mlstack__js_refused / sizeof mlstack__js_refused[0]; z++)
+    for (z = mlstack__js_has_unev(j, s) ? 2 : 0; z < sizeof mlstack__js_refused / sizeof mlstack__js_refused[0]; z++)
         if (mlstack__json_get(s, mlstack__js_refused[z]) && strcmp(mlstack__js_refused[z], "$dynamicRef"))
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "unsupported keyword '%s'", mlstack__js_refused[z]);
-    t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)(n + 160));
+    t2 = (mlstack__jstodo *)mlstack__arena_alloc(&j->arena, sizeof *t2 * (size_t)(n + 163));
     if (!t2) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     memcpy(t2, todo, sizeof *t2 * (size_t)(n - 1));
     m = n - 1;
@@ -26641,6 +27162,11 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
     }
     if ((k = mlstack__json_get(s, "$dynamicRef")) != NULL) {
         const mlstack__json *t = mlstack__js_dynref(j, k);
+        if (!t) return -1;
+        t2[m].s = t, t2[m++].negated = 0;
+    }
+    if (mlstack__js_has_unev(j, s)) { /* unevaluated*: a schema beside the rest */
+        const mlstack__json *t = mlstack__js_unev(j, s);
         if (!t) return -1;
         t2[m].s = t, t2[m++].negated = 0;
     }
@@ -26889,32 +27415,52 @@ static int mlstack__js_nonneg(mlstack__js *j, mlstack__buf *b, const mlstack__js
     return alts;
 }
 
-/* Multiples of k (1..100000) as a remainder automaton over the digits: one rule per remainder. */
-static int mlstack__js_multiples(mlstack__js *j, mlstack__buf *b, long k) {
-    int base = j->n_rules, r, d;
-    char t[96];
-    mlstack__buf e = {0, 0, 0};
-    j->n_rules += (int)k;
-    if (mlstack__js_work(j, 20 * (uint64_t)k)) return -1;
-    for (r = 0; r < k && j->rc == MLSTACK_OK; r++) {
-        e.n = 0;
-        if (r == 0) mlstack__buf_puts(&e, "\"\"");
-        for (d = 0; d < 10; d++) {
-            snprintf(t, sizeof t, "%s\"%d\" s%d", e.n ? " | " : "", d, base + (int)((r * 10L + d) % k));
-            mlstack__buf_puts(&e, t);
-        }
-        mlstack__js_emit(j, base + r, &e);
-    }
-    MLSTACK_FREE(e.p);
-    if (j->rc != MLSTACK_OK) return -1;
-    e.n = 0;
-    snprintf(t, sizeof t, "(\"0\"");
-    if (MLSTACK__JS_P(j, b, t)) return -1;
-    for (d = 1; d < 10; d++) {
-        snprintf(t, sizeof t, " | \"%d\" s%d", d, base + (int)(d % k));
+/* The integers in [lo, hi] (each bound optional, at most 10^18 in size) that are multiples of m,
+   as %nat elements (the matcher keeps the remainder, so a period of any size costs no rules): the
+   naturals, and "-" with the naturals for the negative ones. Returns the alternatives written. */
+static int mlstack__js_multiples(mlstack__js *j, mlstack__buf *b, uint64_t m, const int64_t *lo, const int64_t *hi) {
+    char t[128];
+    int alts = 0, q;
+    if (mlstack__js_work(j, 16)) return -1;
+    for (q = 0; q < 2; q++) { /* q 0: x >= 0 as n = x; q 1: x < 0 as n = -x >= 1 */
+        uint64_t nl, nh;
+        if (q == 0 ? hi && *hi < 0 : lo && *lo >= 0) continue;
+        if (q == 0) nl = lo && *lo > 0 ? (uint64_t)*lo : 0, nh = hi ? (uint64_t)*hi : MLSTACK__G_NAT_NONE;
+        else
+            nl = hi && *hi < -1 ? (uint64_t)-*hi : 1, nh = lo ? (uint64_t)-*lo : MLSTACK__G_NAT_NONE;
+        if (nh != MLSTACK__G_NAT_NONE && (nl > nh || (nl + m - 1) / m * m > nh)) continue; /* none in range */
+        if (nh == MLSTACK__G_NAT_NONE)
+            snprintf(t, sizeof t, "%s%s%%nat(%llu, %llu, *)", alts ? " | " : "", q ? "\"-\" " : "",
+                     (unsigned long long)m, (unsigned long long)nl);
+        else
+            snprintf(t, sizeof t, "%s%s%%nat(%llu, %llu, %llu)", alts ? " | " : "", q ? "\"-\" " : "",
+                     (unsigned long long)m, (unsigned long long)nl, (unsigned long long)nh);
         if (MLSTACK__JS_P(j, b, t)) return -1;
+        alts++;
     }
-    return MLSTACK__JS_P(j, b, ")");
+    return alts;
+}
+
+/* A bound of an integer as an int64: the least integer >= d (lower; > d when ex) or the greatest
+   <= d (upper; < d when ex). Returns 0, or 1 when it is beyond 10^18 in size. */
+static int mlstack__js_int_bound(const mlstack__jsdec *d, int ex, int lower, int64_t *out) {
+    uint64_t v = 0;
+    const char *c;
+    int up; /* move |d|'s integer part one up (away from zero) */
+    if (strlen(d->i) > 18) return 1;
+    for (c = d->i; *c; c++) v = v * 10 + (uint64_t)(*c - '0');
+    /* integer d: d +- ex; fraction: ceil / floor, which for |d| truncated is up or not by sign */
+    if (!d->f[0]) up = ex && (lower != d->neg);
+    else
+        up = lower != d->neg;
+    if (!d->f[0] && ex && lower == d->neg) { /* towards zero by one: |d| - 1, possibly crossing 0 */
+        *out = d->neg ? -(int64_t)v + 1 : (int64_t)v - 1;
+        return 0;
+    }
+    v += (uint64_t)up;
+    if (v > MLSTACK__G_NAT_MAX) return 1;
+    *out = d->neg ? -(int64_t)v : (int64_t)v;
+    return 0;
 }
 
 /* One numeric bound of a schema: lower (minimum / exclusiveMinimum) or upper. Returns 0 (none
@@ -26942,26 +27488,31 @@ static int mlstack__js_bound(mlstack__js *j, const mlstack__json *s, int lower, 
 }
 
 /* The integers that are multiples of both m (any decimal: p / 10^q) and k: multiples of
-   lcm(k, p / gcd(p, 10^q)), at most 100000. -1 (refused) beyond. */
-static long mlstack__js_mult_lcm(mlstack__js *j, const mlstack__json *m, long k, int integer) {
+   lcm(k, p / gcd(p, 10^q)), at most 10^18 (the %nat element's range). 0 (refused) beyond. */
+static uint64_t mlstack__js_mult_lcm(mlstack__js *j, const mlstack__json *m, uint64_t k, int integer) {
     mlstack__jsdec d;
-    long p = 0, g, a, b, q;
+    uint64_t p = 0, g, a, b;
+    size_t q;
     const char *c;
     if (mlstack__jsdec_parse(m->str, m->len, &d) == 0) {
-        for (c = d.i; *c && p <= 100000; c++) p = p * 10 + (*c - '0');
-        for (c = d.f; *c && p <= 100000; c++) p = p * 10 + (*c - '0');
-        if (*c) p = 0; /* more digits than fit: refused below */
+        for (c = d.i; *c && p <= MLSTACK__G_NAT_MAX; c++) p = p * 10 + (uint64_t)(*c - '0');
+        for (c = d.f; *c && p <= MLSTACK__G_NAT_MAX; c++) p = p * 10 + (uint64_t)(*c - '0');
+        if (*c || p > MLSTACK__G_NAT_MAX) p = 0; /* more digits than fit: refused below */
         if (d.f[0] && !integer) p = 0; /* numbers: their fractions would need a digit automaton */
-        for (q = (long)strlen(d.f); q > 0 && p % 2 == 0; q--) p /= 2; /* p / gcd(p, 10^q) */
-        for (q = (long)strlen(d.f); q > 0 && p % 5 == 0; q--) p /= 5;
+        for (q = strlen(d.f); q > 0 && p && p % 2 == 0; q--) p /= 2; /* p / gcd(p, 10^q) */
+        for (q = strlen(d.f); q > 0 && p && p % 5 == 0; q--) p /= 5;
     }
-    if (p <= 0 || p > 100000)
-        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
-                                "multipleOf whose integer multiples have a period above 100000 (or a non-integer "
-                                "multipleOf on numbers)");
+    if (p == 0) {
+        mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
+                         "multipleOf whose integer multiples have a period above 10^18 (or a non-integer "
+                         "multipleOf on numbers)");
+        return 0;
+    }
     for (a = k, b = p; b;) g = a % b, a = b, b = g; /* a = gcd(k, p) */
-    if (k / a > 100000 / p + 1 || k / a * p > 100000)
-        return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "multipleOf together with a period above 100000");
+    if (k / a > MLSTACK__G_NAT_MAX / p) {
+        mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "multipleOf together with a period above 10^18");
+        return 0;
+    }
     return k / a * p;
 }
 
@@ -27051,7 +27602,8 @@ static int mlstack__js_put_rule(mlstack__js *j, mlstack__buf *b, int id) {
 static int mlstack__js_num_branch(mlstack__js *j, const mlstack__jsbr *br, int mask, mlstack__buf *b) {
     mlstack__jsdec lo, hi, d;
     int has_lo = 0, has_hi = 0, lo_ex = 0, hi_ex = 0, i, h, e = 0, integer = !(mask & MLSTACK__JT_NUM), alts = 0, r;
-    long mult = 0, dp = 0;
+    long dp = 0;
+    uint64_t mult = 0;
     int dq = 0;
     const mlstack__json *m, *dec = NULL;
     for (i = 0; i < br->n_pos + br->n_neg; i++) {
@@ -27074,7 +27626,7 @@ static int mlstack__js_num_branch(mlstack__js *j, const mlstack__jsbr *br, int m
                 dec = m; /* a decimal period on numbers: the digit automaton below */
                 continue;
             }
-            if (dec || (mult = mlstack__js_mult_lcm(j, m, mult ? mult : 1, integer)) < 0)
+            if (dec || (mult = mlstack__js_mult_lcm(j, m, mult ? mult : 1, integer)) == 0)
                 return dec ? mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
                                               "two multipleOf, one of them decimal, on numbers")
                            : -1;
@@ -27099,11 +27651,12 @@ static int mlstack__js_num_branch(mlstack__js *j, const mlstack__jsbr *br, int m
     }
     if (!has_lo && !has_hi && !mult) return MLSTACK__JS_P(j, b, integer ? "jint" : "jnum") ? -1 : 1;
     if (mult) {
-        if (has_hi || (has_lo && (lo.neg || lo.i[0] || lo.f[0] || lo_ex)))
+        int64_t il = 0, ih = 0;
+        if ((has_lo && mlstack__js_int_bound(&lo, lo_ex, 1, &il)) ||
+            (has_hi && mlstack__js_int_bound(&hi, hi_ex, 0, &ih)))
             return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s",
-                                    "multipleOf together with minimum / maximum (other than minimum 0)");
-        if (!has_lo && MLSTACK__JS_P(j, b, "\"-\"? ")) return -1;
-        return mlstack__js_multiples(j, b, mult) ? -1 : 1;
+                                    "multipleOf together with minimum / maximum beyond 10^18 in size");
+        return mlstack__js_multiples(j, b, mult, has_lo ? &il : NULL, has_hi ? &ih : NULL);
     }
     /* x >= 0 */
     if (!has_hi || !hi.neg) {
@@ -28268,6 +28821,7 @@ typedef struct {
     size_t len;
     int rule; /* "key": value, -2: the key cannot appear */
     int required;
+    int other; /* a key a made 'not additionalProperties' ("$other") does not name */
 } mlstack__jsprop;
 
 static int mlstack__js_name_cmp(const void *a, const void *b) {
@@ -28277,32 +28831,37 @@ static int mlstack__js_name_cmp(const void *a, const void *b) {
     return c ? c : x->len < y->len ? -1 : x->len > y->len;
 }
 
-/* Object members: named ones in order (R(i, c): from name i on, c written), then extra ones
-   (E(c)), with c counted up to cap for min/maxProperties. */
+/* Object members: named ones in order (R(i, c, w): from name i on, c written), then extra ones
+   (E(c, w)), with c counted up to cap for min/maxProperties; under a made 'not
+   additionalProperties' (mlstack__js_neg_object), w says whether a key it does not name has
+   been written (nw 2; else nw 1 and w 0). */
 #define MLSTACK__JS_MAX_EXTRA 32
 typedef struct {
     mlstack__jsprop *p;
     int n, n_ex, ex_key[MLSTACK__JS_MAX_EXTRA], ex_val[MLSTACK__JS_MAX_EXTRA]; /* other keys: kinds of key, value */
     long mn, mx, cap;
-    int *rule; /* (n + 1) x (cap + 1): rule ids, -2 infeasible, -3 not made */
+    int nw;
+    const mlstack__json *other; /* the made "$other" names, or NULL */
+    int *rule; /* (n + 1) x (cap + 1) x nw: rule ids, -2 infeasible, -3 not made */
 } mlstack__jsobj;
+#define MLSTACK__JS_OSLOT(o, i, c, w) \
+    ((((size_t)(i) * (size_t)((o)->cap + 1)) + (size_t)(c)) * (size_t)(o)->nw + (size_t)(w))
 
 /* Rule R(i, c) from the rules of (i + 1, .) and E(c + 1), made before it (the table is filled
    from the end). -2: no way on from there. */
-static int mlstack__js_obj_rule(mlstack__js *j, mlstack__jsobj *o, int i, long c) {
-    int *slot = &o->rule[(size_t)i * (size_t)(o->cap + 1) + (size_t)c], id, alts = 0, sub;
+static int mlstack__js_obj_rule(mlstack__js *j, mlstack__jsobj *o, int i, long c, int w) {
+    int *slot = &o->rule[MLSTACK__JS_OSLOT(o, i, c, w)], id, alts = 0, sub;
     long c1 = c + 1 > o->cap ? o->cap : c + 1;
-    int can_add = o->mx < 0 || c < o->mx;
+    int can_add = o->mx < 0 || c < o->mx, wx = o->nw - 1; /* w after an extra key */
     mlstack__buf e = {0, 0, 0};
     char t[96];
     if (mlstack__js_work(j, 4)) return -1;
     id = j->n_rules++;
     *slot = id;
     if (i == o->n) {
-        if (c >= o->mn) mlstack__buf_puts(&e, "\"\""), alts++;
+        if (c >= o->mn && w == o->nw - 1) mlstack__buf_puts(&e, "\"\""), alts++;
         int x;
-        for (x = 0; x < o->n_ex && can_add && (sub = o->rule[(size_t)i * (size_t)(o->cap + 1) + (size_t)c1]) != -2;
-             x++) {
+        for (x = 0; x < o->n_ex && can_add && (sub = o->rule[MLSTACK__JS_OSLOT(o, i, c1, wx)]) != -2; x++) {
             snprintf(t, sizeof t, "%s%s", alts++ ? " | " : "", c ? "ws \",\" ws " : "");
             mlstack__buf_puts(&e, t);
             mlstack__js_put_rule(j, &e, o->ex_key[x]);
@@ -28312,12 +28871,12 @@ static int mlstack__js_obj_rule(mlstack__js *j, mlstack__jsobj *o, int i, long c
             mlstack__buf_puts(&e, t);
         }
     } else {
-        const int *next = &o->rule[(size_t)(i + 1) * (size_t)(o->cap + 1)];
-        if (o->p[i].rule != -2 && can_add && (sub = next[c1]) != -2) {
+        int wp = o->nw == 2 ? (w | o->p[i].other) : 0;
+        if (o->p[i].rule != -2 && can_add && (sub = o->rule[MLSTACK__JS_OSLOT(o, i + 1, c1, wp)]) != -2) {
             snprintf(t, sizeof t, "%ss%d s%d", c ? "ws \",\" ws " : "", o->p[i].rule, sub);
             mlstack__buf_puts(&e, t), alts++;
         }
-        if (!o->p[i].required && (sub = next[c]) != -2) {
+        if (!o->p[i].required && (sub = o->rule[MLSTACK__JS_OSLOT(o, i + 1, c, w)]) != -2) {
             snprintf(t, sizeof t, "%ss%d", alts++ ? " | " : "", sub);
             mlstack__buf_puts(&e, t);
         }
@@ -28378,7 +28937,8 @@ static int mlstack__js_obj_keys(mlstack__js *j, const mlstack__jsbr *br, mlstack
     }
 }
 
-/* The named keys: properties in order, then the required ones not among them (hashed). */
+/* The named keys: properties in order, then the required ones not among them (hashed), then
+   those of a made "$other" (so that other keys are none of them). */
 static int mlstack__js_obj_names(mlstack__js *j, const mlstack__jsbr *br, mlstack__jsobj *o, size_t total) {
     uint32_t mask = 15, h;
     int *tab, q, i;
@@ -28389,14 +28949,16 @@ static int mlstack__js_obj_names(mlstack__js *j, const mlstack__jsbr *br, mlstac
     memset(tab, 0xFF, sizeof(int) * ((size_t)mask + 1));
     if (mlstack__js_work(j, 1 + mask / 8)) return -1;
     for (q = 0; q < br->n_pos; q++)
-        for (i = 0; i < 2; i++) {
-            v = mlstack__json_get(br->pos[q], i ? "required" : "properties");
-            if (!v || v->type != (i ? MLSTACK__JSON_ARRAY : MLSTACK__JSON_OBJECT)) continue;
+        for (i = 0; i < 3; i++) {
+            v = mlstack__json_get(br->pos[q], i == 2 ? "$other" : i ? "required" : "properties");
+            if (!v || v->type != (i == 1 ? MLSTACK__JSON_ARRAY : MLSTACK__JSON_OBJECT) ||
+                (i == 2 && v->offset != MLSTACK__JS_MADE))
+                continue;
             for (c = v->child; c; c = c->next) {
-                const char *k = i ? c->str : c->key;
-                size_t kl = i ? c->len : c->key_len;
+                const char *k = i == 1 ? c->str : c->key;
+                size_t kl = i == 1 ? c->len : c->key_len;
                 uint64_t probes = 1;
-                if (i && c->type != MLSTACK__JSON_STRING)
+                if (i == 1 && c->type != MLSTACK__JSON_STRING)
                     return mlstack__js_fail(j, MLSTACK_ERR_FORMAT, "%s", "'required' must list strings");
                 for (h = mlstack__ghash(k, kl) & mask; tab[h] >= 0; h = (h + 1) & mask, probes++)
                     if (o->p[tab[h]].len == kl && !memcmp(o->p[tab[h]].key, k, kl)) break;
@@ -28405,7 +28967,7 @@ static int mlstack__js_obj_names(mlstack__js *j, const mlstack__jsbr *br, mlstac
                     tab[h] = o->n;
                     o->p[o->n].key = k, o->p[o->n].len = kl, o->p[o->n].rule = 0, o->p[o->n++].required = 0;
                 }
-                if (i) o->p[tab[h]].required = 1;
+                if (i == 1) o->p[tab[h]].required = 1;
             }
         }
     return 0;
@@ -28533,6 +29095,44 @@ static int mlstack__js_obj_extra(mlstack__js *j, const mlstack__jsbr *br, mlstac
     return 0;
 }
 
+/* Is the name (key, len) a member of the made object o? */
+static int mlstack__js_named(const mlstack__json *o, const char *key, size_t len) {
+    const mlstack__json *c;
+    for (c = o->child; c; c = c->next)
+        if (c->key_len == len && !memcmp(c->key, key, len)) return 1;
+    return 0;
+}
+/* The rules R(i, c, w) reachable from R(0, 0, 0), made from the end (o->rule[0]: the start). */
+static int mlstack__js_obj_table(mlstack__js *j, mlstack__jsobj *o) {
+    size_t z, size = (size_t)(o->n + 1) * (size_t)(o->cap + 1) * (size_t)o->nw;
+    int i, w;
+    long cc;
+    o->rule = (int *)mlstack__arena_alloc(&j->arena, sizeof(int) * size);
+    if (!o->rule) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
+    if (mlstack__js_work(j, (uint64_t)size)) return -1;
+    for (z = 0; z < size; z++) o->rule[z] = -2;
+    o->rule[0] = -3; /* -3: reachable from the start (the first pass), then the rule (the second) */
+    for (i = 0; i < o->n; i++)
+        for (cc = 0; cc <= o->cap; cc++)
+            for (w = 0; w < o->nw; w++) {
+                int wp = o->nw == 2 ? (w | o->p[i].other) : 0;
+                if (o->rule[MLSTACK__JS_OSLOT(o, i, cc, w)] != -3) continue;
+                if (o->p[i].rule != -2 && (o->mx < 0 || cc < o->mx))
+                    o->rule[MLSTACK__JS_OSLOT(o, i + 1, cc + 1 > o->cap ? o->cap : cc + 1, wp)] = -3;
+                if (!o->p[i].required) o->rule[MLSTACK__JS_OSLOT(o, i + 1, cc, w)] = -3;
+            }
+    for (cc = 0; cc <= o->cap; cc++) /* extra keys: E(c, w) to E(c + 1, nw - 1) */
+        for (w = 0; w < o->nw; w++)
+            if (o->rule[MLSTACK__JS_OSLOT(o, o->n, cc, w)] == -3 && o->n_ex && (o->mx < 0 || cc < o->mx))
+                o->rule[MLSTACK__JS_OSLOT(o, o->n, cc + 1 > o->cap ? o->cap : cc + 1, o->nw - 1)] = -3;
+    for (i = o->n; i >= 0 && j->rc == MLSTACK_OK; i--)
+        for (cc = o->cap; cc >= 0; cc--) /* E(cap, nw - 1) may loop on itself: its id first */
+            for (w = o->nw - 1; w >= 0; w--)
+                if (o->rule[MLSTACK__JS_OSLOT(o, i, cc, w)] == -3 && mlstack__js_obj_rule(j, o, i, cc, w) == -1)
+                    return -1;
+    return j->rc == MLSTACK_OK ? 0 : -1;
+}
+
 static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlstack__buf *b) {
     mlstack__jsobj o;
     mlstack__jspat kp;
@@ -28541,9 +29141,14 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     int q, i, nl, r;
     char t[64];
     memset(&o, 0, sizeof o);
-    o.mx = -1;
+    o.mx = -1, o.nw = 1;
     for (q = 0; q < br->n_pos; q++) {
         const mlstack__json *s = br->pos[q];
+        if ((v = mlstack__json_get(s, "$other")) != NULL && v->offset == MLSTACK__JS_MADE) {
+            if (o.other)
+                return mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED, "%s", "two 'not' of additionalProperties together");
+            o.other = v, o.nw = 2, total += v->len;
+        }
         if ((v = mlstack__json_get(s, "properties")) != NULL && v->type == MLSTACK__JSON_OBJECT) total += v->len;
         if ((v = mlstack__json_get(s, "required")) != NULL && v->type == MLSTACK__JSON_ARRAY) total += v->len;
         if ((v = mlstack__json_get(s, "minProperties")) != NULL && v->type == MLSTACK__JSON_NUMBER &&
@@ -28557,6 +29162,7 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     o.p = (mlstack__jsprop *)mlstack__arena_alloc(&j->arena, sizeof *o.p * (total + 1));
     if (!o.p) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     if (mlstack__js_obj_names(j, br, &o, total)) return -1;
+    for (i = 0; i < o.n; i++) o.p[i].other = o.other && !mlstack__js_named(o.other, o.p[i].key, o.p[i].len);
     kp.on = 0;
     if (mlstack__js_obj_pats(j, br, &o, &kp) < 0) goto fail;
     for (i = 0; i < o.n && j->rc == MLSTACK_OK; i++) { /* each name's value: all that apply to it */
@@ -28593,34 +29199,9 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     if (kp.on) mlstack__kre_free(&kp.k);
     kp.on = 0;
     o.cap = o.mx >= 0 ? o.mx : (o.mn > 1 ? o.mn : 1);
-    if ((double)(o.n + 1) * (double)(o.cap + 1) > 1e6)
+    if ((double)(o.n + 1) * (double)(o.cap + 1) * o.nw > 1e6)
         return mlstack__js_fail(j, MLSTACK_ERR_LIMIT, "%s", "properties x min/maxProperties above a million states");
-    o.rule = (int *)mlstack__arena_alloc(&j->arena, sizeof(int) * (size_t)(o.n + 1) * (size_t)(o.cap + 1));
-    if (!o.rule) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
-    if (mlstack__js_work(j, (uint64_t)(o.n + 1) * (uint64_t)(o.cap + 1))) return -1;
-    for (i = 0; i < (o.n + 1) * (int)(o.cap + 1); i++) o.rule[i] = -2;
-    o.rule[0] = -3; /* -3: reachable from the start (the first pass), then the rule (the second) */
-    for (i = 0; i < o.n; i++) {
-        long cc;
-        int *row = &o.rule[(size_t)i * (size_t)(o.cap + 1)], *next = row + o.cap + 1;
-        for (cc = 0; cc <= o.cap; cc++) {
-            if (row[cc] != -3) continue;
-            if (o.p[i].rule != -2 && (o.mx < 0 || cc < o.mx)) next[cc + 1 > o.cap ? o.cap : cc + 1] = -3;
-            if (!o.p[i].required) next[cc] = -3;
-        }
-    }
-    {
-        int *row = &o.rule[(size_t)o.n * (size_t)(o.cap + 1)];
-        long cc;
-        for (cc = 0; cc < o.cap; cc++)
-            if (row[cc] == -3 && o.n_ex && (o.mx < 0 || cc < o.mx)) row[cc + 1] = -3;
-    }
-    for (i = o.n; i >= 0 && j->rc == MLSTACK_OK; i--) {
-        long cc;
-        for (cc = o.cap; cc >= 0; cc--) /* E(cap) may loop on itself: its id first */
-            if (o.rule[(size_t)i * (size_t)(o.cap + 1) + (size_t)cc] == -3 && mlstack__js_obj_rule(j, &o, i, cc) == -1)
-                return -1;
-    }
+    if (mlstack__js_obj_table(j, &o)) return -1;
     r = o.rule[0];
     if (r == -1) return -1;
     if (r == -2) return 0;
@@ -29500,13 +30081,13 @@ static const mlstack__family mlstack__families[] = {
          MLSTACK__F_GEMMA | MLSTACK__F_QPAS | MLSTACK__F_FINAL_SOFTCAP | MLSTACK__F_LAYER_ROPE | MLSTACK__F_QK_NORM_HEAD,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
-    {"Gemma4ForCausalLM", NULL, MLSTACK__F_GEMMA4_ROW,
+    {"Gemma4ForCausalLM", "gemma4", MLSTACK__F_GEMMA4_ROW,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Gemma4ForConditionalGeneration", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_TEXT_CONFIG,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
          MLSTACK__DENSE, MLSTACK__QWEN35_VL_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
-    {"Gemma3nForCausalLM", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_GEMMA3N,
+    {"Gemma3nForCausalLM", "gemma3n", MLSTACK__F_GEMMA4_ROW | MLSTACK__F_GEMMA3N,
          MLSTACK__NORMS_SANDWICH, MLSTACK__UNFUSED, {"hidden_activation", 6, 0, 0, NULL, 0, NULL},
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     {"Gemma3nForConditionalGeneration", NULL, MLSTACK__F_GEMMA4_ROW | MLSTACK__F_GEMMA3N | MLSTACK__F_TEXT_CONFIG,
@@ -29747,9 +30328,10 @@ typedef struct mlstack__config {
     /* Gemma 3n (F_GEMMA3N): altup_n residual streams (0: the one x), the layers computing on
        stream altup_active; altup_scale: that stream's correction times correct_output_scale
        before the per-layer input; laurel_rank: each layer's low-rank residual; act_sparsity: the
-       fraction of each layer's gate cut (activation_sparsity_pattern, 0: none) */
-    int altup_n, altup_active, altup_scale, laurel_rank;
-    float act_sparsity[MLSTACK__MAX_TYPED_LAYERS];
+       fraction of each layer's gate cut (activation_sparsity_pattern, 0: none); act_sparse_k: the
+       cut's std multiplier Normal(0, 1).icdf(p) as a GGUF file stores it (act_sparse_given: 1) */
+    int altup_n, altup_active, altup_scale, laurel_rank, act_sparse_given;
+    float act_sparsity[MLSTACK__MAX_TYPED_LAYERS], act_sparse_k[MLSTACK__MAX_TYPED_LAYERS];
     int32_t bos_id;
     int n_eos;
     int32_t eos_ids[MLSTACK_MAX_EOS];
@@ -31676,7 +32258,9 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
     L->layer_scale = 1.0f;
     L->sparse = l < MLSTACK__MAX_TYPED_LAYERS && c->act_sparsity[l] > 0;
     if (L->sparse) /* transformers' Normal(0, 1).icdf(p) in float32: erfinv(2 p - 1) sqrt(2) */
-        L->sparse_k = (float)mlstack__erfinv((double)(2.0f * c->act_sparsity[l] - 1.0f)) * 1.41421354f;
+        L->sparse_k = c->act_sparse_given
+                          ? c->act_sparse_k[l]
+                          : (float)mlstack__erfinv((double)(2.0f * c->act_sparsity[l] - 1.0f)) * 1.41421354f;
     for (i = 0; i < l; i++) { /* the attention layers and the recurrent states before this one */
         int k = c->n_recurrent ? c->layer_kind[i] : (int)MLSTACK__LAYER_ATTN;
         L->kv_layer += (k == MLSTACK__LAYER_ATTN || k == MLSTACK__LAYER_ATTN_SSM) &&
@@ -34216,6 +34800,211 @@ static mlstack_result mlstack__gguf_config_mla(mlstack__config *c, const mlstack
     return r != MLSTACK_OK ? r : mlstack__gguf_cfg_tokens(c, g, path, err);
 }
 
+/* ---- Gemma 3n / Gemma 4 from GGUF (llama.cpp's gemma3n, gemma4) ----
+   Turned into the config.json of the checkpoint, as for hybrids: the sliding pattern as
+   layer_types; the full layers' head size and KV heads (key_length, head_count_kv's full-layer
+   entry; the sliding layers' from the *_swa keys) as per_layer_config; each layer type's rope
+   (freq_base, freq_base_swa; Gemma 4's rope_freqs tensor, factors 1 then 1e30, is the full
+   layers' proportional rope: its 1s are the rotated pairs); AltUp and Laurel sizes from the keys
+   and tensors; full layers without attn_v share k = v (attention_k_eq_v). Gemma 3n's
+   activation_sparsity_scale (the stored icdf(p), -inf: none) is used as stored. */
+
+/* <arch>.suffix for layer l: element l of a per-layer array, or the scalar (def when missing). */
+static int64_t mlstack__gguf_layer_val(const mlstack__gguf *g, const char *arch, const char *suffix, int l,
+                                       int64_t def) {
+    char key[128];
+    const mlstack__gguf_kv *kv;
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    kv = mlstack__gguf_find(g, key);
+    if (kv && kv->type == MLSTACK__GGUF_ARRAY) return mlstack__gguf_layer_int(g, kv, l);
+    return mlstack__gguf_key_int(g, arch, suffix, def);
+}
+
+/* Element l of <arch>.activation_sparsity_scale (-inf when missing: no cut). */
+static float mlstack__gguf_sparse_scale(const mlstack__gguf *g, const char *arch, int l) {
+    char key[128];
+    const mlstack__gguf_kv *kv;
+    uint32_t bits;
+    float f;
+    snprintf(key, sizeof key, "%s.activation_sparsity_scale", arch);
+    kv = mlstack__gguf_find(g, key);
+    if (!kv || kv->type != MLSTACK__GGUF_ARRAY || kv->elem_type != MLSTACK__GGUF_F32 || (uint64_t)l >= kv->n)
+        return -INFINITY;
+    bits = (uint32_t)mlstack__le(g->bytes + kv->off + 4 * (uint64_t)l, 4);
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* rope_parameters of both layer types. Returns 0 when out of memory, -1 for a rope_freqs tensor
+   that is no proportional rope (factors other than 1 then 1e30). */
+static int mlstack__gj_gemma_rope(mlstack__buf *b, const mlstack__gguf *g, const char *arch, int64_t kl,
+                                  int64_t kl_swa) {
+    const mlstack__gguf_tensor *ff = mlstack__gguf_tensor_find(g, "rope_freqs.weight");
+    char key[128], text[320];
+    double base = 1e6, base_swa = 1e4;
+    int64_t rot = mlstack__gguf_key_int(g, arch, "rope.dimension_count", kl), n1 = 0, i;
+    int64_t rot_swa = mlstack__gguf_key_int(g, arch, "rope.dimension_count_swa", kl_swa);
+    snprintf(key, sizeof key, "%s.rope.freq_base", arch);
+    mlstack__gguf_float(g, key, &base);
+    snprintf(key, sizeof key, "%s.rope.freq_base_swa", arch);
+    mlstack__gguf_float(g, key, &base_swa);
+    if (ff && (ff->type != MLSTACK__GGML_F32 || ff->n_dims != 1 || ff->ne[0] * 2 != (uint64_t)kl)) return -1;
+    for (i = 0; ff && i < kl / 2; i++) {
+        uint32_t bits = (uint32_t)mlstack__le(g->data + ff->offset + 4 * (uint64_t)i, 4);
+        float f;
+        memcpy(&f, &bits, 4);
+        if (f == 1.0f && n1 == i) n1++;
+        else if (!(f >= 1e30f))
+            return -1;
+    }
+    snprintf(text, sizeof text,
+             "{\"full_attention\":{\"rope_type\":\"%s\",\"rope_theta\":%.9g,\"partial_rotary_factor\":%.9g},"
+             "\"sliding_attention\":{\"rope_type\":\"default\",\"rope_theta\":%.9g,\"partial_rotary_factor\":%.9g}}",
+             ff ? "proportional" : "default", base, ff ? (double)(2 * n1) / (double)kl : (double)rot / (double)kl,
+             base_swa, (double)rot_swa / (double)kl_swa);
+    return mlstack__gj_put(b, "rope_parameters", text);
+}
+
+/* layer_types, per_layer_config (every full layer's head size and KV heads), attention_k_eq_v,
+   Gemma 3n's activation_sparsity_pattern (p = Phi(scale)) and intermediate_size list. */
+static int mlstack__gj_gemma_layers(mlstack__buf *b, const mlstack__gguf *g, const char *arch, int n, int kl, int g3n) {
+    char key[128], num[64];
+    const mlstack__gguf_kv *pat;
+    int ok = 1, l, first = 1, keqv = 0, n_shared = (int)mlstack__gguf_key_int(g, arch, "attention.shared_kv_layers", 0);
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+    pat = mlstack__gguf_find(g, key);
+    if (pat && (pat->type != MLSTACK__GGUF_ARRAY || pat->n != (uint64_t)n)) pat = NULL;
+    ok = ok && mlstack__buf_puts(b, pat ? ",\"layer_types\":[" : ",\"per_layer_config\":{");
+    for (l = 0; ok && pat && l < n; l++)
+        ok = mlstack__buf_puts(b, l ? "," : "") &&
+             mlstack__buf_puts(b, mlstack__gguf_layer_int(g, pat, l) ? "\"sliding_attention\"" : "\"full_attention\"");
+    ok = ok && (!pat || mlstack__buf_puts(b, "],\"per_layer_config\":{"));
+    for (l = 0; ok && pat && l < n; l++) {
+        if (mlstack__gguf_layer_int(g, pat, l)) continue;
+        snprintf(key, sizeof key, "blk.%d.attn_v.weight", l);
+        snprintf(num, sizeof num, "blk.%d.attn_k.weight", l);
+        keqv |= l < n - n_shared && !mlstack__gguf_tensor_find(g, key) && mlstack__gguf_tensor_find(g, num);
+        snprintf(num, sizeof num, "%s\"%d\":{\"head_dim\":%d,\"num_key_value_heads\":%lld}", first ? "" : ",", l, kl,
+                 (long long)mlstack__gguf_layer_val(g, arch, "attention.head_count_kv", l, 1));
+        ok = !g3n ? mlstack__buf_puts(b, num) : 1;
+        first = g3n;
+    }
+    ok = ok && mlstack__buf_puts(b, "}") && mlstack__gj_put(b, "attention_k_eq_v", keqv ? "true" : "false");
+    if (!g3n) return ok;
+    ok = ok && mlstack__buf_puts(b, ",\"activation_sparsity_pattern\":[");
+    for (l = 0; ok && l < n; l++) {
+        float s = mlstack__gguf_sparse_scale(g, arch, l);
+        double p = s == -INFINITY ? 0.0 : 0.5 * erfc(-(double)s / 1.4142135623730951);
+        snprintf(num, sizeof num, "%s%.9g", l ? "," : "", p < 0.9999999 ? p : 0.9999999);
+        ok = mlstack__buf_puts(b, num);
+    }
+    ok = ok && mlstack__buf_puts(b, "],\"intermediate_size\":[");
+    for (l = 0; ok && l < n; l++) {
+        snprintf(num, sizeof num, "%s%lld", l ? "," : "",
+                 (long long)mlstack__gguf_layer_val(g, arch, "feed_forward_length", l, 0));
+        ok = mlstack__buf_puts(b, num);
+    }
+    return ok && mlstack__buf_puts(b, "]");
+}
+
+/* The remaining keys: sizes, norms, softcap, window, shared KV, per-layer inputs, AltUp, Laurel. */
+static int mlstack__gj_gemma_sizes(mlstack__buf *b, const mlstack__gguf *g, const char *arch, int g3n) {
+    static const struct {
+        const char *suffix, *names;
+    } keys[] = {{"block_count", "num_hidden_layers"},
+                {"embedding_length", "hidden_size"},
+                {"attention.head_count", "num_attention_heads"},
+                {"context_length", "max_position_embeddings"},
+                {"attention.layer_norm_rms_epsilon", "rms_norm_eps"},
+                {"final_logit_softcapping", "final_logit_softcapping"},
+                {"attention.sliding_window", "sliding_window"},
+                {"attention.shared_kv_layers", "num_kv_shared_layers"},
+                {"embedding_length_per_layer_input", "hidden_size_per_layer_input"},
+                {"altup.active_idx", "altup_active_idx"},
+                {"altup.num_inputs", "altup_num_inputs"}};
+    const mlstack__gguf_tensor *ple = mlstack__gguf_tensor_find(g, "per_layer_token_embd.weight");
+    const mlstack__gguf_tensor *lau = mlstack__gguf_tensor_find(g, "blk.0.laurel_l.weight");
+    char key[128], val[64];
+    size_t k;
+    int ok = 1;
+    for (k = 0; ok && k < sizeof keys / sizeof keys[0]; k++) {
+        snprintf(key, sizeof key, "%s.%s", arch, keys[k].suffix);
+        mlstack__gj_value(g, key, val, sizeof val);
+        if (val[0]) ok = mlstack__gj_put(b, keys[k].names, val);
+    }
+    snprintf(key, sizeof key, "%s.embedding_length_per_layer_input", arch);
+    if (!mlstack__gguf_find(g, key)) ok = ok && mlstack__gj_put(b, "hidden_size_per_layer_input", "0");
+    snprintf(val, sizeof val, "%llu", ple && ple->n_dims == 2 ? (unsigned long long)ple->ne[1] : 0ull);
+    if (ple) ok = ok && mlstack__gj_put(b, "vocab_size_per_layer_input", val);
+    snprintf(val, sizeof val, "%llu", lau && lau->n_dims == 2 ? (unsigned long long)lau->ne[1] : 0ull);
+    if (g3n && lau) ok = ok && mlstack__gj_put(b, "laurel_rank", val);
+    if (g3n)
+        ok = ok && mlstack__gj_put(b, "altup_correct_scale",
+                                   mlstack__gguf_tensor_find(g, "blk.0.altup_correct_scale.weight") ? "true" : "false");
+    return ok && mlstack__gj_put(b, "hidden_activation", "\"gelu_pytorch_tanh\"") &&
+           mlstack__gj_put(b, "tie_word_embeddings", mlstack__gguf_tensor_find(g, "output.weight") ? "false" : "true");
+}
+
+static mlstack_result mlstack__gguf_config_gemma(mlstack__config *c, const mlstack__gguf *g, const char *arch,
+                                                 const char *path, mlstack_error *err) {
+    const mlstack__gguf_tensor *emb = mlstack__gguf_tensor_find(g, "token_embd.weight");
+    int g3n = (c->fam->flags & MLSTACK__F_GEMMA3N) != 0, ok, rope, l;
+    int64_t n = mlstack__gguf_key_int(g, arch, "block_count", 0),
+            kl = mlstack__gguf_key_int(g, arch, "attention.key_length", 0);
+    int64_t kl_swa = mlstack__gguf_key_int(g, arch, "attention.key_length_swa", kl), kv_swa = 0;
+    mlstack__buf b = {0, 0, 0};
+    mlstack__json_doc doc;
+    char val[64], key[128];
+    mlstack_result r;
+    if (!emb || emb->n_dims != 2 || emb->ne[1] < 1 || emb->ne[1] > (1u << 30))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor token_embd.weight is missing or not 2-D", path);
+    if (n < 1 || n > MLSTACK__MAX_TYPED_LAYERS || kl < 2 || kl > 65534 || kl_swa < 2 || kl_swa > 65534)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: %s.block_count (1 to %d) and attention.key_length[_swa] (2 to 65534) are required",
+                             path, arch, MLSTACK__MAX_TYPED_LAYERS);
+    snprintf(key, sizeof key, "%s.expert_count", arch);
+    if (mlstack__gguf_find(g, key))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s with experts (Gemma 4's MoE block) is not supported",
+                             path, arch);
+    for (l = 0; l < n && !kv_swa; l++) /* the sliding layers' KV heads (head_count_kv may be per layer) */
+        if (mlstack__gguf_layer_val(g, arch, "attention.sliding_window_pattern", l, 1))
+            kv_swa = mlstack__gguf_layer_val(g, arch, "attention.head_count_kv", l, 1);
+    ok = mlstack__buf_puts(&b, "{\"architectures\":[\"") && mlstack__buf_puts(&b, c->fam->arch) &&
+         mlstack__buf_puts(&b, "\"]");
+    snprintf(val, sizeof val, "%llu", (unsigned long long)emb->ne[1]);
+    ok = ok && mlstack__gj_put(&b, "vocab_size", val);
+    snprintf(val, sizeof val, "%lld", (long long)kl_swa);
+    ok = ok && mlstack__gj_put(&b, "head_dim", val);
+    snprintf(val, sizeof val, "%lld",
+             (long long)(kv_swa ? kv_swa : mlstack__gguf_layer_val(g, arch, "attention.head_count_kv", 0, 1)));
+    ok = ok && mlstack__gj_put(&b, "num_key_value_heads", val);
+    snprintf(val, sizeof val, "%lld", (long long)mlstack__gguf_layer_val(g, arch, "feed_forward_length", 0, 0));
+    ok = ok && (g3n || mlstack__gj_put(&b, "intermediate_size", val));
+    for (l = 1; l < n && !g3n; l++) /* Gemma 4's double-wide MLPs: wider shared-KV layers (refused by the config) */
+        if (mlstack__gguf_layer_val(g, arch, "feed_forward_length", l, 0) !=
+            mlstack__gguf_layer_val(g, arch, "feed_forward_length", 0, 0))
+            ok = ok && mlstack__gj_put(&b, "use_double_wide_mlp", "true"), l = (int)n;
+    rope = ok ? mlstack__gj_gemma_rope(&b, g, arch, kl, kl_swa) : 0;
+    ok = ok && rope > 0 && mlstack__gj_gemma_layers(&b, g, arch, (int)n, (int)kl, g3n) &&
+         mlstack__gj_gemma_sizes(&b, g, arch, g3n) && mlstack__buf_puts(&b, "}");
+    if (!ok) {
+        MLSTACK_FREE(b.p);
+        return rope < 0 ? MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                                        "%s: rope_freqs.weight is not a proportional rope (factors 1, then 1e30)", path)
+                        : MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
+    }
+    r = mlstack__json_parse(&doc, b.p, b.n, path, err);
+    if (r == MLSTACK_OK) {
+        r = mlstack__config_parse(c, doc.root, NULL, path, err);
+        mlstack__json_free(&doc);
+    }
+    MLSTACK_FREE(b.p);
+    if (r != MLSTACK_OK) return r;
+    for (l = 0; g3n && l < c->n_layers; l++) c->act_sparse_k[l] = mlstack__gguf_sparse_scale(g, arch, l);
+    c->act_sparse_given = g3n;
+    return mlstack__gguf_cfg_tokens(c, g, path, err);
+}
+
 MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstack__gguf *g, const char *path,
                                                 mlstack_error *err) {
     const mlstack__gguf_tensor *emb = mlstack__gguf_tensor_find(g, "token_embd.weight");
@@ -34243,6 +35032,7 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     }
     if (c->fam->mix.kind) return mlstack__gguf_config_hybrid(c, g, arch, path, err);
     if (c->fam->flags & MLSTACK__F_MLA) return mlstack__gguf_config_mla(c, g, arch, path, err);
+    if (c->fam->flags & MLSTACK__F_GEMMA4) return mlstack__gguf_config_gemma(c, g, arch, path, err);
     if ((r = mlstack__gguf_cfg_int(g, arch, "block_count", -1, 1, 1 << 16, &c->n_layers, path, err)) ||
         (r = mlstack__gguf_cfg_int(g, arch, "embedding_length", -1, 1, 1 << 30, &c->n_embd, path, err)) ||
         (r = mlstack__gguf_cfg_int(g, arch, "feed_forward_length", -1, 1, 1 << 30, &c->n_ff, path, err)) ||
@@ -34448,6 +35238,33 @@ static int mlstack__gguf_mla_name(const char *rest, char *out, size_t cap) {
     return 0;
 }
 
+/* A Gemma 3n / Gemma 4 tensor -> its Hugging Face name: layer tensors blk.N.<rest> after
+   model.layers.N. (layer 1), the model-wide per-layer-input tensors after model. (layer 0); 0 when
+   not one of these. altup_proj / altup_unembd_proj ([3, D, D]) are split by mlstack__gguf_weights. */
+static int mlstack__gguf_gemma_name(const char *rest, int layer, char *out, size_t cap) {
+    static const char *const map[][2] = {{"layer_output_scale.weight", "layer_scalar"},
+                                         {"inp_gate.weight", "per_layer_input_gate.weight"},
+                                         {"proj.weight", "per_layer_projection.weight"},
+                                         {"post_norm.weight", "post_per_layer_input_norm.weight"},
+                                         {"altup_correct_scale.weight", "altup.correct_output_scale"},
+                                         {"altup_correct_coef.weight", "altup.correction_coefs.weight"},
+                                         {"altup_router.weight", "altup.modality_router.weight"},
+                                         {"altup_predict_coef.weight", "altup.prediction_coefs.weight"},
+                                         {"altup_router_norm.weight", "altup.router_norm.weight"},
+                                         {"laurel_l.weight", "laurel.linear_left.weight"},
+                                         {"laurel_r.weight", "laurel.linear_right.weight"},
+                                         {"laurel_post_norm.weight", "laurel.post_laurel_norm.weight"}};
+    static const char *const top[][2] = {{"per_layer_token_embd.weight", "embed_tokens_per_layer.weight"},
+                                         {"per_layer_model_proj.weight", "per_layer_model_projection.weight"},
+                                         {"per_layer_proj_norm.weight", "per_layer_projection_norm.weight"}};
+    size_t k;
+    for (k = 0; layer && k < sizeof map / sizeof map[0]; k++)
+        if (strcmp(rest, map[k][0]) == 0) return snprintf(out, cap, "%s", map[k][1]) > 0;
+    for (k = 0; !layer && k < sizeof top / sizeof top[0]; k++)
+        if (strcmp(rest, top[k][0]) == 0) return snprintf(out, cap, "%s", top[k][1]) > 0;
+    return 0;
+}
+
 /* The Hugging Face name of GGUF tensor t into name; sets *is_embed for the embedding table.
    Returns the head count whose q/k rows llama.cpp permuted for its rope (0 for other tensors). */
 static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gguf_tensor *t, char *name,
@@ -34474,6 +35291,8 @@ static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gg
             snprintf(name, name_cap, "%s.layers.%d.%s", pre, layer, hf);
         else if ((f->flags & MLSTACK__F_MLA) && mlstack__gguf_mla_name(rest, hf, sizeof hf))
             snprintf(name, name_cap, "%s.layers.%d.%s", pre, layer, hf);
+        else if ((f->flags & MLSTACK__F_GEMMA4) && mlstack__gguf_gemma_name(rest, 1, hf, sizeof hf))
+            snprintf(name, name_cap, "%s.layers.%d.%s", pre, layer, hf);
         else if (mlstack__gguf_hf_layer_name(rest, hf, sizeof hf) || mlstack__gguf_hf_more_name(rest, hf, sizeof hf))
             snprintf(name, name_cap, "%s.layers.%d.%s", pre, layer, hf);
         else
@@ -34481,7 +35300,11 @@ static int mlstack__gguf_tensor_name(const mlstack__config *c, const mlstack__gg
         if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_q.weight") == 0) permute_heads = c->n_heads;
         if (mlstack__gguf_rope_rows(c) && strcmp(rest, "attn_k.weight") == 0) permute_heads = c->n_kv_heads;
     } else {
-        snprintf(name, name_cap, "%.90s", t->name);
+        char hf[96];
+        if ((f->flags & MLSTACK__F_GEMMA4) && mlstack__gguf_gemma_name(t->name, 0, hf, sizeof hf))
+            snprintf(name, name_cap, "%s.%s", pre, hf);
+        else
+            snprintf(name, name_cap, "%.90s", t->name);
     }
     return permute_heads;
 }
@@ -34544,6 +35367,9 @@ static void mlstack__gguf_hf_shape(const mlstack__config *c, const mlstack__gguf
    file stay proportional to its size. */
 static int mlstack__gguf_expert_count(const mlstack__config *c, const mlstack__gguf_tensor *t) {
     const char *u = strstr(t->name, "_exps.weight");
+    if ((c->fam->flags & MLSTACK__F_GEMMA4) && t->n_dims == 3 && t->ne[2] > 0 && t->ne[2] <= 16 &&
+        (strcmp(t->name, "altup_proj.weight") == 0 || strcmp(t->name, "altup_unembd_proj.weight") == 0))
+        return (int)t->ne[2]; /* Gemma 3n's AltUp projections, one per extra stream */
     return (c->fam->mix.kind || (c->fam->flags & MLSTACK__F_MLA)) && strncmp(t->name, "blk.", 4) == 0 &&
                    strstr(t->name, ".ffn_") && c->fam->moe.block && !(c->fam->flags & MLSTACK__F_EXPERTS_3D) &&
                    t->n_dims == 3 && u && strlen(u) == 12 && t->ne[2] > 0 && t->ne[2] <= MLSTACK__MAX_EXPERTS &&
@@ -34557,18 +35383,23 @@ static int mlstack__gguf_expert_count(const mlstack__config *c, const mlstack__g
 static void mlstack__gguf_split_experts(const mlstack__config *c, const mlstack__gguf_tensor *t, mlstack__st_tensor *x,
                                         char *names, size_t name_cap) {
     const mlstack__family *f = c->fam;
-    const char *proj = strstr(t->name, ".ffn_") + 5, *hf;
+    const char *proj = strstr(t->name, ".ffn_") ? strstr(t->name, ".ffn_") + 5 : "", *hf;
     mlstack__st_tensor whole = *x;
     uint64_t slice;
     int e, E = (int)t->ne[2], layer = atoi(t->name + 4);
+    int altup = strncmp(t->name, "altup_", 6) == 0;
     hf = strncmp(proj, "gate", 4) == 0 ? f->moe.gate : strncmp(proj, "up", 2) == 0 ? f->moe.up : f->moe.down;
     if (!hf && strncmp(proj, "up", 2) == 0) hf = f->moe.gate; /* ungated experts: W1 is llama.cpp's up */
     slice = (whole.end - whole.begin) / (uint64_t)E;
     for (e = 0; e < E; e++) {
         char *name = names + (size_t)e * name_cap;
         x[e] = whole;
-        snprintf(name, name_cap, "%s.layers.%d.%s.experts.%d.%s.weight", f->name.prefix ? f->name.prefix : "model",
-                 layer, f->moe.block, e, hf ? hf : "?");
+        if (altup)
+            snprintf(name, name_cap, "model.%s.%d.weight",
+                     strcmp(t->name, "altup_proj.weight") == 0 ? "altup_projections" : "altup_unembed_projections", e);
+        else
+            snprintf(name, name_cap, "%s.layers.%d.%s.experts.%d.%s.weight", f->name.prefix ? f->name.prefix : "model",
+                     layer, f->moe.block, e, hf ? hf : "?");
         x[e].name = name;
         x[e].n_dims = 2;
         x[e].shape[0] = whole.n_dims == 3 ? whole.shape[1] : whole.shape[0] / E;
@@ -34620,7 +35451,8 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                dequantized on lookup), one of other block types is read as floats */
             is_float = t->type == MLSTACK__GGML_F32 || t->type == MLSTACK__GGML_F16 || t->type == MLSTACK__GGML_BF16;
             if (t->n_dims >= 2 && t->ne[0] <= (uint64_t)INT_MAX / 8) { /* 3-D (experts): rows of all */
-                if (!is_embed) quant = mlstack__gguf_wtype(t->type);
+                if (!is_embed && strcmp(t->name, "per_layer_token_embd.weight") != 0) /* rows looked up */
+                    quant = mlstack__gguf_wtype(t->type);
                 else if (t->type == MLSTACK__GGML_Q8_0 || t->type == MLSTACK__GGML_Q4_1)
                     quant = t->type == MLSTACK__GGML_Q8_0 ? MLSTACK__W_Q8_0 : MLSTACK__W_Q4_1;
             }
@@ -34839,6 +35671,7 @@ typedef struct mlstack__gw_tensor {
     int n_exp, role;
     int exp_bias; /* 2-D [E, rows]: row e is expert e's bias (exps[3 e + role].bias) */
     int ba_group; /* Qwen3-Next's ssm_ba: per key head, its ba_group beta rows then its alpha rows */
+    int exp_step; /* exps[exp_step e + role] (0: 3); Gemma 3n's AltUp projections: 1 */
 } mlstack__gw_tensor;
 
 /* t is weight w: written as the GGML type the quantizer made it as, when its rows hold that
@@ -35025,6 +35858,7 @@ MLSTACK_API mlstack_result mlstack_model_save_gguf(mlstack_model *m, const char 
         t_->data = (const unsigned char *)(dat), t_->row_bytes = (rb), t_->permute_heads = (perm);  \
         t_->unpack = 0, t_->file_row = (rb), t_->gate_heads = 0, t_->tile_dim = 0, t_->flat = 0;    \
         t_->exps = NULL, t_->n_exp = 0, t_->role = 0, t_->ba_group = 0, t_->exp_bias = 0;           \
+        t_->exp_step = 0;                                                                           \
     } while (0)
 
 /* The embedding table (a tied head's blocks, or a Q8_0 copy of a float table for a Q4_1 head),
@@ -35304,11 +36138,12 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         }
         if (c->mla_rank) mlstack__gw_list_mla(c, L, l, ts, n_t);
         if (L->sinks) mlstack__gw_list_vec(L->sinks, c->n_heads, l, "attn_sinks.weight", ts, n_t);
-        if (c->qk_norm != MLSTACK__QK_NORM_NONE) {
+        if (c->qk_norm != MLSTACK__QK_NORM_NONE) { /* the layer's head size; shared-KV layers have no k norm */
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_QK_NORM));
-            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->head_dim, 1, L->q_norm, (size_t)c->head_dim * 4, 0);
+            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, L->head_dim, 1, L->q_norm, (size_t)L->head_dim * 4, 0);
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_QK_NORM + 1));
-            MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, c->head_dim, 1, L->k_norm, (size_t)c->head_dim * 4, 0);
+            if (L->k_norm)
+                MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, L->head_dim, 1, L->k_norm, (size_t)L->head_dim * 4, 0);
         }
     }
 #undef MLSTACK__GGUF_NAME
@@ -35398,10 +36233,64 @@ static mlstack_result mlstack__gw_fold(mlstack_model *m, mlstack__gw_tensor *ts,
 #pragma GCC optimize("O1")
 #endif
 /* Llama 3 rope scaling as llama.cpp keeps it: per-frequency divisors. Returns 0 when out of memory. */
+/* Gemma 3n / Gemma 4 beyond the common tensors, under llama.cpp's names: the per-layer input
+   table, projection and norm; Gemma 3n's AltUp projections ([n - 1, D, D] each way); per layer
+   Gemma 4's layer_output_scale, the per-layer input gate, projection and norm, and Gemma 3n's
+   AltUp coefficients, router and its norm, Laurel. */
+static void mlstack__gw_list_gemma(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t) {
+    const mlstack__config *c = &m->cfg;
+    int l, k = c->altup_n - 1, n = c->altup_n, D = c->n_embd, PL = c->n_layers * c->ple_dim;
+    if (c->ple_dim) {
+        MLSTACK__GW_T("per_layer_token_embd.weight", mlstack__gw_type((int)m->ple_dtype), 2, PL, c->ple_vocab,
+                      m->ple_embed, mlstack__row_bytes((int)m->ple_dtype, PL), 0);
+        MLSTACK__GW_T("per_layer_model_proj.weight", mlstack__gw_type(m->ple_proj.wtype), 2, D, PL, m->ple_proj.data,
+                      m->ple_proj.row_bytes, 0);
+        mlstack__gw_made(&ts[*n_t - 1], &m->ple_proj);
+        MLSTACK__GW_T("per_layer_proj_norm.weight", MLSTACK__GGML_F32, 1, c->ple_dim, 1, m->ple_norm,
+                      (size_t)c->ple_dim * 4, 0);
+    }
+    for (l = 0; k > 0 && l < 2; l++) {
+        MLSTACK__GW_T(l ? "altup_unembd_proj.weight" : "altup_proj.weight", mlstack__gw_type(m->alt_proj[0].wtype), 3,
+                      D, D, NULL, m->alt_proj[0].row_bytes, 0);
+        ts[*n_t - 1].exps = m->alt_proj + l * k, ts[*n_t - 1].n_exp = k, ts[*n_t - 1].exp_step = 1;
+        mlstack__gw_made(&ts[*n_t - 1], &m->alt_proj[0]);
+    }
+    for (l = 0; l < c->n_layers; l++) {
+        const mlstack__layer *L = &m->layers[l];
+        if (!c->altup_n) mlstack__gw_list_vec(&L->layer_scale, 1, l, "layer_output_scale.weight", ts, n_t);
+        if (c->ple_dim) {
+            mlstack__gw_list_w(&L->w_ple_gate, l, "inp_gate", ts, n_t);
+            mlstack__gw_list_w(&L->w_ple_proj, l, "proj", ts, n_t);
+            mlstack__gw_list_vec(L->ple_norm, D, l, "post_norm.weight", ts, n_t);
+        }
+        if (!c->altup_n) continue;
+        if (L->alt_scale) mlstack__gw_list_vec(L->alt_scale, D, l, "altup_correct_scale.weight", ts, n_t);
+        mlstack__gw_list_vec(L->alt_corr, n * n, l, "altup_correct_coef.weight", ts, n_t);
+        ts[*n_t - 1].n_dims = 2, ts[*n_t - 1].ne[0] = (uint64_t)n, ts[*n_t - 1].ne[1] = (uint64_t)n;
+        ts[*n_t - 1].row_bytes = ts[*n_t - 1].file_row = (size_t)n * 4;
+        mlstack__gw_list_vec(L->alt_router, n * D, l, "altup_router.weight", ts, n_t);
+        ts[*n_t - 1].n_dims = 2, ts[*n_t - 1].ne[0] = (uint64_t)D, ts[*n_t - 1].ne[1] = (uint64_t)n;
+        ts[*n_t - 1].row_bytes = ts[*n_t - 1].file_row = (size_t)D * 4;
+        mlstack__gw_list_vec(L->alt_pred, n * n * n, l, "altup_predict_coef.weight", ts, n_t);
+        ts[*n_t - 1].n_dims = 2, ts[*n_t - 1].ne[0] = (uint64_t)n, ts[*n_t - 1].ne[1] = (uint64_t)(n * n);
+        ts[*n_t - 1].row_bytes = ts[*n_t - 1].file_row = (size_t)n * 4;
+        mlstack__gw_list_vec(L->alt_router_norm, D, l, "altup_router_norm.weight", ts, n_t);
+        mlstack__gw_list_w(&L->laurel_l, l, "laurel_l", ts, n_t);
+        mlstack__gw_list_w(&L->laurel_r, l, "laurel_r", ts, n_t);
+        mlstack__gw_list_vec(L->laurel_norm, D, l, "laurel_post_norm.weight", ts, n_t);
+    }
+}
+
 static int mlstack__gw_list_rope(mlstack_model *m, mlstack__gw_tensor *ts, int *n_t, float **rope_factors) {
     const mlstack__config *c = &m->cfg;
     int ok = 1, i;
-    if (c->rope_kind == MLSTACK__ROPE_LLAMA3) {
+    if ((c->fam->flags & MLSTACK__F_GEMMA4) && c->rope[0].kind == MLSTACK__ROPE_PROPORTIONAL) {
+        int half = mlstack__rope_dim(c, 0) / 2; /* Gemma 4's full layers: factors 1 on the rotated pairs */
+        *rope_factors = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)half);
+        if (!*rope_factors) ok = 0;
+        for (i = 0; ok && i < half; i++) (*rope_factors)[i] = i < c->rope[0].rot_pairs ? 1.0f : 1e30f;
+        if (ok) MLSTACK__GW_T("rope_freqs.weight", MLSTACK__GGML_F32, 1, half, 1, *rope_factors, (size_t)half * 4, 0);
+    } else if (c->rope_kind == MLSTACK__ROPE_LLAMA3) {
         int half = c->head_dim / 2;
         *rope_factors = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)half);
         if (!*rope_factors) ok = 0;
@@ -35415,22 +36304,21 @@ static int mlstack__gw_list_rope(mlstack_model *m, mlstack__gw_tensor *ts, int *
 }
 #undef MLSTACK__GW_T
 
-static mlstack_result mlstack__gw_check_moe(mlstack_model *m, mlstack_error *err);
-/* What llama.cpp's architecture cannot say about this model: refused before writing. */
-static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlstack_error *err) {
+/* ---- what llama.cpp's architecture cannot say: refused before writing ----
+   One table, mlstack__gw_checks: a check per GGUF architecture (NULL: every one). */
+
+/* Every architecture: the RoPE kinds written, gated q_proj / tiled value heads in llama.cpp's order. */
+static mlstack_result mlstack__gw_check_common(mlstack_model *m, const char *arch, mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     int l;
+    (void)arch;
     if (c->rope[0].kind != MLSTACK__ROPE_DEFAULT && c->rope[0].kind != MLSTACK__ROPE_LINEAR &&
-        c->rope[0].kind != MLSTACK__ROPE_LLAMA3 &&
+        c->rope[0].kind != MLSTACK__ROPE_LLAMA3 && !(c->fam->flags & MLSTACK__F_GEMMA4) &&
         !(c->rope[0].kind == MLSTACK__ROPE_YARN && (c->fam->flags & (MLSTACK__F_MLA | MLSTACK__F_SINKS))))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "%s: its RoPE scaling is not written to GGUF (none, linear and llama3 are; yarn for "
                              "deepseek2 and gpt-oss)",
                              m->path);
-    if (c->n_experts && (c->fam->flags & (MLSTACK__F_MLA | MLSTACK__F_SINKS))) {
-        mlstack_result r = mlstack__gw_check_moe(m, err);
-        if (r != MLSTACK_OK) return r;
-    }
     for (l = 0; l < c->n_layers; l++) { /* gated q_proj: q and gate rows of one type */
         const mlstack__layer *L = &m->layers[l];
         int tiled = L->kind == MLSTACK__LAYER_DELTANET && c->dn_k_heads != c->dn_v_heads && !c->dn_v_tiled &&
@@ -35443,17 +36331,47 @@ static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlst
                                  "in llama.cpp's order in this layout",
                                  m->path, l);
     }
-    if (c->fam->ssm.layout == MLSTACK__SSM_PARALLEL &&
-        (c->ssm.gate_norm == MLSTACK__GATE_NORM_BEFORE || c->ssm.proj_bias || c->ssm.out_bias))
+    return MLSTACK_OK;
+}
+
+/* falcon-h1: llama.cpp's Mamba2 gates, then norms, and loads no projection biases. */
+static mlstack_result mlstack__gw_check_falcon(mlstack_model *m, const char *arch, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    if (c->ssm.gate_norm == MLSTACK__GATE_NORM_BEFORE || c->ssm.proj_bias || c->ssm.out_bias)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: llama.cpp's %s has no %s", m->path, arch,
                              c->ssm.gate_norm == MLSTACK__GATE_NORM_BEFORE
                                  ? "gated norm before the gate (mamba_norm_before_gate)"
                                  : "Mamba2 projection biases (mamba_proj_bias, projectors_bias)");
-    for (l = 0; l < c->n_layers; l++) /* SmolLM3: llama.cpp's NoPE layers are every 4th */
-        if ((c->fam->flags & MLSTACK__F_NOPE_LAYERS) && m->layers[l].nope != ((l + 1) % 4 == 0))
+    return MLSTACK_OK;
+}
+
+/* smollm3: llama.cpp's NoPE layers are every 4th. */
+static mlstack_result mlstack__gw_check_nope(mlstack_model *m, const char *arch, mlstack_error *err) {
+    int l;
+    for (l = 0; l < m->cfg.n_layers; l++)
+        if (m->layers[l].nope != ((l + 1) % 4 == 0))
             return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                                  "%s: layer %d %s RoPE; %s GGUF files have NoPE layers every 4th layer only", m->path,
                                  l, m->layers[l].nope ? "has no" : "has", arch);
+    return MLSTACK_OK;
+}
+
+/* gemma3n / gemma4: plain RoPE on sliding layers, plain or proportional (no factor) on full ones;
+   a per-layer input row for every token. */
+static mlstack_result mlstack__gw_check_gemma(mlstack_model *m, const char *arch, mlstack_error *err) {
+    const mlstack__config *c = &m->cfg;
+    if (c->rope[1].kind != MLSTACK__ROPE_DEFAULT ||
+        (c->rope[0].kind != MLSTACK__ROPE_DEFAULT &&
+         !(c->rope[0].kind == MLSTACK__ROPE_PROPORTIONAL && c->rope[0].factor == 1.0f)))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: llama.cpp's %s has plain RoPE on sliding layers and plain or proportional RoPE "
+                             "without a factor on full layers; this model's cannot be written",
+                             m->path, arch);
+    if (c->ple_dim && c->ple_vocab != c->n_vocab)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: vocab_size_per_layer_input %d below vocab_size %d: llama.cpp's %s takes a per-layer "
+                             "input row for every token (zero rows are not written yet)",
+                             m->path, c->ple_vocab, c->n_vocab, arch);
     return MLSTACK_OK;
 }
 
@@ -35504,6 +36422,13 @@ static int mlstack__gw_head_count_kv(mlstack_model *m, const char *arch, mlstack
     const mlstack__config *c = &m->cfg;
     const mlstack__ssm_cfg *s = &c->ssm;
     int ok, l;
+    if (!c->n_recurrent && c->var_heads) { /* Gemma 4: KV heads per layer */
+        ok = mlstack__gw_key(kv, arch, "attention.head_count_kv", MLSTACK__GGUF_ARRAY) &&
+             mlstack__gw_u(kv, MLSTACK__GGUF_U32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+        for (l = 0; ok && l < c->n_layers; l++) ok = mlstack__gw_u(kv, (uint32_t)m->layers[l].n_kv_heads, 4);
+        ++*n_kv;
+        return ok;
+    }
     if (!c->n_recurrent) return mlstack__gw_u32(kv, arch, "attention.head_count_kv", (uint32_t)c->n_kv_heads, n_kv);
     if (c->fam->mix.kind == MLSTACK__LAYER_DELTANET) return mlstack__gw_delta_keys(m, arch, kv, n_kv);
     if (c->fam->ssm.layout == MLSTACK__SSM_PARALLEL) { /* Falcon-H1: every layer attends */
@@ -35647,12 +36572,14 @@ static int mlstack__gw_moe_keys(mlstack_model *m, const char *arch, mlstack__buf
     return ok;
 }
 
-/* What llama.cpp's deepseek2 and gpt-oss cannot say about such a model: refused before writing. */
-static mlstack_result mlstack__gw_check_moe(mlstack_model *m, mlstack_error *err) {
+/* What llama.cpp's deepseek2 and gpt-oss cannot say about a model with experts. */
+static mlstack_result mlstack__gw_check_moe(mlstack_model *m, const char *arch, mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     const mlstack__rope_cfg *t = &c->rope[0];
     const char *why = NULL;
     int l, dense = 1;
+    (void)arch;
+    if (!c->n_experts) return MLSTACK_OK;
     for (l = 0; l < c->n_layers; l++) {
         if (m->layers[l].moe && m->layers[l].experts && m->layers[l].experts[0].gtype) why = "repacked experts";
         if (dense && !m->layers[l].moe) continue;
@@ -35672,13 +36599,44 @@ static mlstack_result mlstack__gw_check_moe(mlstack_model *m, mlstack_error *err
                : MLSTACK_OK;
 }
 
+/* Gemma 3n / Gemma 4's keys: the sliding layers' head size, rotary dims and base, shared-KV
+   layers, the per-layer input width, the final soft-cap; Gemma 3n's AltUp streams and each
+   layer's sparsity as icdf(p) (-inf: none), as llama.cpp's converter writes them. Returns 0 when
+   out of memory. */
+static int mlstack__gw_gemma_keys(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv) {
+    const mlstack__config *c = &m->cfg;
+    int l, ok, sdh = mlstack__rope_dim(c, 1) > 0 ? mlstack__rope_dim(c, 1) : c->head_dim;
+    ok = mlstack__gw_u32(kv, arch, "attention.key_length_swa", (uint32_t)c->head_dim, n_kv) &&
+         mlstack__gw_u32(kv, arch, "attention.value_length_swa", (uint32_t)c->head_dim, n_kv) &&
+         mlstack__gw_u32(kv, arch, "rope.dimension_count_swa", (uint32_t)(c->rot_dim * sdh / c->head_dim), n_kv) &&
+         mlstack__gw_f32(kv, arch, "rope.freq_base_swa", c->rope[1].theta, n_kv) &&
+         mlstack__gw_u32(kv, arch, "attention.shared_kv_layers", (uint32_t)c->n_kv_shared, n_kv) &&
+         mlstack__gw_u32(kv, arch, "embedding_length_per_layer_input", (uint32_t)c->ple_dim, n_kv) &&
+         (!c->final_softcap || mlstack__gw_f32(kv, arch, "final_logit_softcapping", c->final_softcap, n_kv));
+    if (!ok || !c->altup_n) return ok;
+    ok = mlstack__gw_u32(kv, arch, "altup.active_idx", (uint32_t)c->altup_active, n_kv) &&
+         mlstack__gw_u32(kv, arch, "altup.num_inputs", (uint32_t)c->altup_n, n_kv) &&
+         mlstack__gw_key(kv, arch, "activation_sparsity_scale", MLSTACK__GGUF_ARRAY) &&
+         mlstack__gw_u(kv, MLSTACK__GGUF_F32, 4) && mlstack__gw_u(kv, (uint64_t)c->n_layers, 8);
+    for (l = 0; ok && l < c->n_layers; l++) {
+        float v = m->layers[l].sparse ? m->layers[l].sparse_k : -INFINITY;
+        uint32_t bits;
+        memcpy(&bits, &v, 4);
+        ok = mlstack__gw_u(kv, bits, 4);
+    }
+    ++*n_kv;
+    return ok;
+}
+
 /* The metadata keys: architecture, shape, rope, and the tokenizer (a GGUF source's keys as they
    are, else converted from tokenizer.json, else "none"). Returns 0 when out of memory; *r is set
    when the tokenizer cannot be written. */
 static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv, int *n_kv, mlstack_result *r,
                             mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
-    int ok = 1, ftype;
+    int ok = 1, ftype, gemma = (c->fam->flags & MLSTACK__F_GEMMA4) != 0;
+    int fdh = gemma && c->rope_dim[0] > 0 ? c->rope_dim[0] : c->head_dim; /* Gemma: the full layers' head */
+    int rot = gemma && c->rope[0].kind == MLSTACK__ROPE_PROPORTIONAL ? fdh : c->rot_dim * fdh / c->head_dim;
     ftype = m->quant_ftype                             ? m->quant_ftype
             : m->layers[0].wq.wtype == MLSTACK__W_Q8_0 ? 7
             : m->layers[0].wq.wtype == MLSTACK__W_Q4_1 ? 3
@@ -35694,12 +36652,12 @@ static int mlstack__gw_keys(mlstack_model *m, const char *arch, mlstack__buf *kv
          mlstack__gw_ff_eps(m, arch, kv, n_kv) &&
          mlstack__gw_u32(kv, arch, "attention.head_count", (uint32_t)c->n_heads, n_kv) &&
          mlstack__gw_head_count_kv(m, arch, kv, n_kv) &&
-         mlstack__gw_u32(kv, arch, "attention.key_length", (uint32_t)c->head_dim, n_kv) &&
-         mlstack__gw_u32(kv, arch, "attention.value_length", (uint32_t)(c->mla_rank ? c->mla_rank : c->head_dim),
-                         n_kv) &&
-         mlstack__gw_u32(kv, arch, "rope.dimension_count", (uint32_t)c->rot_dim, n_kv) &&
+         mlstack__gw_u32(kv, arch, "attention.key_length", (uint32_t)fdh, n_kv) &&
+         mlstack__gw_u32(kv, arch, "attention.value_length", (uint32_t)(c->mla_rank ? c->mla_rank : fdh), n_kv) &&
+         mlstack__gw_u32(kv, arch, "rope.dimension_count", (uint32_t)rot, n_kv) &&
          mlstack__gw_u32(kv, arch, "vocab_size", (uint32_t)c->n_vocab, n_kv) &&
-         mlstack__gw_f32(kv, arch, "rope.freq_base", c->rope_theta, n_kv);
+         mlstack__gw_f32(kv, arch, "rope.freq_base", gemma ? c->rope[0].theta : c->rope_theta, n_kv) &&
+         (!gemma || mlstack__gw_gemma_keys(m, arch, kv, n_kv));
     if (ok && c->rope_kind == MLSTACK__ROPE_LINEAR)
         ok = mlstack__gw_s(kv, arch, "rope.scaling.type", "linear", 6, n_kv) &&
              mlstack__gw_f32(kv, arch, "rope.scaling.factor", c->rope_factor, n_kv);
@@ -35768,7 +36726,9 @@ static const unsigned char *mlstack__gw_row(const mlstack__gw_tensor *t, uint64_
     uint64_t src = mlstack__gw_src_row(t, row, hd);
     if (t->exp_bias) return (const unsigned char *)t->exps[3 * row + (uint64_t)t->role].bias;
     if (t->n_exp && t->exps) /* expert row / ne[1]'s row row % ne[1] */
-        return (const unsigned char *)t->exps[3 * (row / t->ne[1]) + (uint64_t)t->role].data +
+        return (const unsigned char *)t
+                   ->exps[(uint64_t)(t->exp_step ? t->exp_step : 3) * (row / t->ne[1]) + (uint64_t)t->role]
+                   .data +
                (row % t->ne[1]) * t->row_bytes;
     const unsigned char *d = t->gate_heads && (row % (2 * (uint64_t)hd)) >= (uint64_t)hd ? t->data2 : t->data;
     return d + src * t->row_bytes;
@@ -35824,6 +36784,26 @@ static int mlstack__gw_write(const mlstack_model *m, FILE *f, const mlstack__buf
     return ok;
 }
 
+typedef mlstack_result (*mlstack__gw_check_fn)(mlstack_model *m, const char *arch, mlstack_error *err);
+static const struct {
+    const char *arch; /* GGUF architecture written (NULL: every one) */
+    mlstack__gw_check_fn check;
+} mlstack__gw_checks[] = {{NULL, mlstack__gw_check_common},        {"deepseek2", mlstack__gw_check_moe},
+                          {"gpt-oss", mlstack__gw_check_moe},      {"nemotron_h_moe", mlstack__gw_check_group_moe},
+                          {"falcon-h1", mlstack__gw_check_falcon}, {"smollm3", mlstack__gw_check_nope},
+                          {"gemma3n", mlstack__gw_check_gemma},    {"gemma4", mlstack__gw_check_gemma}};
+
+/* The checks of mlstack__gw_checks for architecture arch, in table order: the first refusal. */
+static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlstack_error *err) {
+    size_t k;
+    mlstack_result r;
+    for (k = 0; k < sizeof mlstack__gw_checks / sizeof mlstack__gw_checks[0]; k++)
+        if ((!mlstack__gw_checks[k].arch || strcmp(mlstack__gw_checks[k].arch, arch) == 0) &&
+            (r = mlstack__gw_checks[k].check(m, arch, err)) != MLSTACK_OK)
+            return r;
+    return MLSTACK_OK;
+}
+
 static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char *path, mlstack_error *err) {
     const mlstack__config *c;
     const char *arch;
@@ -35864,13 +36844,12 @@ static mlstack_result mlstack__model_save_gguf_file(mlstack_model *m, const char
                             c->fam->mix.kind == MLSTACK__LAYER_DELTANET))
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "%s: %s models are read from GGUF but not written yet",
                              m->path, arch);
-    if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK ||
-        (r = mlstack__gw_check_group_moe(m, arch, err)) != MLSTACK_OK)
-        return r;
+    if ((r = mlstack__gw_check(m, arch, err)) != MLSTACK_OK) return r;
     ts = (mlstack__gw_tensor *)mlstack__calloc((size_t)c->n_layers * 40 + 8, sizeof *ts);
     if (!ts) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     ok = mlstack__gw_list_embed(m, ts, &n_t, &head_q8);
     mlstack__gw_list_layers(m, ts, &n_t);
+    if (c->fam->flags & MLSTACK__F_GEMMA4) mlstack__gw_list_gemma(m, ts, &n_t);
     ok = mlstack__gw_list_rope(m, ts, &n_t, &rope_factors) && ok;
     if (ok && (r = mlstack__gw_fold(m, ts, &n_t, &folded, err)) != MLSTACK_OK) ok = 0;
     ok = ok && mlstack__gw_keys(m, arch, &kv, &n_kv, &r, err);
@@ -35992,7 +36971,8 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
         }
     }
     if (r == MLSTACK_OK && mlstack__model_rope(m) != 0) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
-    if (r == MLSTACK_OK && gguf_path) r = mlstack__gguf_rope_factors(m, err);
+    if (r == MLSTACK_OK && gguf_path && !(m->cfg.fam->flags & MLSTACK__F_GEMMA4)) /* Gemma 4's: its config */
+        r = mlstack__gguf_rope_factors(m, err);
     MLSTACK_FREE(gguf_path);
     if (r != MLSTACK_OK) {
         if (desc->log && err) desc->log(desc->log_user, 0, err->message);

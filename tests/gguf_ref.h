@@ -63,4 +63,19 @@ static void greedy_text(mlstack_model *m, mlstack_engine *e, const ref_case *rc,
     out[n < cap ? n : cap - 1] = 0;
 }
 
+/* The checks every converted file gets: logits l (all of rc's positions) within 1e-4 of
+   transformers', and the greedy continuation equal to llama.cpp's text. */
+static void check_ref(const char *name, mlstack_model *m, mlstack_engine *e, const ref_case *rc, const float *l) {
+    char text[512];
+    double d = 0;
+    int i;
+    for (i = 0; i < rc->n * rc->n_vocab; i++)
+        if (!(fabs((double)l[i] - rc->logits[i]) <= d)) d = fabs((double)l[i] - rc->logits[i]);
+    CHECKF(d <= 1e-4, "%s: llama.cpp's GGUF: max |logit - transformers| %.3g", name, d);
+    greedy_text(m, e, rc, text, sizeof text);
+    CHECKF(strcmp(text, rc->text) == 0, "%s: greedy text \"%s\", llama.cpp's \"%s\"", name, text, rc->text);
+    printf("  %-16s llama.cpp's GGUF, %d positions: max |logit - transformers| = %.2e; greedy text %s\n", name, rc->n,
+           d, strcmp(text, rc->text) == 0 ? "= llama.cpp's" : "differs");
+}
+
 #endif

@@ -171,11 +171,12 @@ def check_run_grammar_errors(exe, tiny, tmp):
     # build reports leaks at exit: tests/test_cli.py --mlstack build/asan-cli/mlstack) ----
     bad_schema = os.path.join(tmp, "bad_schema.json")
     with open(bad_schema, "w") as f:
-        f.write('{"type": "object", "properties": {"x": {"unevaluatedProperties": false}}}')
+        f.write('{"type": "object", "properties": {"x": {"oneOf": [{"properties": {"a": {}}}, {"required": ["b"]}], '
+                '"unevaluatedProperties": false}}}')
     bad_gbnf = os.path.join(tmp, "bad.gbnf")
     with open(bad_gbnf, "w") as f:
         f.write("root ::= undefined_rule")
-    for args, want in [(["--json-schema", bad_schema], "unsupported keyword 'unevaluatedProperties'"),
+    for args, want in [(["--json-schema", bad_schema], "'unevaluatedProperties' where what is evaluated depends"),
                        (["--grammar", bad_gbnf], "undefined rule"), (["--regex", "(a"], "missing )"),
                        (["--json-schema", bad_schema, "--regex", "a"], "use one of"),
                        (["--grammar", os.path.join(tmp, "missing.gbnf")], "cannot read")]:

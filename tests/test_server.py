@@ -232,14 +232,16 @@ def structured_http(port, model):
     for bad_body, field, want in (
             (dict(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {
                 "type": "object", "properties": {"a": {"type": "array", "items": {
-                    "type": "object", "unevaluatedProperties": False}}}}}}),
+                    "type": "object", "anyOf": [{"properties": {"p": {}}, "required": ["p"]}, {"required": ["q"]}],
+                    "unevaluatedProperties": False}}}}}}),
              "response_format.json_schema.schema", ["unevaluatedProperties", "/properties/a/items"]),
             (dict(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "objekt"}}}),
              "response_format.json_schema.schema", ["objekt"]),
             (dict(response_format={"type": "yaml"}), "response_format", ["json_schema"]),
             (dict(response_format={"type": "json_schema", "json_schema": {"schema": {}}}), "response_format", ["name"]),
             (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {
-                "type": "object", "properties": {"x": {"type": "array", "unevaluatedItems": False}}}}}]),
+                "type": "object", "properties": {"x": {"type": "array", "unevaluatedItems": False,
+                                                       "oneOf": [{"prefixItems": [{}]}, {"maxItems": 0}]}}}}}]),
              "tools", ["unevaluatedItems", "/0/function/parameters/properties/x"]),
             (dict(tools=[{"type": "function", "function": {"name": "bad name"}}]), "tools", ["name"]),
             (dict(tools=TOOLS, tool_choice={"type": "function", "function": {"name": "nope"}}), "tool_choice", ["nope"]),

@@ -2,6 +2,8 @@
 """Validates constrained-decoding outputs written by tests/test_grammar.c (one JSON object per line):
   {"schema": NAME, "output": TEXT}   json.loads(TEXT) must be valid for schemas.json's NAME
                                      (jsonschema, Draft 2020-12, with format checking)
+  {"inline_schema": SCHEMA, "output": TEXT}  json.loads(TEXT) must be valid for the schema SCHEMA
+                                     (JSON text), as for "schema"
   {"regex": PATTERN, "output": TEXT} re.fullmatch(PATTERN, TEXT, re.ASCII) must match
   {"tools": 1, "output": TEXT}       every <tool_call> block must parse and name a tool whose
                                      parameters schema its arguments satisfy
@@ -39,6 +41,11 @@ def main():
                 errs = list(validators[rec["schema"]].iter_errors(json.loads(out)))
                 if errs:
                     why = errs[0].message
+            elif "inline_schema" in rec:
+                val = jsonschema.validators.validator_for(json.loads(rec["inline_schema"]))
+                errs = list(val(json.loads(rec["inline_schema"]), format_checker=fc).iter_errors(json.loads(out)))
+                if errs:
+                    why = errs[0].message
             elif "regex" in rec:
                 if re.fullmatch(rec["regex"], out, re.ASCII) is None:
                     why = "no full match"
@@ -55,7 +62,8 @@ def main():
             why = "%s: %s" % (type(e).__name__, e)
         if why:
             bad += 1
-            print("INVALID %s: %r: %s" % (rec.get("schema") or rec.get("regex") or "tools", out[:200], why))
+            print("INVALID %s: %r: %s" % (rec.get("schema") or rec.get("inline_schema") or rec.get("regex") or "tools",
+                                          out[:200], why))
     print("checked %d, invalid %d" % (n, bad))
     sys.exit(1 if bad else 0)
 

@@ -497,6 +497,93 @@ def write_gpt_oss_gguf(path: str, n_layers: int, seed: int) -> None:
     os.replace(tmp, path)
 
 
+# ---------------------------------------------------------------- Gemma 3n (GGUF only)
+
+# Gemma-3n-E2B's text shape (tools/shapes/gemma3n-e2b.json): 30 layers of hidden 2048, 8/2 heads of
+# 256, FFN 8192, 4 AltUp streams, Laurel rank 64, per-layer inputs 256 wide, the last 10 layers
+# reading earlier layers' KV, sparsity 0.95 in the first 10. The released vocabulary is 262,400
+# with per-layer rows for 262,144; here both are 262,144 (llama.cpp's table has a row per token).
+def write_gemma3n_gguf(path: str, n_layers: int, seed: int, std: float) -> None:
+    """Gemma-3n-E2B-shaped random weights as llama.cpp's converter lays them out (keys and tensor
+    names of its gemma3n): projections, AltUp projections, Laurel and the embedding Q8_0 (random
+    blocks), the per-layer input table F16 (4 GB, read in place by both engines), AltUp
+    coefficients, router and norms F32; k/v and k norms in every layer, as llama.cpp requires."""
+    with open(os.path.join(SHAPES_DIR, "gemma3n-e2b.json"), encoding="utf-8") as f:
+        c = json.load(f)
+    D, H, KV, Dh, V, P = (c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"],
+                          c["vocab_size"], c["hidden_size_per_layer_input"])
+    FF, R, N, L = c["intermediate_size"][0], c["laurel_rank"], c["altup_num_inputs"], n_layers
+    arch = "gemma3n"
+    tmp = path + ".part"
+    w = gguf.GGUFWriter(tmp, arch)
+    w.add_name("Gemma-3n-E2B-shaped random (%d layers)" % L)
+    w.add_block_count(L)
+    w.add_context_length(c["max_position_embeddings"])
+    w.add_embedding_length(D)
+    w.add_feed_forward_length([FF] * L)
+    w.add_head_count(H)
+    w.add_head_count_kv(KV)
+    w.add_key_length(Dh)
+    w.add_value_length(Dh)
+    w.add_rope_freq_base(c["rope_parameters"]["full_attention"]["rope_theta"])
+    w.add_float32(arch + ".rope.freq_base_swa", c["rope_parameters"]["sliding_attention"]["rope_theta"])
+    w.add_layer_norm_rms_eps(c["rms_norm_eps"])
+    w.add_final_logit_softcapping(c["final_logit_softcapping"])
+    w.add_sliding_window(c["sliding_window"])
+    w.add_altup_active_idx(c["altup_active_idx"])
+    w.add_altup_num_inputs(N)
+    w.add_embedding_length_per_layer_input(P)
+    w.add_shared_kv_layers(max(0, c["num_kv_shared_layers"] - (c["num_hidden_layers"] - L)))
+    pattern = c["activation_sparsity_pattern"][:L]
+    w.add_activation_sparsity_scale([1.6448535919189453 if p == 0.95 else float("-inf") for p in pattern])
+    w.add_sliding_window_pattern([t == "sliding_attention" for t in c["layer_types"][:L]])
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    add_dummy_tokenizer(w, V, c["bos_token_id"], c["eos_token_id"])
+    q, f32, f16 = QT.Q8_0, QT.F32, QT.F16
+    plan = [("token_embd.weight", (V, D), q), ("per_layer_token_embd.weight", (V, L * P), f16),
+            ("per_layer_model_proj.weight", (L * P, D), q), ("per_layer_proj_norm.weight", (P,), f32),
+            ("altup_proj.weight", (N - 1, D, D), q), ("altup_unembd_proj.weight", (N - 1, D, D), q),
+            ("output_norm.weight", (D,), f32)]
+    for il in range(L):
+        b = "blk.%d." % il
+        plan += [(b + "attn_norm.weight", (D,), f32), (b + "attn_q.weight", (H * Dh, D), q),
+                 (b + "attn_k.weight", (KV * Dh, D), q), (b + "attn_v.weight", (KV * Dh, D), q),
+                 (b + "attn_output.weight", (D, H * Dh), q), (b + "attn_q_norm.weight", (Dh,), f32),
+                 (b + "attn_k_norm.weight", (Dh,), f32), (b + "post_attention_norm.weight", (D,), f32),
+                 (b + "ffn_norm.weight", (D,), f32), (b + "ffn_gate.weight", (FF, D), q),
+                 (b + "ffn_up.weight", (FF, D), q), (b + "ffn_down.weight", (D, FF), q),
+                 (b + "post_ffw_norm.weight", (D,), f32), (b + "inp_gate.weight", (P, D), q),
+                 (b + "proj.weight", (D, P), q), (b + "post_norm.weight", (D,), f32),
+                 (b + "altup_correct_coef.weight", (N, N), f32), (b + "altup_correct_scale.weight", (D,), f32),
+                 (b + "altup_predict_coef.weight", (N * N, N), f32), (b + "altup_router.weight", (N, D), f32),
+                 (b + "altup_router_norm.weight", (D,), f32), (b + "laurel_l.weight", (R, D), q),
+                 (b + "laurel_r.weight", (D, R), q), (b + "laurel_post_norm.weight", (D,), f32)]
+    for name, shp, qt in plan:
+        w.add_tensor_info(name, shp, np.dtype(np.float32), gguf_nbytes(shp, qt), raw_dtype=qt)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    rng = np.random.default_rng(seed)
+    for name, shp, qt in plan:
+        if qt == f16:  # the 4 GB table in slices of rows: its own padding, as write_tensor_data pads
+            fout = w.fout[0]
+            w.tensors[0].pop(next(iter(w.tensors[0])))
+            w.write_padding(fout, fout.tell())
+            for r0 in range(0, shp[0], 8192):
+                x = rng.integers(-127, 128, size=(min(8192, shp[0] - r0), shp[1]), dtype=np.int8)
+                (x.astype(np.float16) * np.float16(std / 73.0)).tofile(fout)
+            w.write_padding(fout, shp[0] * shp[1] * 2)
+        elif qt == q:
+            w.write_tensor_data(random_blocks(name, (int(np.prod(shp[:-1])), shp[-1]), qt, seed, std))
+        elif "norm" in name or "scale" in name:
+            w.write_tensor_data(np.ones(shp, dtype=np.float32))
+        else:  # AltUp's coefficients and router: small, so the streams stay near the input's size
+            w.write_tensor_data((rng.standard_normal(shp, dtype=np.float32) * np.float32(0.1)))
+    w.close()
+    os.replace(tmp, path)
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -551,7 +638,8 @@ def write_hybrid(a) -> int:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", required=True,
-                    choices=sorted(SHAPES) + ["gpt-oss-20b"] + sorted(HYBRID_SHAPES) + sorted(BLOCK_SHAPES))
+                    choices=sorted(SHAPES) + ["gpt-oss-20b", "gemma3n-e2b"] + sorted(HYBRID_SHAPES) +
+                    sorted(BLOCK_SHAPES))
     ap.add_argument("--dtype", choices=sorted(set(DTYPES) | set(BLOCK_DTYPES)) + ["mxfp4"],
                     help="not for the hybrid shapes (they write all three)")
     ap.add_argument("--tokenizer", default=os.path.join(os.path.dirname(__file__), "..", "models", "smollm2-135m-instruct"),
@@ -559,7 +647,8 @@ def main(argv=None) -> int:
     ap.add_argument("--peer", default=os.path.join(os.path.dirname(__file__), "..", "peer"),
                     help="hybrid shapes: llama.cpp's peer folder (tools/build_llamacpp.sh), for its converter")
     ap.add_argument("--mlstack", default=os.path.join(os.path.dirname(__file__), "..", "build", "mlstack"))
-    ap.add_argument("--layers", type=int, default=0, help="gpt-oss-20b: the first N layers only (0: all 24)")
+    ap.add_argument("--layers", type=int, default=0,
+                    help="gpt-oss-20b, gemma3n-e2b: the first N layers only (0: all)")
     ap.add_argument("--out", required=True, help="output folder (created)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--std", type=float, default=0.02, help="weight standard deviation")
@@ -580,6 +669,14 @@ def main(argv=None) -> int:
         gp = os.path.join(a.out, "model.gguf")
         t0 = time.time()
         write_block_gguf(gp, a.shape, a.dtype, a.seed, a.std)
+        print(f"{gp}: {os.path.getsize(gp) / 1e6:.1f} MB in {time.time() - t0:.1f} s")
+        return 0
+    if a.shape == "gemma3n-e2b":  # GGUF only (mlstack reads it as llama.cpp does)
+        if a.dtype != "q8_0":
+            ap.error("--shape gemma3n-e2b takes --dtype q8_0")
+        gp = os.path.join(a.out, "model.gguf")
+        t0 = time.time()
+        write_gemma3n_gguf(gp, a.layers or 30, a.seed, a.std)
         print(f"{gp}: {os.path.getsize(gp) / 1e6:.1f} MB in {time.time() - t0:.1f} s")
         return 0
     if a.shape == "gpt-oss-20b":  # GGUF only (mlstack reads it as llama.cpp does), MXFP4 experts

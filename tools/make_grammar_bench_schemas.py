@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes tools/grammar_bench_schemas.tsv: the hard JSON Schemas that tools/bench_grammar.c (-M -s)
 and tools/bench_grammar_llamacpp.cpp time side by side, one `name<TAB>schema` per line.
-The cases: long enums, nested objects, patterns, numbers with bounds, bounded strings and oneOf,
+The cases: long enums, nested objects, patterns, numbers with bounds, bounded strings, oneOf and
+integer multipleOf,
 beside the person / catalog / event schemas the two tools have always run. Rerunnable:
   python3 tools/make_grammar_bench_schemas.py"""
 import json
@@ -52,6 +53,17 @@ def numbers():
         "required": ["year", "delta", "score", "ratio", "count", "temps"]}
 
 
+def multiples():
+    """multipleOf on integers: a small period with bounds, a large one with bounds, and period
+    123456789 (0.123456789) last, where random logits keep writing digits (a new remainder, so a
+    mask never seen before, at every token)."""
+    return {"type": "object", "properties": {
+        "step": {"type": "integer", "multipleOf": 7, "minimum": 0, "maximum": 700},
+        "batch": {"type": "integer", "multipleOf": 1000000007, "minimum": -5e12, "maximum": 5e12},
+        "id": {"type": "integer", "multipleOf": 0.123456789}},
+        "required": ["step", "batch", "id"]}
+
+
 def bounded_strings():
     return {"type": "object", "properties": {
         "title": {"type": "string", "maxLength": 60}, "code": {"type": "string", "minLength": 3, "maxLength": 8},
@@ -79,7 +91,7 @@ def one_of():
 
 def main():
     rows = [("long_enum", long_enum()), ("nested", nested()), ("patterns", patterns()), ("numbers", numbers()),
-            ("bounded", bounded_strings()), ("one_of", one_of())]
+            ("bounded", bounded_strings()), ("one_of", one_of()), ("multiples", multiples())]
     with open(OUT, "w") as f:
         for name, schema in rows:
             f.write("%s\t%s\n" % (name, json.dumps(schema, separators=(",", ":"))))

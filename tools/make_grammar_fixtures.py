@@ -251,6 +251,27 @@ SCHEMAS = [
         "two": {"type": "string", "allOf": [{"pattern": "a"}, {"pattern": "^[a-c]{1,4}$"}]},
         "ip": {"type": "string", "format": "ipv4", "maxLength": 9},
         "u": {"type": "string", "pattern": "^(x|yz)$|^q[0-9]?$"}}, "required": ["w", "two", "ip"]}),
+    # unevaluatedProperties / unevaluatedItems where what is evaluated is known statically: names
+    # from allOf, $ref and beside; oneOf / if-then-else branches that evaluate the same names; the
+    # Test Suite's 'not' of an anyOf whose branches always hold; contains and prefixItems for items
+    ("uneval_props", {"type": "object", "$defs": {"base": {"properties": {"id": {"type": "integer", "minimum": 1,
+                                                                                      "maximum": 99}},
+                                                          "required": ["id"]}},
+                      "$ref": "#/$defs/base", "allOf": [{"properties": {"a": {"type": "boolean"}}}],
+                      "properties": {"tag": {"enum": ["p", "q"]}}, "unevaluatedProperties": False}),
+    ("uneval_branches", {"type": "object", "unevaluatedProperties": False, "oneOf": [
+        {"properties": {"k": {"const": "x"}, "n": {"type": "integer", "minimum": 0, "maximum": 5}}, "required": ["k"]},
+        {"properties": {"k": {"const": "y"}, "n": {"type": "boolean"}}, "required": ["k"]}],
+        "if": {"properties": {"k": {"const": "x"}}}, "then": {"properties": {"m": {"type": "null"}}},
+        "else": {"properties": {"m": {"type": "integer", "minimum": 0, "maximum": 3}}}}),
+    ("uneval_not", {"type": "object", "maxProperties": 3,
+                    "patternProperties": {"^[a-c]$": {"type": "integer", "minimum": 0, "maximum": 9}},
+                    "additionalProperties": False,
+                    "not": {"anyOf": [True, {"properties": {"a": True}}], "unevaluatedProperties": False}}),
+    ("uneval_items", {"type": "array", "maxItems": 4,
+                      "allOf": [{"prefixItems": [{"type": "integer", "minimum": 0, "maximum": 9}]}],
+                      "unevaluatedItems": {"type": "boolean"}}),
+    ("uneval_contains", {"type": "array", "contains": {"type": "boolean"}, "unevaluatedItems": {"type": "null"}}),
 ]
 
 
@@ -258,6 +279,8 @@ def closed(schema):
     """additionalProperties false on every object schema with properties that leaves it open:
     other keys would be random strings, which random sampling never ends."""
     if isinstance(schema, dict):
+        if "unevaluatedProperties" in schema:  # closed by it (and open below it on purpose)
+            return schema
         if "properties" in schema and "additionalProperties" not in schema:
             schema["additionalProperties"] = False
         for v in schema.values():
