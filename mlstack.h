@@ -30950,12 +30950,19 @@ static mlstack_result mlstack__cfg_dt_limit(mlstack__ssm_cfg *s, const mlstack__
     return MLSTACK_OK;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* One delta-net layer's state per sequence: the conv window, the last K - 1 inputs of the conv
    (K - 1, C) oldest first, then the matrix S of each value head (Hv, dk, dv). */
 static size_t mlstack__dn_state_floats(const mlstack__config *c) {
     size_t C = (size_t)2 * c->dn_k_heads * c->dn_k_dim + (size_t)c->dn_v_heads * c->dn_v_dim;
     return (size_t)(c->dn_conv - 1) * C + (size_t)c->dn_v_heads * c->dn_k_dim * c->dn_v_dim;
 }
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 
 /* Gated delta-net layers (Qwen3.5, Qwen3-Next): their heads and conv width; without layer_types
    every full_attention_interval-th layer (default 4) is full attention, the rest delta-net. The
