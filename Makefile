@@ -2,8 +2,9 @@
 # AArch64 NEON under qemu-user, Windows/armv7/riscv64/clang; `make neon-test` and `make port-test`
 # run only those),
 # `make run` generates with the default model, `make bench` times it.
-# `make check` is the everyday tier (under 3 minutes warm on 2 cores): the unit tests under
-# ASan+UBSan, the slowest in a quick mode (MLSTACK_TEST_QUICK=1), and the opt-out builds.
+# `make check` is the everyday tier (under 3 minutes from a fresh build tree on 2 cores): the unit
+# tests under ASan+UBSan, the slowest in a quick mode (MLSTACK_TEST_QUICK=1); `make test` runs the
+# rest (see `make check` below for what it leaves out).
 #
 # How the tests are built. A test is tests/test_NAME.c (found by wildcard: a new file is a new
 # test). The implementation is compiled ONCE per flavour, into $(B)/FLAVOUR/mlstack.o, with the
@@ -27,10 +28,10 @@
 #                                the limit tests
 #   tsan       $(B)/tsan/        test_threads, test_serve   -O1 -g -fsanitize=thread, $(NO_WIDE)
 # The plain flavour's object is the CLI's two implementation parts joined by `ld -r` (the same
-# flags; one -O2 compile of the header serves the CLI, the examples and the tests). A test of
-# compile-time limits (tests/testlimits.h: MLSTACK_MAX_JSON_BYTES and the like, and an allocator
-# hook) is listed in SELF_CONTAINED and links against $(B)/FLAVOUR/limits.o instead, the
-# implementation compiled once per flavour with those limits (tests/testlimits.c).
+# flags; one -O2 compile of the header serves the CLI, the examples and the tests). The tests of
+# limits (MLSTACK_MAX_JSON_BYTES and the like) link against the same object: they lower the limits
+# at run time (mlstack__limits, >>platform) so that they can reach them. A test that needs link
+# flags of its own names them in LINK_NAME (test_hardening wraps realloc to fail it on demand).
 # To add a flavour: $(eval $(call flavour,DIR,COMPILER,FLAGS,LIBS)) and list its binaries in
 # the `test` target. Other blocks (fuzz, cross targets, server) append to TEST_RUNS / TEST_BUILDS.
 CC      ?= cc
@@ -70,8 +71,9 @@ TEST_BINS   = $(addprefix $(B)/tests/,$(TESTS))
 ASAN_BINS   = $(addprefix $(B)/asan/,$(ASAN_TESTS))
 EXAMPLES    = $(addprefix $(B)/examples/,$(basename $(notdir $(wildcard examples/*.c))))
 HDRS        = mlstack.h tests/testlib.h tests/gguf_ref.h
-# tests (and fuzz targets) that set a compile-time limit before including the implementation
-SELF_CONTAINED = test_badinput test_json test_hardening fuzz_regex
+# a test's own link flags: the library's reallocs go through test_hardening's hook (it makes a
+# page-table growth fail)
+LINK_test_hardening = -Wl,--wrap=realloc
 
 # AArch64 NEON: the kernel and model tests cross-built (static) and run under qemu-user, through
 # wrapper scripts that tests/run.sh runs like any test binary, one per configuration:
@@ -175,8 +177,7 @@ $(B)/examples/%: $(B)/examples/%.o $(CLI_IMPL)
 
 # $(call flavour,DIR,COMPILER,FLAGS,LIBS[,OBJECTS]): $(B)/DIR/mlstack.o, the implementation once
 # (or OBJECTS already compiled, joined into one), and a rule for $(B)/DIR/NAME from tests/NAME.c
-# (or tests/fuzz/NAME.c for $(B)/DIR/replay_NAME) linked against it; SELF_CONTAINED tests link
-# against $(B)/DIR/limits.o, the implementation with tests/testlimits.h's limits.
+# (or tests/fuzz/NAME.c for $(B)/DIR/replay_NAME) linked against it (and LINK_NAME).
 EXPORT = -DMLSTACK_IMPLEMENTATION -DMLSTACK__EXPORT_INTERNALS
 IMPORT = -DMLSTACK__IMPORT_INTERNALS -fno-inline
 # $(call import_opt,COMPILER,FLAGS,TEST): the optimisation of a test's own code. gcc at -O0 still
@@ -186,31 +187,19 @@ IMPORT = -DMLSTACK__IMPORT_INTERNALS -fno-inline
 # tests whose own code computes heavily (IMPORT_OPTIMISED).
 IMPORT_OPTIMISED = test_cuda_emul
 import_opt = $(if $(findstring clang,$(1)),$(if $(filter $(3),$(IMPORT_OPTIMISED)),,-O0),$(if $(findstring -O0,$(2)),-Og))
-# $(call self_opt,FLAGS): the limits object (its limits and hooks are what its tests check, not
-# speed) is compiled at -O1 where the flavour has -O2
-self_opt = $(if $(findstring -O0,$(1)),,$(if $(findstring -O2,$(1)),-O1))
 define flavour
 $(B)/$(1)/mlstack.o: $(if $(5),$(5),mlstack.h)
 	@mkdir -p $$(@D)
 	$(if $(5),$(2) -r -nostdlib -o $$@ $(5),$(2) $(3) $$(EXPORT) -x c -c $$< -o $$@)
-$(B)/$(1)/limits.o: tests/testlimits.c tests/testlimits.h mlstack.h
-	@mkdir -p $$(@D)
-	$(2) $(3) $(call self_opt,$(3)) -DMLSTACK__EXPORT_INTERNALS -c $$< -o $$@
 $(B)/$(1)/pch/mlstack.h.gch: tests/pch.h mlstack.h
 	@mkdir -p $$(@D)
 	$(2) $(3) $$(IMPORT) $$(call import_opt,$(2),$(3),) -DMLSTACK_IMPLEMENTATION= -x c-header -o $$@ $$<
 $(B)/$(1)/%: tests/%.c $$(HDRS) $(B)/$(1)/mlstack.o $(call pch_of,$(1),$(2))
 	@mkdir -p $$(@D)
-	$(2) $(3) $$(IMPORT) $$(call import_opt,$(2),$(3),$$*) $(call pch_use,$(1),$(2)) -o $$@ $$< $(B)/$(1)/mlstack.o $(4)
+	$(2) $(3) $$(IMPORT) $$(call import_opt,$(2),$(3),$$*) $(call pch_use,$(1),$(2)) -o $$@ $$< $(B)/$(1)/mlstack.o $(4) $$(LINK_$$*)
 $(B)/$(1)/replay_%: tests/fuzz/%.c tests/fuzz/replay.h mlstack.h $(B)/$(1)/mlstack.o $(call pch_of,$(1),$(2))
 	@mkdir -p $$(@D)
 	$(2) $(3) $$(IMPORT) $$(call import_opt,$(2),$(3),$$*) $(call pch_use,$(1),$(2)) -o $$@ $$< $(B)/$(1)/mlstack.o $(4)
-$(addprefix $(B)/$(1)/,$(filter test_%,$(SELF_CONTAINED))): $(B)/$(1)/%: tests/%.c $$(HDRS) $(B)/$(1)/limits.o
-	@mkdir -p $$(@D)
-	$(2) $(3) $$(IMPORT) $$(call import_opt,$(2),$(3),$$*) -o $$@ $$< $(B)/$(1)/limits.o $(4)
-$(addprefix $(B)/$(1)/replay_,$(filter fuzz_%,$(SELF_CONTAINED))): $(B)/$(1)/replay_%: tests/fuzz/%.c tests/fuzz/replay.h mlstack.h $(B)/$(1)/limits.o
-	@mkdir -p $$(@D)
-	$(2) $(3) $$(IMPORT) $$(call import_opt,$(2),$(3),$$*) -o $$@ $$< $(B)/$(1)/limits.o $(4)
 endef
 # Reproducible logits (test_real_repro) must not depend on how the compiler may contract a * b + c:
 # AArch64 has FMA everywhere, so its flavour is built in GNU C mode with contraction on (GCC's
@@ -414,9 +403,7 @@ QEMU_TESTS    = test_platform test_kernels test_models test_quant
 WIN_RUNS      = $(addprefix $(B)/run/win64/,$(WIN_TESTS))
 ARMV7_RUNS    = $(addprefix $(B)/run/armv7/,$(QEMU_TESTS))
 RISCV64_RUNS  = $(addprefix $(B)/run/riscv64/,$(QEMU_TESTS))
-# (the limit tests, SELF_CONTAINED, run in the plain and ASan flavours: in clang's they would cost
-#  a second implementation compile for code that the clang object already builds)
-CLANG_BINS    = $(addprefix $(B)/clang/,$(filter-out $(SELF_CONTAINED),$(ASAN_TESTS)))
+CLANG_BINS    = $(addprefix $(B)/clang/,$(ASAN_TESTS))
 PORT_RUNS     = $(WIN_RUNS) $(ARMV7_RUNS) $(RISCV64_RUNS) $(CLANG_BINS)
 WINEPREFIX_DIR = $(CURDIR)/$(B)/win64/prefix
 
@@ -449,7 +436,7 @@ need_tool = @command -v $(1) >/dev/null 2>&1 || [ -x "$(1)" ] || { echo "port-te
 $(B)/win64/mlstack.o: | mingw-tools
 $(B)/armv7/mlstack.o: | armv7-tools
 $(B)/riscv64/mlstack.o: | riscv64-tools
-$(B)/clang/mlstack.o $(addprefix $(B)/clang/,$(SELF_CONTAINED)): | clang-tools
+$(B)/clang/mlstack.o: | clang-tools
 mingw-tools:
 	$(call need_tool,$(MINGW_CC),gcc-mingw-w64-x86-64-win32)
 armv7-tools:
@@ -564,7 +551,8 @@ fuzz:
 # BUILD OPTIONS). The implementation compiled with each left out and with all four (at -O0:
 # these check what compiles, links and refuses; warnings as errors), each linked with
 # tests/compile/optout.c, which calls into every part left out and checks that it fails with
-# MLSTACK_ERR_UNSUPPORTED naming the macro. Part of `make test` and `make check`. ----
+# MLSTACK_ERR_UNSUPPORTED naming the macro. Part of `make test` (not of `make check`: five more
+# compiles of the implementation). ----
 OPTOUTS    = TEMPLATE GRAMMAR RANKS GGUF
 OPTOUT_BINS = $(addprefix $(B)/optout/,$(OPTOUTS) all)
 $(OPTOUT_BINS): $(B)/optout/%: tests/compile/optout.c mlstack.h
@@ -581,14 +569,17 @@ $(B)/optout/ok: $(OPTOUT_BINS) $(B)/optout/isa
 	@touch $@
 TEST_BUILDS += $(B)/optout/ok
 
-# ---- `make check`: the everyday tier, under 3 minutes from a warm build tree on 2 cores. The
-# unit tests under ASan+UBSan only (no real-model tests, no cross-ISA or port flavours, no CLI
-# Python suites, no fuzz replay), the opt-out builds and the function-length check; the slowest
-# unit tests (test_kernels, test_ranks, test_cuda_emul, test_families, test_hybrid) run a
-# representative subset under MLSTACK_TEST_QUICK=1. `make test` runs everything, those tests whole, and CI runs `make test`. ----
+# ---- `make check`: the everyday tier, under 3 minutes from a fresh build tree on 2 cores: one
+# compile of the implementation (ASan+UBSan), the unit tests in that flavour and the
+# function-length check. The slowest unit tests (test_kernels, test_ranks, test_cuda_emul,
+# test_families, test_hybrid, ...) run a representative subset under MLSTACK_TEST_QUICK=1.
+# It leaves out, and `make test` (what CI runs) runs: the plain flavour and the real-model tests,
+# the cross-ISA and port flavours (AArch64, Windows, armv7, riscv64, clang, OpenMP, no threads,
+# ThreadSanitizer), the opt-out builds and ISA opt-out syntax checks, the compile tests, the CLI's
+# Python suites, the fuzz corpus replays, format-check, and the quick-mode tests whole. ----
 CHECK_BINS = $(ASAN_BINS) $(FN_LENGTHS_RUN)
 .PHONY: check
 check:
-	@$(MAKE) --no-print-directory -j$(JOBS) $(CHECK_BINS) $(B)/optout/ok
+	@$(MAKE) --no-print-directory -j$(JOBS) $(CHECK_BINS)
 	@echo "== make check: unit tests under ASan+UBSan (quick mode for the slowest; make test runs everything) =="
 	@MLSTACK_TEST_QUICK=1 bash tests/run.sh $(CHECK_BINS)

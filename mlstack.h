@@ -438,7 +438,8 @@ typedef struct mlstack_model_desc {
                               one-rank engine converts the whole model, once); the same bits either way */
     const char *quant_mix; /* NULL, or a llama.cpp file type to quantize to at load, by llama-quantize's
                               name: "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K_S",
-                              "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K", "IQ4_NL"
+                              "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K", "IQ4_NL",
+                              "TQ1_0", "TQ2_0"
                               ("Q3_K" / "Q4_K" / "Q5_K": the _M mixes, as llama-quantize reads them); its
                               per-tensor types and llama.cpp's reference quantizers (>>model, >>quant);
                               overrides quant. mlstack_model_save_gguf then writes the file llama.cpp reads */
@@ -1674,6 +1675,10 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #ifndef MLSTACK_MAX_HEADER_BYTES
 #define MLSTACK_MAX_HEADER_BYTES ((uint64_t)100 << 20)
 #endif
+/* the regex matcher's step budget per call: see >>regex */
+#ifndef MLSTACK_REGEX_STEP_BASE
+#define MLSTACK_REGEX_STEP_BASE 10000000u
+#endif
 
 #if defined(__MINGW32__) /* formats go through MinGW's C99 printf (mlstack__vfmt), not msvcrt's */
 #define MLSTACK__PRINTF(a, b) __attribute__((format(gnu_printf, a, b)))
@@ -1810,6 +1815,22 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #define MLSTACK__COLD_O1 1
 #else
 #define MLSTACK__COLD_O1 0
+#endif
+
+/* The parser limits as the code reads them: the build options MLSTACK_MAX_JSON_BYTES,
+   MLSTACK_MAX_HEADER_BYTES and MLSTACK_REGEX_STEP_BASE, in one object so that a test can lower
+   them at run time to reach them (test_json, test_badinput, test_hardening) without compiling
+   the implementation again. The library only reads it. */
+typedef struct mlstack__limits_t {
+    size_t max_json_bytes;     /* MLSTACK_MAX_JSON_BYTES */
+    uint64_t max_header_bytes; /* MLSTACK_MAX_HEADER_BYTES */
+    uint64_t regex_step_base;  /* MLSTACK_REGEX_STEP_BASE */
+} mlstack__limits_t;
+#if MLSTACK__OWNS_DATA
+MLSTACK__VAR mlstack__limits_t mlstack__limits = {MLSTACK_MAX_JSON_BYTES, MLSTACK_MAX_HEADER_BYTES,
+                                                  MLSTACK_REGEX_STEP_BASE};
+#else
+MLSTACK__VAR mlstack__limits_t mlstack__limits; /* a part build's other parts (PARTS in >>platform) */
 #endif
 
 MLSTACK_API const char *mlstack_result_string(mlstack_result r) {
@@ -2695,6 +2716,15 @@ MLSTACK__FN void mlstack__once(mlstack__once_flag *o, void (*fn)(void)) {
 typedef void (*mlstack__task_fn)(void *ctx, int task, int n_tasks, int thread);
 
 #define MLSTACK__SPIN 4000
+/* The polls a waiting pool thread or thread rank makes before it sleeps, as the code reads them:
+   MLSTACK__SPIN, which the test programs lower (tests/testlib.h: make test runs several at once on
+   few cores, where a polling thread holds a core that the thread it waits for needs). The
+   library only reads it. */
+#if MLSTACK__OWNS_DATA
+MLSTACK__VAR MLSTACK__UNUSED int mlstack__spin = MLSTACK__SPIN;
+#else
+MLSTACK__VAR int mlstack__spin; /* a part build's other parts (PARTS in >>platform) */
+#endif
 
 /* Profiler hooks (>>profiler). `pool->prof` is non-NULL only while a profile records,
    so when profiling is off every hook costs one predictable branch. */
@@ -2793,7 +2823,7 @@ MLSTACK__THREAD_FN(mlstack__worker, arg_) {
     for (;;) {
         int i;
         for (i = 0;
-             i < MLSTACK__SPIN && mlstack__atomic_load64(&p->generation) == seen && !mlstack__atomic_load(&p->quit);
+             i < mlstack__spin && mlstack__atomic_load64(&p->generation) == seen && !mlstack__atomic_load(&p->quit);
              i++)
             mlstack__cpu_relax();
         if (mlstack__atomic_load64(&p->generation) == seen) {
@@ -2886,7 +2916,7 @@ MLSTACK__FN void mlstack__pool_run(mlstack__pool *p, mlstack__task_fn fn, void *
         mlstack__cond_broadcast(&p->wake);
         mlstack__unlock(&p->mu);
         mlstack__pool_work(p, 0);
-        for (i = 0; i < MLSTACK__SPIN && mlstack__atomic_load(&p->pending) > 0; i++) mlstack__cpu_relax();
+        for (i = 0; i < mlstack__spin && mlstack__atomic_load(&p->pending) > 0; i++) mlstack__cpu_relax();
         if (mlstack__atomic_load(&p->pending) > 0) {
             mlstack__lock(&p->mu);
             while (mlstack__atomic_load(&p->pending) > 0) mlstack__cond_wait(&p->done, &p->mu);
@@ -3338,8 +3368,9 @@ static mlstack_result mlstack__json_parse_opts(mlstack__json_doc *doc, const cha
                                                const mlstack_json_options *opt, mlstack_error *err) {
     mlstack__json_parser p;
     mlstack_result r;
-    size_t max_bytes =
-        opt && opt->max_bytes && opt->max_bytes < MLSTACK_MAX_JSON_BYTES ? opt->max_bytes : MLSTACK_MAX_JSON_BYTES;
+    size_t max_bytes = opt && opt->max_bytes && opt->max_bytes < mlstack__limits.max_json_bytes
+                           ? opt->max_bytes
+                           : mlstack__limits.max_json_bytes;
     void *m = NULL;
     memset(doc, 0, sizeof *doc);
     if (n > max_bytes)
@@ -3563,9 +3594,9 @@ static mlstack_result mlstack__st_parse(mlstack__st_file *f, int file_index, con
                              "%s: header length %llu (offset 0) runs past the end of the file (%llu bytes after "
                              "the length field)",
                              what, (unsigned long long)hlen, (unsigned long long)(size - 8));
-    if (hlen > MLSTACK_MAX_HEADER_BYTES)
+    if (hlen > mlstack__limits.max_header_bytes)
         return MLSTACK__FAIL(err, MLSTACK_ERR_LIMIT, "%s: header length %llu exceeds the limit of %llu bytes", what,
-                             (unsigned long long)hlen, (unsigned long long)MLSTACK_MAX_HEADER_BYTES);
+                             (unsigned long long)hlen, (unsigned long long)mlstack__limits.max_header_bytes);
     if (hlen < 2)
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: header of %llu bytes cannot hold a JSON object", what,
                              (unsigned long long)hlen);
@@ -3781,7 +3812,7 @@ static mlstack_result mlstack__st_open_dir(mlstack__st *st, const char *dir, mls
         mlstack__json_doc doc;
         const mlstack__json *wm, *e;
         memset(&doc, 0, sizeof doc);
-        r = mlstack__read_file(index_path, MLSTACK_MAX_JSON_BYTES, &text, &len, err);
+        r = mlstack__read_file(index_path, mlstack__limits.max_json_bytes, &text, &len, err);
         if (r == MLSTACK_OK) r = mlstack__json_parse(&doc, text, len, index_path, err);
         if (r == MLSTACK_OK) {
             wm = mlstack__json_get(doc.root, "weight_map");
@@ -3926,6 +3957,8 @@ enum {
     MLSTACK__GGML_IQ4_XS = 23,
     MLSTACK__GGML_IQ1_M = 29,
     MLSTACK__GGML_BF16 = 30,
+    MLSTACK__GGML_TQ1_0 = 34,
+    MLSTACK__GGML_TQ2_0 = 35,
     MLSTACK__GGML_MXFP4 = 39,
     MLSTACK__GGML_NTYPES = 42
 };
@@ -4797,10 +4830,8 @@ oom:
    compiled regex can be searched from many threads at once. */
 
 /* Matcher steps allowed: MLSTACK_REGEX_STEP_BASE per call (one search, or all the searches of one
-   tokenizer encode/decode), plus MLSTACK_REGEX_STEPS_PER_BYTE for each byte searched. */
-#ifndef MLSTACK_REGEX_STEP_BASE
-#define MLSTACK_REGEX_STEP_BASE 10000000u
-#endif
+   tokenizer encode/decode; defined in >>platform with the other limits, read as
+   mlstack__limits.regex_step_base), plus MLSTACK_REGEX_STEPS_PER_BYTE for each byte searched. */
 #ifndef MLSTACK_REGEX_STEPS_PER_BYTE
 #define MLSTACK_REGEX_STEPS_PER_BYTE 64u
 #endif
@@ -6029,7 +6060,7 @@ MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search_budget(const mlstack__rege
 MLSTACK__FN MLSTACK__UNUSED int mlstack__regex_search(const mlstack__regex *re, const char *s, size_t n, size_t start,
                                                       size_t *mbeg, size_t *mend) {
     uint64_t budget =
-        (uint64_t)MLSTACK_REGEX_STEP_BASE + (uint64_t)(start <= n ? n - start : 0) * MLSTACK_REGEX_STEPS_PER_BYTE;
+        mlstack__limits.regex_step_base + (uint64_t)(start <= n ? n - start : 0) * MLSTACK_REGEX_STEPS_PER_BYTE;
     return mlstack__regex_search_budget(re, s, n, start, &budget, mbeg, mend);
 }
 
@@ -7412,7 +7443,7 @@ static mlstack_result mlstack__decode(const mlstack_tokenizer *t, const int32_t 
     mlstack__buf pool = {0, 0, 0}, pa = {0, 0, 0}, pb = {0, 0, 0}, tmp;
     mlstack_result r = MLSTACK_OK;
     size_t i, np, limit;
-    uint64_t budget = MLSTACK_REGEX_STEP_BASE; /* one regex budget for the whole call, grown per byte searched */
+    uint64_t budget = mlstack__limits.regex_step_base; /* one budget for the whole call, grown per byte searched */
     int k;
 #define MLSTACK__DEC_OOM           \
     do {                           \
@@ -8492,8 +8523,8 @@ static mlstack_result mlstack__tok_from_vocab_merges(const char *dir, const char
                           dir, cls ? cls->str : "(no tokenizer_class)");
         goto done;
     }
-    if ((r = mlstack__read_file(vpath, MLSTACK_MAX_JSON_BYTES, &vocab, &vl, err)) != MLSTACK_OK) goto done;
-    if ((r = mlstack__read_file(mpath, MLSTACK_MAX_JSON_BYTES, &merges, &ml, err)) != MLSTACK_OK) goto done;
+    if ((r = mlstack__read_file(vpath, mlstack__limits.max_json_bytes, &vocab, &vl, err)) != MLSTACK_OK) goto done;
+    if ((r = mlstack__read_file(mpath, mlstack__limits.max_json_bytes, &merges, &ml, err)) != MLSTACK_OK) goto done;
     r = MLSTACK_ERR_NO_MEMORY;
     if (!mlstack__buf_puts(out, "{\"model\":{\"type\":\"BPE\",\"vocab\":") || !mlstack__buf_put(out, vocab, vl) ||
         !mlstack__buf_puts(out, ",\"merges\":["))
@@ -9076,9 +9107,9 @@ MLSTACK_API mlstack_result mlstack_tokenizer_open(const char *dir, mlstack_token
     cpath = mlstack__path_join(dir, "tokenizer_config.json");
     if (!tpath || !cpath) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "tokenizer: out of memory");
     if (r == MLSTACK_OK && mlstack__file_exists(cpath))
-        r = mlstack__read_file(cpath, MLSTACK_MAX_JSON_BYTES, &cfg, &cl, err);
+        r = mlstack__read_file(cpath, mlstack__limits.max_json_bytes, &cfg, &cl, err);
     if (r == MLSTACK_OK) {
-        if (mlstack__file_exists(tpath)) r = mlstack__read_file(tpath, MLSTACK_MAX_JSON_BYTES, &json, &jl, err);
+        if (mlstack__file_exists(tpath)) r = mlstack__read_file(tpath, mlstack__limits.max_json_bytes, &json, &jl, err);
         else {
             char *vp = mlstack__path_join(dir, "vocab.json"), *mp = mlstack__path_join(dir, "merges.txt");
             if (vp && mp && mlstack__file_exists(vp) && mlstack__file_exists(mp))
@@ -9120,7 +9151,7 @@ MLSTACK__FN mlstack_result mlstack__tokenizer_encode_prot(mlstack_tokenizer *t, 
     e.t = t;
     e.prot = prot;
     e.n_prot = n_prot;
-    e.re_budget = MLSTACK_REGEX_STEP_BASE;
+    e.re_budget = mlstack__limits.regex_step_base;
     e.pool_limit = len > (SIZE_MAX - MLSTACK_TOK_GROWTH_SLACK) / MLSTACK_TOK_MAX_GROWTH
                        ? SIZE_MAX
                        : len * MLSTACK_TOK_MAX_GROWTH + MLSTACK_TOK_GROWTH_SLACK;
@@ -15490,7 +15521,7 @@ static mlstack_result mlstack__tpl_read_text(const char *dir, const char *name, 
         MLSTACK_FREE(path);
         return MLSTACK_ERR_NOT_FOUND;
     }
-    r = mlstack__read_file(path, MLSTACK_MAX_JSON_BYTES, text, len, err);
+    r = mlstack__read_file(path, mlstack__limits.max_json_bytes, text, len, err);
     MLSTACK_FREE(path);
     return r;
 }
@@ -15834,12 +15865,15 @@ typedef enum mlstack__wtype {
     MLSTACK__W_IQ2_S = 16 + 22,
     MLSTACK__W_IQ4_XS = 16 + 23,
     MLSTACK__W_IQ1_M = 16 + 29,
+    /* the ternary formats (BitNet b1.58): row kernels only, as the i-quants */
+    MLSTACK__W_TQ1_0 = 16 + 34,
+    MLSTACK__W_TQ2_0 = 16 + 35,
     MLSTACK__W_MXFP4 = 16 + 39 /* row kernels only (no KQ panels): the rows stay mapped as stored */
 } mlstack__wtype;
-/* Whether wtype is an i-quant (above). */
+/* Whether wtype is an i-quant or a ternary format (above). */
 #define MLSTACK__W_IS_IQ(wt)                                                                           \
     (((wt) >= MLSTACK__W_IQ2_XXS && (wt) <= MLSTACK__W_IQ4_XS && (wt) != 16 + MLSTACK__GGML_IQ4_NL) || \
-     (wt) == MLSTACK__W_IQ1_M)
+     (wt) == MLSTACK__W_IQ1_M || (wt) == MLSTACK__W_TQ1_0 || (wt) == MLSTACK__W_TQ2_0)
 /* Whether wtype is one of the native GGML formats above. */
 #define MLSTACK__W_IS_GGML(wt)                                                                                     \
     ((wt) == MLSTACK__W_Q5_0 || (wt) == MLSTACK__W_Q5_1 || ((wt) >= MLSTACK__W_Q2_K && (wt) <= MLSTACK__W_Q6_K) || \
@@ -16000,23 +16034,32 @@ typedef struct mlstack__weight {
    panels (as above), per super-block s, in order:
      nh headers: gp x 16 f16 each (Q5_0, Q3_K, Q6_K: d; Q5_1: d, m; Q2_K, Q4_K, Q5_K: d, dmin)
      per group j of the super-block:
-       q runs, 4 (nibbles) or 8 (bytes) x gp runs of 64 bytes. Bytes (Q5_0, Q5_1, Q5_K, Q6_K):
-         byte 4l + t of run (g, r) = q[4g + t] + qoff; nibbles (Q2_K, Q3_K, Q4_K): the low nibble
-         is q[4g + t] + qoff, the high one q[16 + 4g + t] + qoff. qoff (Q5_0 16, Q3_K 4, Q6_K 32,
-         else 0) makes every value unsigned for vpdpbusd; the activations' sums take it back out.
+       q runs, 4 (nibbles) or 8 (bytes) x gp runs of 64 bytes. Bytes (Q5_0, Q5_1, Q5_K):
+         byte 4l + t of run (g, r) = q[4g + t] + qoff; nibbles (Q2_K, Q3_K, Q4_K, Q6_K): the low
+         nibble is q[4g + t] + qoff, the high one q[16 + 4g + t] + qoff (their low 4 bits for
+         Q6_K). qoff (Q5_0 16, Q3_K 4, Q6_K 32, else 0) makes every value unsigned for vpdpbusd;
+         the activations' sums take it back out.
+       Q6_K: 2 x gp high runs of 64 bytes, byte 4l + t of run (h, r) = the 2-bit tops (value >>
+         4) of nibble run 2h's low and high value in bits 0-1 and 2-3, of run 2h + 1's in bits
+         4-5 and 6-7: value = nibble | (those two bits << 4), by shifts and one mask 0x30. The
+         six runs lie in the order the kernels read them (MLSTACK__KQP_SLOT: nibble 0, high 0,
+         nibble 1, 2, high 1, nibble 3), so that the stream only moves forward.
        nsc x gp x 16 int8 scales (Q4_K, Q5_K: sc, mn; Q3_K, Q6_K: sa, sb; Q2_K: sa, sb, ma, mb)
    Bytes per weight (one panel, 16 outputs x 256 inputs): Q4_K 0.578 (GGUF 0.5625), Q5_K 1.078
-   (0.6875), Q6_K 1.070 (0.8203), Q3_K 0.570 (0.4297), Q2_K 0.641 (0.3281), Q5_1 1.125 (0.75),
-   Q5_0 1.0625 (0.6875). */
+   (0.6875), Q6_K 0.820 (0.8203; 1.070 with byte runs, before), Q3_K 0.570 (0.4297), Q2_K 0.641
+   (0.3281), Q5_1 1.125 (0.75), Q5_0 1.0625 (0.6875). */
 typedef struct mlstack__kqp_fmt {
-    int ng, nib, split, qoff, nh, nsc; /* groups per super-block; nibbles; sa != sb; q offset; f16 headers; scales */
+    int ng, nib, split, qoff, nh, nsc, hb; /* groups per super-block; nibbles; sa != sb; q offset; f16 headers;
+                                              scales; 2-bit high runs */
 } mlstack__kqp_fmt;
 /* The same facts as constants of a format WT, for the kernels' tiles (WT a compile-time constant
    there, so every test on them folds away): NG, NIB, SPLIT, QOFF, NH, NSC as above, QR the q
-   runs of a group (4 nibble, 8 byte), KOW whether ow = -(dmin * mn) (Q4_K, Q5_K). */
+   runs of a group (4 nibble, 8 byte), HB the 2-bit high runs after them (Q6_K 2, else 0), KOW
+   whether ow = -(dmin * mn) (Q4_K, Q5_K). */
 #define MLSTACK__KQP_CONSTS(WT)                                                                           \
     const int NG = (WT) == MLSTACK__W_Q5_0 || (WT) == MLSTACK__W_Q5_1 ? 1 : 8,                            \
-              NIB = (WT) == MLSTACK__W_Q4_K || (WT) == MLSTACK__W_Q3_K || (WT) == MLSTACK__W_Q2_K,        \
+              NIB = (WT) == MLSTACK__W_Q4_K || (WT) == MLSTACK__W_Q3_K || (WT) == MLSTACK__W_Q2_K ||      \
+                    (WT) == MLSTACK__W_Q6_K,                                                              \
               SPLIT = (WT) == MLSTACK__W_Q6_K || (WT) == MLSTACK__W_Q3_K || (WT) == MLSTACK__W_Q2_K,      \
               QOFF = (WT) == MLSTACK__W_Q6_K   ? 32                                                       \
                      : (WT) == MLSTACK__W_Q3_K ? 4                                                        \
@@ -16026,18 +16069,22 @@ typedef struct mlstack__kqp_fmt {
               NSC = (WT) == MLSTACK__W_Q2_K ? 4                                                           \
                     : NG == 8               ? 2                                                           \
                                             : 0,                                                                        \
-              QR = NIB ? 4 : 8, KOW = (WT) == MLSTACK__W_Q4_K || (WT) == MLSTACK__W_Q5_K
+              QR = NIB ? 4 : 8, HB = (WT) == MLSTACK__W_Q6_K ? 2 : 0,                                     \
+              KOW = (WT) == MLSTACK__W_Q4_K || (WT) == MLSTACK__W_Q5_K
+/* Where run g of a group lies (in runs from the group's start): g < 4 a nibble run, 4 + h high
+   run h, with HB high runs; else (no high runs) g itself. */
+#define MLSTACK__KQP_SLOT(HB, g) ((HB) ? ((g) < 4 ? (g) + ((g) + 1) / 2 : 3 * ((g) - 4) + 1) : (g))
 MLSTACK__FN mlstack__kqp_fmt mlstack__kqp_fmt_of(int wtype) {
     MLSTACK__KQP_CONSTS(wtype);
     mlstack__kqp_fmt f;
-    f.ng = NG, f.nib = NIB, f.split = SPLIT, f.qoff = QOFF, f.nh = NH, f.nsc = NSC;
+    f.ng = NG, f.nib = NIB, f.split = SPLIT, f.qoff = QOFF, f.nh = NH, f.nsc = NSC, f.hb = HB;
     (void)QR, (void)KOW;
     return f;
 }
 /* Bytes of one super-block of one panel. */
 MLSTACK__FN size_t mlstack__kqp_sb_bytes(int wtype) {
     mlstack__kqp_fmt f = mlstack__kqp_fmt_of(wtype);
-    return (size_t)f.nh * 32 + (size_t)f.ng * ((f.nib ? 4 : 8) * 64 + (size_t)f.nsc * 16);
+    return (size_t)f.nh * 32 + (size_t)f.ng * ((size_t)((f.nib ? 4 : 8) + f.hb) * 64 + (size_t)f.nsc * 16);
 }
 #define MLSTACK__P16 16
 #define MLSTACK__PACK_BF16_PAIRS (1u << 16)
@@ -16842,12 +16889,38 @@ static void mlstack__iq1_decode(int wtype, const unsigned char *b, mlstack__kqg 
         }
     }
 }
-/* The groups of one row of any i-quant. */
+/* TQ1_0, TQ2_0 (ternary, layouts in >>ggmlquant): the 8 groups of one 256-input block, each
+   weight a trit t in {-1, 0, 1}: q = t, sa = sb = 1, dw = d (w = d t). A TQ1_0 byte holds 5
+   trits as a base-3 fraction of 256 (ggml's ceiling division): trit n of byte c is the integer
+   part of 3 (c 3^n mod 256) / 256. */
+static int mlstack__tq1_trit(unsigned c, int n) {
+    static const unsigned char pow3[5] = {1, 3, 9, 27, 81};
+    return (int)((((c * pow3[n]) & 255) * 3) >> 8) - 1;
+}
+static void mlstack__tq_decode(int wtype, const unsigned char *b, mlstack__kqg *g) {
+    int8_t v[256];
+    int j, m, n;
+    if (wtype == MLSTACK__W_TQ2_0) { /* element 128 h + 32 l + m: bits 2 l of byte 32 h + m; d at 64 */
+        for (j = 0; j < 256; j++) v[j] = (int8_t)(((b[32 * (j >> 7) + (j & 31)] >> (2 * ((j >> 5) & 3))) & 3) - 1);
+    } else { /* 32 bytes of 5 trits (element 32 n + m), 16 more (160 + 16 n + m), 4 of 4 (240 + 4 m + j); d at 52 */
+        for (n = 0; n < 5; n++)
+            for (m = 0; m < 32; m++) v[32 * n + m] = (int8_t)mlstack__tq1_trit(b[m], n);
+        for (n = 0; n < 5; n++)
+            for (m = 0; m < 16; m++) v[160 + 16 * n + m] = (int8_t)mlstack__tq1_trit(b[32 + m], n);
+        for (n = 0; n < 4; n++)
+            for (j = 0; j < 4; j++) v[240 + 4 * n + j] = (int8_t)mlstack__tq1_trit(b[48 + j], n);
+    }
+    for (j = 0; j < 8; j++)
+        mlstack__iq_group(g + j, v + 32 * j, 1, 1, mlstack__kq_f16(b + (wtype == MLSTACK__W_TQ2_0 ? 64 : 52)));
+}
+/* The groups of one row of any i-quant or ternary format. */
 MLSTACK__FN void mlstack__iq_decode(int wtype, const unsigned char *b, int n_in, mlstack__kqg *g) {
     int i, ib, l, nb = n_in / 256;
     size_t bs = mlstack__ggml_types[wtype - 16].size;
     for (i = 0; i < nb; i++, b += bs, g += 8) {
-        if (wtype == MLSTACK__W_IQ4_XS) {
+        if (wtype == MLSTACK__W_TQ1_0 || wtype == MLSTACK__W_TQ2_0) {
+            mlstack__tq_decode(wtype, b, g);
+        } else if (wtype == MLSTACK__W_IQ4_XS) {
             float d = mlstack__kq_f16(b);
             unsigned sh = (unsigned)mlstack__le(b + 2, 2);
             int8_t v[32];
@@ -17003,7 +17076,7 @@ MLSTACK__FN void mlstack__kqp_pack_group(const mlstack__weight *w, int grp, unsi
     size_t bsz = mlstack__ggml_types[w->wtype - 16].size;
     int np = mlstack__p16_panels(w->n_out), p0 = grp * MLSTACK__P16_GROUP, r, l, s, j, g, t, h, qr = f.nib ? 4 : 8;
     int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP, nsb = w->n_in / (32 * f.ng);
-    size_t gsz = (size_t)gp * ((size_t)qr * 64 + (size_t)f.nsc * 16);
+    size_t gsz = (size_t)gp * ((size_t)(qr + f.hb) * 64 + (size_t)f.nsc * 16);
     unsigned char *d = dst + (size_t)p0 * pb;
     memset(d, 0, (size_t)gp * pb);
     for (r = 0; r < gp; r++)
@@ -17018,16 +17091,26 @@ MLSTACK__FN void mlstack__kqp_pack_group(const mlstack__weight *w, int grp, unsi
                 for (h = 0; h < f.nh; h++)
                     memcpy(sb + ((size_t)h * gp + r) * 32 + 2 * l, b + mlstack__kqp_hoff(w->wtype, h), 2);
                 for (j = 0; j < f.ng; j++) {
-                    unsigned char *q = sb + (size_t)f.nh * gp * 32 + (size_t)j * gsz, *sc = q + (size_t)gp * qr * 64;
+                    unsigned char *q = sb + (size_t)f.nh * gp * 32 + (size_t)j * gsz,
+                                  *sc = q + (size_t)gp * (qr + f.hb) * 64;
                     int v[4];
                     /* the group's bytes in run order (run g holds bytes 4g..4g+3), then this
                        output's 4 bytes of each run */
                     if (f.nib)
                         for (t = 0; t < 16; t++)
-                            pk[t] = (unsigned char)((gr[j].q[t] + f.qoff) | (gr[j].q[16 + t] + f.qoff) << 4);
+                            pk[t] =
+                                (unsigned char)(((gr[j].q[t] + f.qoff) & 15) | ((gr[j].q[16 + t] + f.qoff) & 15) << 4);
                     else
                         for (t = 0; t < 32; t++) pk[t] = (unsigned char)(gr[j].q[t] + f.qoff);
-                    for (g = 0; g < qr; g++) memcpy(q + ((size_t)g * gp + r) * 64 + 4 * l, pk + 4 * g, 4);
+                    for (t = 0; t < 4 * f.hb; t++) /* high run h: bits 4e + 2i of byte t = the high bits of
+                                                      nibble run 2h + e's low (i 0) or high (i 1) value */
+                        for (g = 0, pk[16 + t] = 0; g < 4; g++)
+                            pk[16 + t] |=
+                                (unsigned char)(((gr[j].q[(g & 1) * 16 + 8 * (t / 4) + 4 * (g / 2) + t % 4] + f.qoff) >>
+                                                 4)
+                                                << 2 * g);
+                    for (g = 0; g < qr + f.hb; g++)
+                        memcpy(q + ((size_t)MLSTACK__KQP_SLOT(f.hb, g) * gp + r) * 64 + 4 * l, pk + 4 * g, 4);
                     v[0] = gr[j].sa, v[1] = gr[j].sb, v[2] = gr[j].ma, v[3] = gr[j].mb;
                     if (w->wtype == MLSTACK__W_Q4_K || w->wtype == MLSTACK__W_Q5_K) /* mn, read as the decoder does */
                         v[1] = j < 4 ? b[8 + j] & 63 : (b[8 + j] >> 4) | ((b[4 + j] >> 6) << 4);
@@ -17927,11 +18010,24 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__kq_decode_avx2(int wtype, const unsign
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
     int i, j, nb;
     if (wtype != MLSTACK__W_Q5_0 && wtype != MLSTACK__W_Q4_K && wtype != MLSTACK__W_Q5_K && wtype != MLSTACK__W_Q6_K &&
-        wtype != MLSTACK__W_MXFP4 && wtype != MLSTACK__W_IQ4_XS) {
+        wtype != MLSTACK__W_MXFP4 && wtype != MLSTACK__W_IQ4_XS && wtype != MLSTACK__W_TQ2_0) {
         mlstack__kq_decode(wtype, b, n_in, g);
         return;
     }
     nb = n_in / mlstack__wtype_block(wtype);
+    if (wtype == MLSTACK__W_TQ2_0) { /* group j: bits 2 (j % 4) of bytes 32 (j / 4) .., minus 1 */
+        for (i = 0; i < nb; i++, b += 66, g += 8) {
+            float d = mlstack__kq_f16(b + 64);
+            for (j = 0; j < 8; j++) {
+                __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(b + 32 * (j >> 2)));
+                q = _mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * (j & 3))), m2);
+                _mm256_storeu_si256((__m256i *)(void *)g[j].q, _mm256_sub_epi8(q, _mm256_set1_epi8(1)));
+                g[j].sa = g[j].sb = 1, g[j].ma = g[j].mb = 0;
+                g[j].dw = d, g[j].ow = 0.0f;
+            }
+        }
+        return;
+    }
     if (wtype == MLSTACK__W_IQ4_XS) { /* the nibbles through the IQ4_NL levels by a byte shuffle */
         const __m128i tab = _mm_loadu_si128((const __m128i *)(const void *)mlstack__iq4nl_values);
         for (i = 0; i < nb; i++, b += 136, g += 8) {
@@ -18105,12 +18201,58 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256i mlstack__iq_isum8_avx2(con
     h[0] = _mm256_hadd_epi32(h[0], h[1]), h[2] = _mm256_hadd_epi32(h[2], h[3]);
     return _mm256_add_epi32(_mm256_permute2x128_si256(h[0], h[2], 0x20), _mm256_permute2x128_si256(h[0], h[2], 0x31));
 }
+/* TQ2_0 rows [o0, o1) for a few activation rows, straight from the stored bytes: per group and
+   8 rows, vpmaddubsw of the fields t + 1 (0..2) with the activations, minus sum(xq), so the same
+   integers (and float steps) as the decoded groups of mlstack__mm_iq_avx2, without the scratch. */
+static MLSTACK__T_AVX2 void mlstack__mm_tq2_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
+                                                 int o0, int o1) {
+    const __m256i m2 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+    size_t ng = (size_t)(w->n_in / MLSTACK__QK), k;
+    int o, r, b;
+    for (o = o0; o < o1; o += 8) {
+        int nr = o1 - o < 8 ? o1 - o : 8;
+        const unsigned char *row[8];
+        for (r = 0; r < 8; r++) row[r] = (const unsigned char *)w->data + (size_t)(o + (r < nr ? r : 0)) * w->row_bytes;
+        for (b = 0; b < B; b++) {
+            const mlstack__q8x *x = xq + (size_t)b * ng;
+            __m256 acc = _mm256_setzero_ps(), dw = _mm256_setzero_ps();
+            float out[8];
+            for (k = 0; k < ng; k++) {
+                const size_t blk = (k >> 3) * 66, off = blk + 32 * ((k >> 2) & 1);
+                const __m128i sh = _mm_cvtsi32_si128((int)(2 * (k & 3)));
+                __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)x[k].q), s[8], h[4], is;
+                if ((k & 7) == 0) {
+                    float d8[8];
+                    for (r = 0; r < 8; r++) d8[r] = mlstack__kq_f16(row[r] + blk + 64);
+                    dw = _mm256_loadu_ps(d8);
+                }
+                for (r = 0; r < 8; r++) {
+                    __m256i t = _mm256_loadu_si256((const __m256i *)(const void *)(row[r] + off));
+                    t = _mm256_and_si256(_mm256_srl_epi16(t, sh), m2);
+                    s[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(t, a), ones);
+                }
+                for (r = 0; r < 4; r++) h[r] = _mm256_hadd_epi32(s[2 * r], s[2 * r + 1]);
+                h[0] = _mm256_hadd_epi32(h[0], h[1]), h[2] = _mm256_hadd_epi32(h[2], h[3]);
+                is = _mm256_add_epi32(_mm256_permute2x128_si256(h[0], h[2], 0x20),
+                                      _mm256_permute2x128_si256(h[0], h[2], 0x31));
+                is = _mm256_sub_epi32(is, _mm256_set1_epi32(x[k].sum));
+                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(dw, _mm256_set1_ps(x[k].d)), acc);
+            }
+            _mm256_storeu_ps(out, acc);
+            for (r = 0; r < nr; r++) y[(size_t)b * w->n_out + o + r] = w->bias ? out[r] + w->bias[o + r] : out[r];
+        }
+    }
+}
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__mm_iq_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                      int o0, int o1, float *scratch) {
     size_t ng = (size_t)(w->n_in / MLSTACK__QK), k;
     mlstack__kqg *g = (mlstack__kqg *)(void *)scratch;
     float *dw = (float *)(void *)(g + 8 * ng); /* dw[k * 8 + r] */
     int o, r, b;
+    if (w->wtype == MLSTACK__W_TQ2_0 && B < 4) { /* decode: no scratch round trip (the same bits) */
+        mlstack__mm_tq2_avx2(w, xq, y, B, o0, o1);
+        return;
+    }
     for (o = o0; o < o1; o += 8) {
         int nr = o1 - o < 8 ? o1 - o : 8;
         for (r = 0; r < 8; r++) {
@@ -18148,7 +18290,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
 mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q8x *xq, size_t ldx, int nsb, float *y,
                        size_t ldy, const float *bias, int nvt, const int WT, const int RB, const int NV) {
     MLSTACK__KQP_CONSTS(WT);
-    const size_t gsz = (size_t)gp * ((size_t)QR * 64 + (size_t)NSC * 16), hsz = (size_t)gp * NH * 32,
+    const size_t gsz = (size_t)gp * ((size_t)(QR + HB) * 64 + (size_t)NSC * 16), hsz = (size_t)gp * NH * 32,
                  rs = (size_t)gp * 64;
     const __m256i ones = _mm256_set1_epi16(1), lo4 = _mm256_set1_epi8(15);
     __m256 acc[4][8];
@@ -18159,7 +18301,7 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
         const unsigned char *sbk = wp + (size_t)s * (hsz + (size_t)NG * gsz);
         for (j = 0; j < NG; j++) {
             const unsigned char *gq = sbk + hsz + (size_t)j * gsz + (size_t)v0 * 32,
-                                *gs = sbk + hsz + (size_t)j * gsz + (size_t)gp * QR * 64 + (size_t)v0 * 8;
+                                *gs = sbk + hsz + (size_t)j * gsz + (size_t)gp * (QR + HB) * 64 + (size_t)v0 * 8;
             const mlstack__q8x *xk = xq + (size_t)(s * NG + j);
             int32_t sxa[4] = {0, 0, 0, 0}, sxb[4] = {0, 0, 0, 0};
             MLSTACK__UNROLL for (b = 0; b < RB; b++) {
@@ -18177,9 +18319,18 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
             }
             for (g = 0; g < QR; g++) /* kept rolled (as the Q8_0 kernel: unrolled, gcc spills) */
                 MLSTACK__UNROLL for (v = 0; v < NV; v++) {
-                    __m256i raw = _mm256_loadu_si256((const __m256i *)(const void *)(gq + g * rs + (size_t)v * 32));
+                    __m256i raw = _mm256_loadu_si256(
+                        (const __m256i *)(const void *)(gq + MLSTACK__KQP_SLOT(HB, g) * rs + (size_t)v * 32));
                     __m256i lo = NIB ? _mm256_and_si256(raw, lo4) : raw;
                     __m256i hi = NIB ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4) : raw;
+                    if (HB) { /* Q6_K's 2-bit tops (layout in >>kernels), an even run's moved up to an odd one's */
+                        __m256i t = _mm256_loadu_si256(
+                            (const __m256i *)(const void *)(gq + MLSTACK__KQP_SLOT(HB, 4 + g / 2) * rs +
+                                                            (size_t)v * 32));
+                        t = _mm256_sll_epi16(t, _mm_cvtsi32_si128(g & 1 ? 0 : 4));
+                        lo = _mm256_or_si256(lo, _mm256_and_si256(t, _mm256_set1_epi8(0x30)));
+                        hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(t, 2), _mm256_set1_epi8(0x30)));
+                    }
                     MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                         int32_t x4;
                         __m256i t;
@@ -19267,7 +19418,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
                                                                      const int J, mlstack__p16_pf pf) {
     MLSTACK__KQP_CONSTS(WT);
     const int HALVES = SPLIT && (QOFF || WT == MLSTACK__W_Q2_K);
-    const size_t gsz = (size_t)GS * ((size_t)QR * 64 + (size_t)NSC * 16), hsz = (size_t)GS * NH * 32;
+    const size_t gsz = (size_t)GS * ((size_t)(QR + HB) * 64 + (size_t)NSC * 16), hsz = (size_t)GS * NH * 32;
     __m512 acc[6][4]; /* rows 3..5 unused: the accumulator shape of mlstack__p16_store */
     __m512i ia[3][4], ib[3][4];
     int b, p, g, s, j;
@@ -19276,7 +19427,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
         const unsigned char *sbk = wp + (size_t)s * (hsz + (size_t)NG * gsz);
         mlstack__p16_fetch_next(pf, s);
         for (j = 0; j < NG; j++) {
-            const unsigned char *gq = sbk + hsz + (size_t)j * gsz, *gs = gq + (size_t)GS * QR * 64;
+            const unsigned char *gq = sbk + hsz + (size_t)j * gsz, *gs = gq + (size_t)GS * (QR + HB) * 64;
             const mlstack__q8x *xk = xq + (size_t)(s * NG + j);
             int32_t sxa[3] = {0, 0, 0}, sxb[3] = {0, 0, 0};
             MLSTACK__UNROLL for (b = 0; b < RB; b++) {
@@ -19293,12 +19444,23 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
                 }
             }
             if (NIB) {
+                __m512i hb[4];
+                MLSTACK__UNROLL for (p = 0; p < RO; p++) hb[p] = _mm512_setzero_si512();
                 MLSTACK__UNROLL for (g = 0; g < 4; g++) {
                     __m512i raw[4], lo[4];
                     MLSTACK__UNROLL for (p = 0; p < RO; p++) {
-                        raw[p] = _mm512_loadu_si512((const void *)(gq + (size_t)(g * GS + J + p) * 64));
-                        mlstack__p16_fetch(gq + (size_t)(g * GS + J + p) * 64, pf);
+                        const unsigned char *rp = gq + (size_t)(MLSTACK__KQP_SLOT(HB, g) * GS + J + p) * 64,
+                                            *hp = gq + (size_t)(MLSTACK__KQP_SLOT(HB, 4 + g / 2) * GS + J + p) * 64;
+                        raw[p] = _mm512_loadu_si512((const void *)rp);
+                        mlstack__p16_fetch(rp, pf);
                         lo[p] = _mm512_and_si512(raw[p], _mm512_set1_epi8(15));
+                        if (HB && !(g & 1)) { /* Q6_K's 2-bit tops (layout in >>kernels) */
+                            hb[p] = _mm512_loadu_si512((const void *)hp);
+                            mlstack__p16_fetch(hp, pf);
+                        }
+                        if (HB)
+                            lo[p] = _mm512_or_si512(lo[p], _mm512_and_si512(g & 1 ? hb[p] : _mm512_slli_epi16(hb[p], 4),
+                                                                            _mm512_set1_epi8(0x30)));
                     }
                     MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                         int32_t x4;
@@ -19307,8 +19469,13 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
                         xv = _mm512_set1_epi32(x4);
                         MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], lo[p], xv);
                     }
-                    MLSTACK__UNROLL for (p = 0; p < RO; p++) lo[p] =
-                        _mm512_and_si512(_mm512_srli_epi16(raw[p], 4), _mm512_set1_epi8(15));
+                    MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+                        lo[p] = _mm512_and_si512(_mm512_srli_epi16(raw[p], 4), _mm512_set1_epi8(15));
+                        if (HB)
+                            lo[p] = _mm512_or_si512(lo[p], _mm512_and_si512(g & 1 ? _mm512_srli_epi16(hb[p], 2)
+                                                                                  : _mm512_slli_epi16(hb[p], 2),
+                                                                            _mm512_set1_epi8(0x30)));
+                    }
                     MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                         int32_t x4;
                         __m512i xv;
@@ -20499,18 +20666,26 @@ MLSTACK__P16Q_NEON(mlstack__mm_p16q_neon, , MLSTACK__DOT4_NEON)
                 ia[b] = DOT4(ia[b], wv, xv[b][(G) >> 2], xk[(size_t)b * ldx].q + 4 * (G), (G) & 3);             \
         }                                                                                                       \
     }
-/* Nibble run G: low nibbles are inputs 4G..4G+3, high ones 16 + 4G.. (into ib where split). */
-#define MLSTACK__KQP4_RUN(DOT4, G)                                                                   \
-    {                                                                                                \
-        uint8x16_t raw = vld1q_u8(gq + (size_t)64 * gp * (G) + 16 * c);                              \
-        int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(15))),                           \
-                  hi = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));                                      \
-        MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                   \
-            ia[b] = DOT4(ia[b], lo, xv[b][0], xk[(size_t)b * ldx].q + 4 * (G), (G));                 \
-            if (SPLIT) ib[b] = DOT4(ib[b], hi, xv[b][1], xk[(size_t)b * ldx].q + 16 + 4 * (G), (G)); \
-            else                                                                                     \
-                ia[b] = DOT4(ia[b], hi, xv[b][1], xk[(size_t)b * ldx].q + 16 + 4 * (G), (G));        \
-        }                                                                                            \
+/* Nibble run G: low nibbles are inputs 4G..4G+3, high ones 16 + 4G.. (into ib where split); Q6_K
+   adds each value's 2-bit top from high run G / 2 (layout in >>kernels). */
+#define MLSTACK__KQP4_RUN(DOT4, G)                                                                       \
+    {                                                                                                    \
+        uint8x16_t raw = vld1q_u8(gq + (size_t)64 * gp * MLSTACK__KQP_SLOT(HB, G) + 16 * c),             \
+                   ul = vandq_u8(raw, vdupq_n_u8(15)), uh = vshrq_n_u8(raw, 4);                          \
+        int8x16_t lo, hi;                                                                                \
+        if (HB) {                                                                                        \
+            uint8x16_t t = vld1q_u8(gq + (size_t)64 * gp * MLSTACK__KQP_SLOT(HB, 4 + (G) / 2) + 16 * c); \
+            if (!((G) & 1)) t = vshlq_n_u8(t, 4);                                                        \
+            ul = vorrq_u8(ul, vandq_u8(t, vdupq_n_u8(0x30)));                                            \
+            uh = vorrq_u8(uh, vandq_u8(vshrq_n_u8(t, 2), vdupq_n_u8(0x30)));                             \
+        }                                                                                                \
+        lo = vreinterpretq_s8_u8(ul), hi = vreinterpretq_s8_u8(uh);                                      \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                       \
+            ia[b] = DOT4(ia[b], lo, xv[b][0], xk[(size_t)b * ldx].q + 4 * (G), (G));                     \
+            if (SPLIT) ib[b] = DOT4(ib[b], hi, xv[b][1], xk[(size_t)b * ldx].q + 16 + 4 * (G), (G));     \
+            else                                                                                         \
+                ia[b] = DOT4(ia[b], hi, xv[b][1], xk[(size_t)b * ldx].q + 16 + 4 * (G), (G));            \
+        }                                                                                                \
     }
 /* 4 int8 at p widened to int32 lanes */
 static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__s8x4_neon(const unsigned char *p) {
@@ -20520,97 +20695,97 @@ static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__s8x4_neon(const unsigned char *
 }
 #define MLSTACK__KQP_CASE(NAME, WT_, RB_) \
     case (WT_) * 4 + (RB_): NAME##_tile(wp, gp, r, xb, (size_t)nb, nsb, yb, ldy, bias, nv, WT_, RB_); break;
-#define MLSTACK__KQP_NEON(NAME, ATTR, DOT4)                                                                          \
-    static MLSTACK__ALWAYS_INLINE ATTR void NAME##_tile(                                                             \
-        const unsigned char *wp, int gp, int r, const mlstack__q8x *xq, size_t ldx, int nsb, float *y, size_t ldy,   \
-        const float *bias, int nv, const int WT, const int RB) {                                                     \
-        MLSTACK__KQP_CONSTS(WT);                                                                                     \
-        const size_t gsz = (size_t)gp * ((size_t)QR * 64 + (size_t)NSC * 16), hsz = (size_t)gp * NH * 32;            \
-        float32x4_t acc[2][4];                                                                                       \
-        int b, c, s, j;                                                                                              \
-        MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (c = 0; c < 4; c++) acc[b][c] =                 \
-            vdupq_n_f32(0.0f);                                                                                       \
-        for (s = 0; s < nsb; s++) {                                                                                  \
-            const unsigned char *sbk = wp + (size_t)s * (hsz + (size_t)NG * gsz);                                    \
-            float32x4x4_t d = mlstack__p16_f16x16_neon(sbk + (size_t)r * 32), h1 = d;                                \
-            if (NH == 2) h1 = mlstack__p16_f16x16_neon(sbk + (size_t)gp * 32 + (size_t)r * 32);                      \
-            for (j = 0; j < NG; j++) {                                                                               \
-                const unsigned char *gq = sbk + hsz + (size_t)j * gsz + (size_t)r * 64;                              \
-                const unsigned char *gs = sbk + hsz + (size_t)j * gsz + (size_t)gp * QR * 64 + (size_t)r * 16;       \
-                const mlstack__q8x *xk = xq + (size_t)s * NG + j;                                                    \
-                int8x16_t xv[2][2];                                                                                  \
-                int32_t sxa[2] = {0, 0}, sxb[2] = {0, 0};                                                            \
-                MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                           \
-                    xv[b][0] = vld1q_s8(xk[(size_t)b * ldx].q), xv[b][1] = vld1q_s8(xk[(size_t)b * ldx].q + 16);     \
-                    if (SPLIT) sxa[b] = vaddlvq_s8(xv[b][0]), sxb[b] = xk[(size_t)b * ldx].sum - sxa[b];             \
-                }                                                                                                    \
-                MLSTACK__UNROLL for (c = 0; c < 4; c++) {                                                            \
-                    int32x4_t ia[2], ib[2], sa = vdupq_n_s32(0), sb = sa;                                            \
-                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                       \
-                        ia[b] = vdupq_n_s32(-QOFF * (SPLIT ? sxa[b] : xk[(size_t)b * ldx].sum));                     \
-                        ib[b] = vdupq_n_s32(-QOFF * sxb[b]);                                                         \
-                    }                                                                                                \
-                    if (NIB) {                                                                                       \
+#define MLSTACK__KQP_NEON(NAME, ATTR, DOT4)                                                                           \
+    static MLSTACK__ALWAYS_INLINE ATTR void NAME##_tile(                                                              \
+        const unsigned char *wp, int gp, int r, const mlstack__q8x *xq, size_t ldx, int nsb, float *y, size_t ldy,    \
+        const float *bias, int nv, const int WT, const int RB) {                                                      \
+        MLSTACK__KQP_CONSTS(WT);                                                                                      \
+        const size_t gsz = (size_t)gp * ((size_t)(QR + HB) * 64 + (size_t)NSC * 16), hsz = (size_t)gp * NH * 32;      \
+        float32x4_t acc[2][4];                                                                                        \
+        int b, c, s, j;                                                                                               \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (c = 0; c < 4; c++) acc[b][c] =                  \
+            vdupq_n_f32(0.0f);                                                                                        \
+        for (s = 0; s < nsb; s++) {                                                                                   \
+            const unsigned char *sbk = wp + (size_t)s * (hsz + (size_t)NG * gsz);                                     \
+            float32x4x4_t d = mlstack__p16_f16x16_neon(sbk + (size_t)r * 32), h1 = d;                                 \
+            if (NH == 2) h1 = mlstack__p16_f16x16_neon(sbk + (size_t)gp * 32 + (size_t)r * 32);                       \
+            for (j = 0; j < NG; j++) {                                                                                \
+                const unsigned char *gq = sbk + hsz + (size_t)j * gsz + (size_t)r * 64;                               \
+                const unsigned char *gs = sbk + hsz + (size_t)j * gsz + (size_t)gp * (QR + HB) * 64 + (size_t)r * 16; \
+                const mlstack__q8x *xk = xq + (size_t)s * NG + j;                                                     \
+                int8x16_t xv[2][2];                                                                                   \
+                int32_t sxa[2] = {0, 0}, sxb[2] = {0, 0};                                                             \
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                            \
+                    xv[b][0] = vld1q_s8(xk[(size_t)b * ldx].q), xv[b][1] = vld1q_s8(xk[(size_t)b * ldx].q + 16);      \
+                    if (SPLIT) sxa[b] = vaddlvq_s8(xv[b][0]), sxb[b] = xk[(size_t)b * ldx].sum - sxa[b];              \
+                }                                                                                                     \
+                MLSTACK__UNROLL for (c = 0; c < 4; c++) {                                                             \
+                    int32x4_t ia[2], ib[2], sa = vdupq_n_s32(0), sb = sa;                                             \
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                        \
+                        ia[b] = vdupq_n_s32(-QOFF * (SPLIT ? sxa[b] : xk[(size_t)b * ldx].sum));                      \
+                        ib[b] = vdupq_n_s32(-QOFF * sxb[b]);                                                          \
+                    }                                                                                                 \
+                    if (NIB) {                                                                                        \
                         /* clang-format off */ \
                         MLSTACK__KQP4_RUN(DOT4, 0) MLSTACK__KQP4_RUN(DOT4, 1)                                 \
-                        MLSTACK__KQP4_RUN(DOT4, 2) MLSTACK__KQP4_RUN(DOT4, 3)                                                                     \
-                        /* clang-format on */                                                                        \
-                    } else {                                                                                         \
+                        MLSTACK__KQP4_RUN(DOT4, 2) MLSTACK__KQP4_RUN(DOT4, 3)                                                                      \
+                        /* clang-format on */                                                                         \
+                    } else {                                                                                          \
                         /* clang-format off */ \
                         MLSTACK__KQP8_RUN(DOT4, 0) MLSTACK__KQP8_RUN(DOT4, 1)                                 \
                         MLSTACK__KQP8_RUN(DOT4, 2) MLSTACK__KQP8_RUN(DOT4, 3)                                 \
                         MLSTACK__KQP8_RUN(DOT4, 4) MLSTACK__KQP8_RUN(DOT4, 5)                                 \
-                        MLSTACK__KQP8_RUN(DOT4, 6) MLSTACK__KQP8_RUN(DOT4, 7)                                                                     \
-                        /* clang-format on */                                                                        \
-                    }                                                                                                \
-                    if (NSC)                                                                                         \
-                        sa = mlstack__s8x4_neon(gs + 4 * c), sb = mlstack__s8x4_neon(gs + (size_t)gp * 16 + 4 * c);  \
-                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                       \
-                        int32x4_t isum = ia[b];                                                                      \
-                        if (SPLIT) isum = vaddq_s32(vmulq_s32(ia[b], sa), vmulq_s32(ib[b], sb));                     \
-                        else if (NSC)                                                                                \
-                            isum = vmulq_s32(ia[b], sa);                                                             \
-                        acc[b][c] =                                                                                  \
-                            vfmaq_f32(acc[b][c], vcvtq_f32_s32(isum), vmulq_n_f32(d.val[c], xk[(size_t)b * ldx].d)); \
-                    }                                                                                                \
-                    if (WT == MLSTACK__W_Q5_1 || KOW) {                                                              \
-                        float32x4_t ow = KOW ? vnegq_f32(vmulq_f32(h1.val[c], vcvtq_f32_s32(sb))) : h1.val[c];       \
-                        MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][c] =                                         \
-                            vfmaq_f32(acc[b][c], ow, vdupq_n_f32(xk[(size_t)b * ldx].s));                            \
-                    }                                                                                                \
-                    if (WT == MLSTACK__W_Q2_K) {                                                                     \
-                        int32x4_t ma = mlstack__s8x4_neon(gs + (size_t)gp * 32 + 4 * c),                             \
-                                  mb = mlstack__s8x4_neon(gs + (size_t)gp * 48 + 4 * c);                             \
-                        MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                   \
-                            int32x4_t imin = vaddq_s32(vmulq_n_s32(ma, sxa[b]), vmulq_n_s32(mb, sxb[b]));            \
-                            acc[b][c] = vfmaq_f32(acc[b][c], vcvtq_f32_s32(vnegq_s32(imin)),                         \
-                                                  vmulq_n_f32(h1.val[c], xk[(size_t)b * ldx].d));                    \
-                        }                                                                                            \
-                    }                                                                                                \
-                    MLSTACK__NEON_BARRIER();                                                                         \
-                }                                                                                                    \
-            }                                                                                                        \
-        }                                                                                                            \
-        MLSTACK__UNROLL for (b = 0; b < RB; b++)                                                                     \
-            mlstack__p16_st_neon(y + (size_t)b * ldy, acc[b][0], acc[b][1], acc[b][2], acc[b][3], bias, nv);         \
-    }                                                                                                                \
-    static ATTR void NAME(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1) {       \
-        int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), wt = w->wtype, p, b, r;      \
-        int np = mlstack__p16_panels(w->n_out);                                                                      \
-        size_t pb = mlstack__p16_bytes(wt, w->n_in), ldy = (size_t)w->n_out;                                         \
-        const unsigned char *packed = MLSTACK__PACKED(w);                                                            \
-        for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {                                                    \
-            int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, ro = (o1 - p * 16 + 15) / 16;        \
-            const unsigned char *wp = packed + (size_t)p * pb;                                                       \
-            if (ro > gp) ro = gp;                                                                                    \
-            for (b = 0; b < B; b += 2) {                                                                             \
-                int rb = B - b < 2 ? B - b : 2;                                                                      \
-                const mlstack__q8x *xb = xq + (size_t)b * nb;                                                        \
-                for (r = 0; r < ro; r++) {                                                                           \
-                    int nv = o1 - (p + r) * 16;                                                                      \
-                    const float *bias = w->bias ? w->bias + (p + r) * 16 : NULL;                                     \
-                    float *yb = y + (size_t)b * ldy + (size_t)(p + r) * 16;                                          \
-                    switch (wt * 4 + rb) {                                                                           \
+                        MLSTACK__KQP8_RUN(DOT4, 6) MLSTACK__KQP8_RUN(DOT4, 7)                                                                      \
+                        /* clang-format on */                                                                         \
+                    }                                                                                                 \
+                    if (NSC)                                                                                          \
+                        sa = mlstack__s8x4_neon(gs + 4 * c), sb = mlstack__s8x4_neon(gs + (size_t)gp * 16 + 4 * c);   \
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                        \
+                        int32x4_t isum = ia[b];                                                                       \
+                        if (SPLIT) isum = vaddq_s32(vmulq_s32(ia[b], sa), vmulq_s32(ib[b], sb));                      \
+                        else if (NSC)                                                                                 \
+                            isum = vmulq_s32(ia[b], sa);                                                              \
+                        acc[b][c] =                                                                                   \
+                            vfmaq_f32(acc[b][c], vcvtq_f32_s32(isum), vmulq_n_f32(d.val[c], xk[(size_t)b * ldx].d));  \
+                    }                                                                                                 \
+                    if (WT == MLSTACK__W_Q5_1 || KOW) {                                                               \
+                        float32x4_t ow = KOW ? vnegq_f32(vmulq_f32(h1.val[c], vcvtq_f32_s32(sb))) : h1.val[c];        \
+                        MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][c] =                                          \
+                            vfmaq_f32(acc[b][c], ow, vdupq_n_f32(xk[(size_t)b * ldx].s));                             \
+                    }                                                                                                 \
+                    if (WT == MLSTACK__W_Q2_K) {                                                                      \
+                        int32x4_t ma = mlstack__s8x4_neon(gs + (size_t)gp * 32 + 4 * c),                              \
+                                  mb = mlstack__s8x4_neon(gs + (size_t)gp * 48 + 4 * c);                              \
+                        MLSTACK__UNROLL for (b = 0; b < RB; b++) {                                                    \
+                            int32x4_t imin = vaddq_s32(vmulq_n_s32(ma, sxa[b]), vmulq_n_s32(mb, sxb[b]));             \
+                            acc[b][c] = vfmaq_f32(acc[b][c], vcvtq_f32_s32(vnegq_s32(imin)),                          \
+                                                  vmulq_n_f32(h1.val[c], xk[(size_t)b * ldx].d));                     \
+                        }                                                                                             \
+                    }                                                                                                 \
+                    MLSTACK__NEON_BARRIER();                                                                          \
+                }                                                                                                     \
+            }                                                                                                         \
+        }                                                                                                             \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++)                                                                      \
+            mlstack__p16_st_neon(y + (size_t)b * ldy, acc[b][0], acc[b][1], acc[b][2], acc[b][3], bias, nv);          \
+    }                                                                                                                 \
+    static ATTR void NAME(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1) {        \
+        int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), wt = w->wtype, p, b, r;       \
+        int np = mlstack__p16_panels(w->n_out);                                                                       \
+        size_t pb = mlstack__p16_bytes(wt, w->n_in), ldy = (size_t)w->n_out;                                          \
+        const unsigned char *packed = MLSTACK__PACKED(w);                                                             \
+        for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {                                                     \
+            int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, ro = (o1 - p * 16 + 15) / 16;         \
+            const unsigned char *wp = packed + (size_t)p * pb;                                                        \
+            if (ro > gp) ro = gp;                                                                                     \
+            for (b = 0; b < B; b += 2) {                                                                              \
+                int rb = B - b < 2 ? B - b : 2;                                                                       \
+                const mlstack__q8x *xb = xq + (size_t)b * nb;                                                         \
+                for (r = 0; r < ro; r++) {                                                                            \
+                    int nv = o1 - (p + r) * 16;                                                                       \
+                    const float *bias = w->bias ? w->bias + (p + r) * 16 : NULL;                                      \
+                    float *yb = y + (size_t)b * ldy + (size_t)(p + r) * 16;                                           \
+                    switch (wt * 4 + rb) {                                                                            \
                         /* clang-format off */ \
                         MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_0, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_0, 2) \
                         MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_1, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_1, 2) \
@@ -20619,12 +20794,12 @@ static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__s8x4_neon(const unsigned char *
                         MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q4_K, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q4_K, 2) \
                         MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_K, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_K, 2) \
                         MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q6_K, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q6_K, 2) \
-                    default: break;                                                                     \
-                        /* clang-format on */                                                                        \
-                    }                                                                                                \
-                }                                                                                                    \
-            }                                                                                                        \
-        }                                                                                                            \
+                    default: break;                                                                      \
+                        /* clang-format on */                                                                         \
+                    }                                                                                                 \
+                }                                                                                                     \
+            }                                                                                                         \
+        }                                                                                                             \
     }
 /* clang-format off */
 MLSTACK__KQP_NEON(mlstack__mm_kqp_neon, , MLSTACK__DOT4_NEON)
@@ -21799,8 +21974,39 @@ static void mlstack__iq4xs_block(const float *x, unsigned char *y) {
     y[2] = (unsigned char)(sh & 0xFF), y[3] = (unsigned char)(sh >> 8);
 }
 
+/* One TQ1_0 (54 bytes) or TQ2_0 (66 bytes) block of 256 values at y, as llama.cpp's
+   quantize_row_tq*_ref: d = max|x|, t = lroundf(x / d) (so any weights are rounded to the
+   block's three levels -d, 0, d: only ternary weights times a scale survive unchanged), TQ2_0
+   t + 1 in 2-bit fields, TQ1_0 five (tail: four, then times 3) t + 1 as base-3 digits, most
+   significant first, stored as ceil(value * 256 / 243). */
+static void mlstack__tq_block(uint32_t type, const float *x, unsigned char *y) {
+    float amax = 0, id;
+    int j, m, n;
+    for (j = 0; j < 256; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+    id = amax != 0 ? 1.0f / amax : 0.0f;
+    if (type == MLSTACK__GGML_TQ2_0) {
+        memset(y, 0, 64);
+        for (j = 0; j < 256; j++)
+            y[32 * (j >> 7) + (j & 31)] |= (unsigned char)(((lroundf(x[j] * id) + 1) & 3) << (2 * ((j >> 5) & 3)));
+        mlstack__kq_put16(y + 64, amax);
+        return;
+    }
+    for (m = 0; m < 48; m++) { /* byte m < 32: elements 32 n + m; byte 32 + k: 160 + 16 n + k */
+        unsigned q = 0;
+        for (n = 0; n < 5; n++)
+            q = q * 3 + (unsigned)(lroundf(x[m < 32 ? 32 * n + m : 160 + 16 * n + (m - 32)] * id) + 1);
+        y[m] = (unsigned char)((q * 256 + 242) / 243);
+    }
+    for (j = 0; j < 4; j++) { /* elements 240 + 4 n + j */
+        unsigned q = 0;
+        for (n = 0; n < 4; n++) q = q * 3 + (unsigned)(lroundf(x[240 + 4 * n + j] * id) + 1);
+        y[48 + j] = (unsigned char)((q * 3 * 256 + 242) / 243);
+    }
+    mlstack__kq_put16(y + 52, amax);
+}
+
 /* One row of n values (a multiple of the block) as GGML `type` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-   Q2_K .. Q6_K, IQ4_NL) in llama.cpp's layout, by its reference quantizer (ggml-quants.c without
+   Q2_K .. Q6_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0) in llama.cpp's layout, by its reference quantizer (ggml-quants.c without
    an importance matrix: what llama-quantize writes); the formats beyond the comment above:
      Q4_0    d = the value of largest magnitude / -8, q = min(15, trunc(w / d + 8.5))
      Q4_1    d = (max - min) / 15, m = min (quantized against the unrounded d and m, unlike
@@ -21901,6 +22107,11 @@ MLSTACK__FN void mlstack__ggml_quantize_row(uint32_t type, const float *x, void 
         return;
     case MLSTACK__GGML_IQ4_XS:
         for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += 136) mlstack__iq4xs_block(x, y);
+        return;
+    case MLSTACK__GGML_TQ1_0:
+    case MLSTACK__GGML_TQ2_0:
+        for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += type == MLSTACK__GGML_TQ1_0 ? 54 : 66)
+            mlstack__tq_block(type, x, y);
         return;
     default: mlstack__kq_quantize_row(16 + (int)type, x, y, n); return;
     }
@@ -22068,6 +22279,12 @@ static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, 
              << 12, delta sign << 15
      IQ1_M    56: 32 bytes of low index bits, 16 bytes (per l a nibble: 3 high bits, delta sign),
              4 u16 words of 3-bit scales (two per group) whose top nibbles form the f16 d
+   The ternary formats, 256 inputs, each w = d t with t in {-1, 0, 1} stored as t + 1:
+     TQ1_0    54: 48 bytes of 5 trits each (byte m < 32: inputs 32 n + m; byte 32 + m: 160 + 16 n
+             + m; n the digit, most significant first), 4 bytes of 4 trits (byte j: 240 + 4 n + j),
+             d f16 last; a byte holds ceil(v * 256 / 243) for the base-3 value v (tail: 3 v)
+     TQ2_0    66: 64 bytes of 2-bit fields (input 128 h + 32 l + m: bits 2 l of byte 32 h + m),
+             d f16 last
    The bit positions within each block follow ggml (ggml-quants.c dequantize_row_*). */
 
 static float mlstack__f16le(const unsigned char *p) { return mlstack__f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
@@ -25076,7 +25293,7 @@ typedef struct {
     struct mlstack__jsneg *negs; /* 'not' rewritten, by schema (arena) */
     int n_negs, cap_negs, neg_depth;
     struct mlstack__jsunev *unevs; /* unevaluated* as a schema beside the rest, by schema (arena) */
-    int n_unevs, cap_unevs;
+    int n_unevs, cap_unevs, ev_no_if; /* ev_no_if: leave out the top schema's if / then / else */
     struct mlstack__jsuri *uris; /* resources, anchors, $ref bases (documents with embedded $id) */
     int n_uris, cap_uris;
     mlstack__json_doc builtin[9]; /* built-in documents a $ref loaded (mlstack__js_builtins) */
@@ -26518,11 +26735,12 @@ static int mlstack__js_neg_applicators(mlstack__js *j, const mlstack__json *s, m
     if ((v = mlstack__json_get(s, "not")) != NULL && !mlstack__js_add(d, mlstack__js_copy(j, v, NULL))) return -1;
     if (j->draft >= 7 && (v = mlstack__json_get(s, "if")) != NULL) {
         const mlstack__json *th = mlstack__json_get(s, "then"), *el = mlstack__json_get(s, "else");
-        for (e = th; e; e = e == th ? el : NULL) { /* (if, not then), (not if, not else) */
-            if (!e) continue;
+        int way;
+        for (way = 0; way < 2; way++) { /* (if, not then), (not if, not else) */
+            if (!(e = way ? el : th)) continue;
             a = mlstack__js_add(mlstack__js_add(d, mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)),
                                 mlstack__js_made(j, MLSTACK__JSON_ARRAY, "allOf"));
-            if (!mlstack__js_add(a, e == th ? mlstack__js_copy(j, v, NULL) : mlstack__js_not_of(j, v)) ||
+            if (!mlstack__js_add(a, way == 0 ? mlstack__js_copy(j, v, NULL) : mlstack__js_not_of(j, v)) ||
                 !mlstack__js_add(a, mlstack__js_not_of(j, e)))
                 return -1;
         }
@@ -26556,8 +26774,9 @@ static int mlstack__js_neg_applicators(mlstack__js *j, const mlstack__json *s, m
    Where H is within L the set is known and `unevaluatedProperties: U` is a constraint on the
    other names, an allOf member beside the schema: {"properties": {L's names: true},
    "patternProperties": {L's patterns: true}, "additionalProperties": U}; `unevaluatedItems: U`
-   is {"prefixItems": [true x L's prefix], "items": {"anyOf": [L's contains..., U]}}. Otherwise
-   refused with the keyword. */
+   is {"prefixItems": [true x L's prefix], "items": {"anyOf": [L's contains..., U]}}. Where the
+   schema's own if / then / else is what decides, each way's set, when known, is a constraint under
+   that if (mlstack__js_unev_if). Otherwise refused with the keyword. */
 
 #define MLSTACK__JS_EV_NAMES 48
 #define MLSTACK__JS_EV_PATS 8
@@ -26569,6 +26788,7 @@ typedef struct {
 } mlstack__jsev;
 struct mlstack__jsunev {
     const mlstack__json *s, *m;
+    const mlstack__json *way[2]; /* decided by s's own if: the constraint under (if, then) and (not if, else) */
 };
 
 static int mlstack__js_ev_same(const mlstack__json *a, const mlstack__json *b, int by_key) {
@@ -26730,7 +26950,7 @@ static int mlstack__js_ev_split(mlstack__js *j, const mlstack__json *arr, int q,
 static int mlstack__js_ev_cond(mlstack__js *j, const mlstack__json *s, mlstack__jsev *L, mlstack__jsev *H, int depth,
                                const mlstack__json **stack) {
     const mlstack__json *k = mlstack__json_get(s, "if"), *c;
-    if (k && j->draft >= 7) {
+    if (k && j->draft >= 7 && !(depth == 0 && j->ev_no_if)) {
         mlstack__jsev l[3], h[3];
         static const char *const kw[] = {"if", "then", "else"};
         int q;
@@ -26823,12 +27043,74 @@ static int mlstack__js_unev_make(mlstack__js *j, const mlstack__json *s, const m
 }
 /* The schema that stands for s's unevaluatedProperties / unevaluatedItems, to hold beside s's
    other keywords (made, cached per s; true when nothing is left to say). NULL: refused. */
+/* Fails naming kw (which is at s) as depending on the instance; NULL. */
+static const mlstack__json *mlstack__js_unev_fail(mlstack__js *j, const char *kw) {
+    size_t old = mlstack__js_push(j, kw, strlen(kw));
+    mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
+                     "'%s' where what is evaluated depends on the instance (which branches hold)", kw);
+    mlstack__js_pop(j, old);
+    return NULL;
+}
+/* The constraint of L (made; true when nothing is left to say). */
+static mlstack__json *mlstack__js_unev_of(mlstack__js *j, const mlstack__json *s, const mlstack__jsev *L) {
+    mlstack__json *m = mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL);
+    if (!m || mlstack__js_unev_make(j, s, L, m)) return NULL;
+    if (!m->len) m->type = MLSTACK__JSON_TRUE;
+    return m;
+}
+/* s's own if / then / else decides what is evaluated: (if, then) leave L1, else L2, each known.
+   Then {"if": if, "then": M(L1), "else": M(L2)}, or, where L2 is within L1 (M(L2) is the
+   stricter: no negated if needed), {"anyOf": [{"allOf": [if, M(L1)]}, M(L2)]}. */
+static const mlstack__json *mlstack__js_unev_if(mlstack__js *j, const mlstack__json *s, const mlstack__json **stack,
+                                                const mlstack__json **way) {
+    static const char *const kw[] = {"unevaluatedProperties", "unevaluatedItems"}, *const br[] = {"if", "then", "else"};
+    mlstack__jsev L1, H1, L2, H2, l, h;
+    const mlstack__json *c;
+    mlstack__json *m, *a, *m1, *m2;
+    int q, sub;
+    memset(&L1, 0, sizeof L1), memset(&H1, 0, sizeof H1);
+    j->ev_no_if = 1;
+    q = mlstack__js_ev_of(j, s, &L1, &H1, 0, stack);
+    j->ev_no_if = 0;
+    if (q) return NULL;
+    L2 = L1, H2 = H1;
+    for (q = 0; q < 3; q++) {
+        memset(&l, 0, sizeof l), memset(&h, 0, sizeof h);
+        if ((c = mlstack__json_get(s, br[q])) != NULL && mlstack__js_ev_of(j, c, &l, &h, 1, stack)) return NULL;
+        if (mlstack__js_ev_union(j, q < 2 ? &L1 : &L2, &l) || mlstack__js_ev_union(j, q < 2 ? &H1 : &H2, &h))
+            return NULL;
+    }
+    for (q = 0, sub = 1; q < 2; q++)
+        if (mlstack__json_get(s, kw[q])) {
+            if (!mlstack__js_ev_within(&H1, &L1, q) || !mlstack__js_ev_within(&H2, &L2, q))
+                return mlstack__js_unev_fail(j, kw[q]);
+            sub &= mlstack__js_ev_within(&L2, &L1, q);
+        }
+    c = mlstack__json_get(s, "if");
+    if (!(m1 = mlstack__js_unev_of(j, s, &L1)) || !(m2 = mlstack__js_unev_of(j, s, &L2)) ||
+        !(m = mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)))
+        return NULL;
+    if (!sub) { /* the if is a copy; the branches of s's own if take m1 and m2 (mlstack__js_flat_if) */
+        way[0] = m1, way[1] = m2;
+        m1->key = "then", m1->key_len = 4, m2->key = "else", m2->key_len = 4;
+        return mlstack__js_add(m, mlstack__js_copy(j, c, "if")) && mlstack__js_add(m, m1) && mlstack__js_add(m, m2)
+                   ? m
+                   : NULL;
+    }
+    a = mlstack__js_add(mlstack__js_add(m, mlstack__js_made(j, MLSTACK__JSON_ARRAY, "anyOf")),
+                        mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL));
+    a = mlstack__js_add(a, mlstack__js_made(j, MLSTACK__JSON_ARRAY, "allOf"));
+    if (!mlstack__js_add(a, mlstack__js_copy(j, c, NULL)) || !mlstack__js_add(a, m1) || !mlstack__js_add(m->child, m2))
+        return NULL;
+    return m;
+}
+/* The schema that stands for s's unevaluatedProperties / unevaluatedItems, to hold beside s's
+   other keywords (made, cached per s; true when nothing is left to say). NULL: refused. */
 static const mlstack__json *mlstack__js_unev(mlstack__js *j, const mlstack__json *s) {
     static const char *const kw[] = {"unevaluatedProperties", "unevaluatedItems"};
-    const mlstack__json *stack[32];
+    const mlstack__json *stack[32], *m = NULL, *way[2] = {NULL, NULL};
     mlstack__jsev L, H;
-    mlstack__json *m;
-    int q;
+    int q, known = 1;
     if (mlstack__js_work(j, 1 + (uint64_t)j->n_unevs)) return NULL;
     for (q = 0; q < j->n_unevs; q++)
         if (j->unevs[q].s == s) return j->unevs[q].m;
@@ -26836,13 +27118,10 @@ static const mlstack__json *mlstack__js_unev(mlstack__js *j, const mlstack__json
     if (mlstack__js_ev_of(j, s, &L, &H, 0, stack)) return NULL;
     for (q = 0; q < 2; q++)
         if (mlstack__json_get(s, kw[q]) && !mlstack__js_ev_within(&H, &L, q)) {
-            mlstack__js_push(j, kw[q], strlen(kw[q]));
-            mlstack__js_fail(j, MLSTACK_ERR_UNSUPPORTED,
-                             "'%s' where what is evaluated depends on the instance (which branches hold)", kw[q]);
-            return NULL;
+            if (!mlstack__json_get(s, "if")) return mlstack__js_unev_fail(j, kw[q]);
+            known = 0;
         }
-    if (!(m = mlstack__js_made(j, MLSTACK__JSON_OBJECT, NULL)) || mlstack__js_unev_make(j, s, &L, m)) return NULL;
-    if (!m->len) m->type = MLSTACK__JSON_TRUE;
+    if (!(m = known ? mlstack__js_unev_of(j, s, &L) : mlstack__js_unev_if(j, s, stack, way))) return NULL;
     if (j->n_unevs == j->cap_unevs) {
         int cap = j->cap_unevs ? j->cap_unevs * 2 : 8;
         struct mlstack__jsunev *t = (struct mlstack__jsunev *)mlstack__arena_alloc(&j->arena, sizeof *t * (size_t)cap);
@@ -26853,8 +27132,16 @@ static const mlstack__json *mlstack__js_unev(mlstack__js *j, const mlstack__json
         if (j->n_unevs) memcpy(t, j->unevs, sizeof *t * (size_t)j->n_unevs);
         j->unevs = t, j->cap_unevs = cap;
     }
+    j->unevs[j->n_unevs].way[0] = way[0], j->unevs[j->n_unevs].way[1] = way[1];
     j->unevs[j->n_unevs].s = s, j->unevs[j->n_unevs++].m = m;
     return m;
+}
+/* After mlstack__js_unev(s): the two ways of s's own if, or NULL (one schema beside s). */
+static const mlstack__json *const *mlstack__js_unev_ways(const mlstack__js *j, const mlstack__json *s) {
+    int q;
+    for (q = 0; q < j->n_unevs; q++)
+        if (j->unevs[q].s == s) return j->unevs[q].way[0] ? j->unevs[q].way : NULL;
+    return NULL;
 }
 /* Whether s's unevaluated* are read here (2019-09 on; refused by name before). */
 static int mlstack__js_has_unev(const mlstack__js *j, const mlstack__json *s) {
@@ -26998,7 +27285,21 @@ static int mlstack__js_flat_split(mlstack__js *j, const mlstack__json *arr, cons
 static int mlstack__js_flat_if(mlstack__js *j, const mlstack__json *s, const mlstack__json *k, mlstack__jstodo *t2,
                                int m, mlstack__jsbr *cur, mlstack__jsbrs *out, int hops) {
     const mlstack__json *th = mlstack__json_get(s, "then"), *el = mlstack__json_get(s, "else");
+    const mlstack__json *const *way = mlstack__js_has_unev(j, s) ? mlstack__js_unev_ways(j, s) : NULL;
     mlstack__jsbr b = *cur;
+    if (way) { /* unevaluated* decided by this if: (if, then, way 0) or (not if, else, way 1), t2 has room */
+        int q, n2;
+        b.splits++, cur->splits++;
+        for (q = 0; q < 2; q++) {
+            const mlstack__json *x = q ? el : th;
+            n2 = m;
+            t2[n2].s = k, t2[n2++].negated = q;
+            if (x) t2[n2].s = x, t2[n2++].negated = 0;
+            t2[n2].s = way[q], t2[n2++].negated = 0;
+            if (mlstack__js_flat(j, t2, n2, q ? cur : &b, out, hops)) return -1;
+        }
+        return 0;
+    }
     if ((!th && !el) || k->type == MLSTACK__JSON_TRUE || k->type == MLSTACK__JSON_FALSE) {
         const mlstack__json *x = !th && !el ? NULL : k->type == MLSTACK__JSON_TRUE ? th : el;
         if (x) t2[m].s = x, t2[m++].negated = 0;
@@ -27165,10 +27466,10 @@ static int mlstack__js_flat(mlstack__js *j, const mlstack__jstodo *todo, int n, 
         if (!t) return -1;
         t2[m].s = t, t2[m++].negated = 0;
     }
-    if (mlstack__js_has_unev(j, s)) { /* unevaluated*: a schema beside the rest */
+    if (mlstack__js_has_unev(j, s)) { /* unevaluated*: a schema beside the rest, or under each way of its if */
         const mlstack__json *t = mlstack__js_unev(j, s);
         if (!t) return -1;
-        t2[m].s = t, t2[m++].negated = 0;
+        if (!mlstack__js_unev_ways(j, s)) t2[m].s = t, t2[m++].negated = 0;
     }
     if ((k = mlstack__json_get(s, "allOf")) != NULL) {
         if (k->type != MLSTACK__JSON_ARRAY || !k->child)
@@ -28822,7 +29123,13 @@ typedef struct {
     int rule; /* "key": value, -2: the key cannot appear */
     int required;
     int other; /* a key a made 'not additionalProperties' ("$other") does not name */
+    int pv; /* its first value under a member's properties (mlstack__jsobj.pv), -1: none */
 } mlstack__jsprop;
+/* A value some member's properties give a name: the member q, the next such value (-1: last). */
+typedef struct {
+    const mlstack__json *v;
+    int q, next;
+} mlstack__jspv;
 
 static int mlstack__js_name_cmp(const void *a, const void *b) {
     const mlstack__jsprop *x = (const mlstack__jsprop *)a, *y = (const mlstack__jsprop *)b;
@@ -28838,6 +29145,8 @@ static int mlstack__js_name_cmp(const void *a, const void *b) {
 #define MLSTACK__JS_MAX_EXTRA 32
 typedef struct {
     mlstack__jsprop *p;
+    mlstack__jspv *pv; /* the properties values of the names, chained from p[i].pv */
+    int n_pv;
     int n, n_ex, ex_key[MLSTACK__JS_MAX_EXTRA], ex_val[MLSTACK__JS_MAX_EXTRA]; /* other keys: kinds of key, value */
     long mn, mx, cap;
     int nw;
@@ -28939,6 +29248,15 @@ static int mlstack__js_obj_keys(mlstack__js *j, const mlstack__jsbr *br, mlstack
 
 /* The named keys: properties in order, then the required ones not among them (hashed), then
    those of a made "$other" (so that other keys are none of them). */
+/* Name i's value under member q's properties is v, unless the member gave it one already (the
+   first of a repeated key counts, as mlstack__json_get finds it). */
+static void mlstack__js_prop_value(mlstack__jsobj *o, int i, int q, const mlstack__json *v) {
+    int e;
+    for (e = o->p[i].pv; e >= 0; e = o->pv[e].next)
+        if (o->pv[e].q == q) return;
+    o->pv[o->n_pv].v = v, o->pv[o->n_pv].q = q, o->pv[o->n_pv].next = o->p[i].pv;
+    o->p[i].pv = o->n_pv++;
+}
 static int mlstack__js_obj_names(mlstack__js *j, const mlstack__jsbr *br, mlstack__jsobj *o, size_t total) {
     uint32_t mask = 15, h;
     int *tab, q, i;
@@ -28947,6 +29265,8 @@ static int mlstack__js_obj_names(mlstack__js *j, const mlstack__jsbr *br, mlstac
     tab = (int *)mlstack__arena_alloc(&j->arena, sizeof(int) * ((size_t)mask + 1));
     if (!tab) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     memset(tab, 0xFF, sizeof(int) * ((size_t)mask + 1));
+    o->pv = (mlstack__jspv *)mlstack__arena_alloc(&j->arena, sizeof *o->pv * (total + 1));
+    if (!o->pv) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     if (mlstack__js_work(j, 1 + mask / 8)) return -1;
     for (q = 0; q < br->n_pos; q++)
         for (i = 0; i < 3; i++) {
@@ -28965,9 +29285,11 @@ static int mlstack__js_obj_names(mlstack__js *j, const mlstack__jsbr *br, mlstac
                 if (mlstack__js_work(j, probes + kl)) return -1;
                 if (tab[h] < 0) {
                     tab[h] = o->n;
-                    o->p[o->n].key = k, o->p[o->n].len = kl, o->p[o->n].rule = 0, o->p[o->n++].required = 0;
+                    o->p[o->n].key = k, o->p[o->n].len = kl, o->p[o->n].rule = 0, o->p[o->n].pv = -1;
+                    o->p[o->n++].required = 0;
                 }
                 if (i == 1) o->p[tab[h]].required = 1;
+                if (i == 0) mlstack__js_prop_value(o, tab[h], q, c);
             }
         }
     return 0;
@@ -29025,15 +29347,17 @@ static int mlstack__js_obj_pats(mlstack__js *j, const mlstack__jsbr *br, const m
     return 1;
 }
 
-/* The schemas a key's value must satisfy, given the properties schema of each member (NULL:
-   none there) folded in by the caller, and the patterns it matches (mask). */
-static int mlstack__js_key_list(const mlstack__jsbr *br, const mlstack__jspat *kp, int mask, const char *name,
-                                size_t len, const mlstack__json **list) {
-    int q, p, nl = 0;
+/* The schemas a key's value must satisfy: the properties value each member gives name i of o
+   (i < 0: an unnamed key), and the patterns it matches (mask). The values were found when the
+   names were gathered, so a lookup costs the members, not the names. */
+static int mlstack__js_key_list(const mlstack__jsbr *br, const mlstack__jspat *kp, int mask, const mlstack__jsobj *o,
+                                int i, const mlstack__json **list) {
+    int q, p, e, nl = 0;
     for (q = 0; q < br->n_pos; q++) {
-        const mlstack__json *ps = name ? mlstack__json_get(br->pos[q], "properties") : NULL, *v = NULL;
+        const mlstack__json *v = NULL;
         int matched = 0;
-        if (ps && ps->type == MLSTACK__JSON_OBJECT && strlen(name) == len) v = mlstack__json_get(ps, name);
+        for (e = i >= 0 ? o->p[i].pv : -1; e >= 0 && !v; e = o->pv[e].next)
+            if (o->pv[e].q == q) v = o->pv[e].v;
         if (v && nl < MLSTACK__JS_MAX_CONJ) list[nl++] = v;
         for (p = 0; kp->on && p < kp->k.n_pat; p++)
             if (kp->q[p] == q && (mask >> p & 1)) {
@@ -29059,7 +29383,7 @@ static int mlstack__js_obj_extra_pats(mlstack__js *j, const mlstack__jsbr *br, m
         int nl, has_addl = 0;
         m = MLSTACK__KDS(&kp->k, s).mask;
         if (mlstack__kre_named(&kp->k, s) || rule_of[m] != -5) continue;
-        nl = mlstack__js_key_list(br, kp, m, NULL, 0, list);
+        nl = mlstack__js_key_list(br, kp, m, o, -1, list);
         for (q = 0; q < br->n_pos; q++) has_addl |= mlstack__json_get(br->pos[q], "additionalProperties") != NULL;
         rule_of[m] = !m && j->strict && !has_addl ? -2 : mlstack__js_gen_list(j, list, nl);
         if (rule_of[m] == -1) return -1;
@@ -29169,7 +29493,7 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
         size_t o1 = mlstack__js_push(j, "properties", 10), o2 = mlstack__js_push(j, o.p[i].key, o.p[i].len);
         mlstack__buf e = {0, 0, 0};
         int mask = kp.on ? MLSTACK__KDS(&kp.k, mlstack__kre_walk(&kp.k, o.p[i].key, o.p[i].len)).mask : 0;
-        nl = mlstack__js_key_list(br, &kp, mask, o.p[i].key, o.p[i].len, list);
+        nl = mlstack__js_key_list(br, &kp, mask, &o, i, list);
         r = mlstack__js_gen_list(j, list, nl);
         mlstack__js_pop(j, o2);
         mlstack__js_pop(j, o1);
@@ -29940,6 +30264,10 @@ enum {
 /* DeepSeek V3: rope_interleave read (default on), noaux_tc routing: sigmoid scores, chosen with
    mlp.gate.e_score_correction_bias within the groups ranked by their two best */
 #define MLSTACK__F_MLA_V3 0x200000000000000ull
+/* BitNet b1.58: RMSNorms of the attention output before Wo (self_attn.attn_sub_norm, width
+   heads x head_dim) and of act(gate) * up before Wdown (mlp.ffn_sub_norm, width the FFN's);
+   hidden_act relu2 in the gated MLP. GGUF "bitnet" (llama.cpp's graph): SiLU, no relu2 */
+#define MLSTACK__F_SUB_NORMS 0x400000000000000ull
 /* Gemma 4 (text): RMSNorm weights applied as stored, scores unscaled (q and k are normalized),
    v normalized per head without a weight, a layer_scalar per layer, num_kv_shared_layers (the
    last layers read an earlier layer's KV, >>model mlstack__layer_kind), per-layer input
@@ -30143,6 +30471,8 @@ static const mlstack__family mlstack__families[] = {
     {"ApertusForCausalLM", "apertus", MLSTACK__F_QK_NORM_HEAD | MLSTACK__F_PLAIN_MLP,
          {"attention_layernorm", NULL, "feedforward_layernorm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA,
          MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
+    {"BitNetForCausalLM", "bitnet", MLSTACK__F_SUB_NORMS,
+         MLSTACK__NORMS_PRE, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE, MLSTACK__LLAMA_NAMES, MLSTACK__NO_MIXER, MLSTACK__NO_SSM},
     /* hybrids: recurrent layers beside attention */
     {"Lfm2ForCausalLM", "lfm2", MLSTACK__F_TIED | MLSTACK__F_GGUF_EMBD_NORM | MLSTACK__F_QK_NORM_HEAD,
          {"operator_norm", NULL, "ffn_norm", NULL}, MLSTACK__UNFUSED, MLSTACK__OPTS_LLAMA, MLSTACK__DENSE,
@@ -30369,6 +30699,7 @@ typedef struct mlstack__layer {
     /* f32 (copies when stored otherwise, or for (1 + w) norms); NULL where the family has none */
     const float *attn_norm, *ffn_norm, *post_attn_norm, *post_ffn_norm, *q_norm, *k_norm;
     const float *attn_norm_b, *ffn_norm_b; /* LayerNorm biases */
+    const float *attn_sub_norm, *ffn_sub_norm; /* F_SUB_NORMS (BitNet): before Wo and Wdown */
     const float *sinks; /* F_SINKS: the sink logit of each query head (n_heads,); else NULL */
     mlstack__weight wq, wk, wv, wo, w_gate, w_up, w_down;
     int window; /* sliding window of this layer, 0: full attention */
@@ -30698,6 +31029,12 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
     if ((int64_t)c->n_heads * c->head_dim > (1 << 30))
         return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: num_attention_heads %d x head_dim %d is above 2^30", file,
                              c->n_heads, c->head_dim);
+    if ((c->fam->flags & MLSTACK__F_SUB_NORMS) &&
+        !mlstack__json_is_null(mlstack__json_get(root, "quantization_config")))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: quantization_config (BitNet's online weight and int8 activation quantization, or "
+                             "packed weights) is not supported: give the weights as floats without it",
+                             file);
     v = mlstack__json_get(root, c->fam->opt.act_key);
     if (mlstack__json_is_null(v)) v = mlstack__json_get(root, "hidden_act");
     if (mlstack__json_is_null(v)) { /* Gemma 2/3 default to the tanh GELU, the rest to SiLU */
@@ -30708,8 +31045,8 @@ static mlstack_result mlstack__cfg_shape(mlstack__config *c, const mlstack__json
         c->act = MLSTACK__ACT_GELU_TANH;
     } else if (mlstack__json_is_str(v, "gelu")) {
         c->act = c->fam->flags & MLSTACK__F_GELU_TANH ? MLSTACK__ACT_GELU_TANH : MLSTACK__ACT_GELU;
-    } else if (mlstack__json_is_str(v, "relu2") && (c->fam->flags & MLSTACK__F_PLAIN_MLP)) {
-        c->act = MLSTACK__ACT_RELU2; /* relu(x)^2, ungated MLPs (Nemotron-H) */
+    } else if (mlstack__json_is_str(v, "relu2") && (c->fam->flags & (MLSTACK__F_PLAIN_MLP | MLSTACK__F_SUB_NORMS))) {
+        c->act = MLSTACK__ACT_RELU2; /* relu(x)^2: ungated MLPs (Nemotron-H), BitNet's gated one */
     } else if (mlstack__json_is_str(v, "xielu")) { /* its parameters are tensors of each layer's MLP */
         c->act = MLSTACK__ACT_XIELU;
     } else {
@@ -32408,6 +32745,12 @@ static mlstack_result mlstack__map_layer_norms(mlstack_model *m, mlstack__layer 
         MLSTACK__LNORM(ffn_norm, f->norm.ffn) /* StableLM's parallel MLP reads ln1 x */
     MLSTACK__LNORM(post_ffn_norm, f->norm.post_ffn)
 #undef MLSTACK__LNORM
+    if ((f->flags & MLSTACK__F_SUB_NORMS) &&
+        ((r = mlstack__model_norm(m, MLSTACK__LNAME("self_attn.attn_sub_norm.weight"),
+                                  (int64_t)c->n_heads * c->head_dim, &L->attn_sub_norm, err)) != MLSTACK_OK ||
+         (r = mlstack__model_norm(m, MLSTACK__LNAME("mlp.ffn_sub_norm.weight"), c->n_ff, &L->ffn_sub_norm, err)) !=
+             MLSTACK_OK))
+        return r;
     if (c->layernorm) { /* LayerNorm biases beside the weights */
         snprintf(nm, sizeof nm, "%s.bias", f->norm.attn);
         if ((r = mlstack__model_vec(m, MLSTACK__LNAME(nm), c->n_embd, &L->attn_norm_b, err)) != MLSTACK_OK) return r;
@@ -33485,7 +33828,8 @@ static const struct {
     {"Q3_K_S", 11, MLSTACK__GGML_Q3_K}, {"Q3_K_M", 12, MLSTACK__GGML_Q3_K}, {"Q3_K", 12, MLSTACK__GGML_Q3_K},
     {"Q3_K_L", 13, MLSTACK__GGML_Q3_K}, {"Q4_K_S", 14, MLSTACK__GGML_Q4_K}, {"Q4_K_M", 15, MLSTACK__GGML_Q4_K},
     {"Q4_K", 15, MLSTACK__GGML_Q4_K},   {"Q5_K_S", 16, MLSTACK__GGML_Q5_K}, {"Q5_K_M", 17, MLSTACK__GGML_Q5_K},
-    {"Q5_K", 17, MLSTACK__GGML_Q5_K},   {"Q6_K", 18, MLSTACK__GGML_Q6_K},   {"IQ4_NL", 25, MLSTACK__GGML_IQ4_NL}};
+    {"Q5_K", 17, MLSTACK__GGML_Q5_K},   {"Q6_K", 18, MLSTACK__GGML_Q6_K},   {"IQ4_NL", 25, MLSTACK__GGML_IQ4_NL},
+    {"TQ1_0", 36, MLSTACK__GGML_TQ1_0}, {"TQ2_0", 37, MLSTACK__GGML_TQ2_0}};
 static int mlstack__mix_is(const char *s, const char *name) { /* ASCII case-insensitive equality */
     for (; *s && *name; s++, name++)
         if ((*s >= 'a' && *s <= 'z' ? *s - 32 : *s) != *name) return 0;
@@ -33529,7 +33873,11 @@ static uint32_t mlstack__mix_type(int ftype, int role, int l, int n, int n_in, i
     else if (role == 4)
         t = ftype == 10 ? Q3_K : ftype == 12 ? Q4_K : ftype == 13 ? Q5_K : t;
     if (n_in % (int)mlstack__ggml_types[t].block)
-        t = t == Q2_K || t == Q3_K ? Q4_0 : t == Q4_K ? Q5_0 : t == Q5_K ? Q5_1 : t == Q6_K ? Q8_0 : t;
+        t = t == Q2_K || t == Q3_K || t == MLSTACK__GGML_TQ1_0 || t == MLSTACK__GGML_TQ2_0 ? Q4_0
+            : t == Q4_K                                                                    ? Q5_0
+            : t == Q5_K                                                                    ? Q5_1
+            : t == Q6_K                                                                    ? Q8_0
+                                                                                           : t;
     return n_in % (int)mlstack__ggml_types[t].block ? 0 : t;
 }
 
@@ -34128,7 +34476,7 @@ static mlstack_result mlstack__load_json_file(const char *dir, const char *name,
         MLSTACK_FREE(path);
         return MLSTACK_OK;
     }
-    r = mlstack__read_file(path, MLSTACK_MAX_JSON_BYTES, &text, &len, err);
+    r = mlstack__read_file(path, mlstack__limits.max_json_bytes, &text, &len, err);
     if (r == MLSTACK_OK) r = mlstack__json_parse(doc, text, len, path, err);
     MLSTACK_FREE(text);
     MLSTACK_FREE(path);
@@ -34258,8 +34606,8 @@ static const char *mlstack__gguf_norm_hf(const mlstack__family *f, const char *r
     return NULL;
 }
 
-/* Names only read (no writer yet): gpt-oss's sinks, post-attention norm, router and experts (one
-   tensor per projection for all experts, [E, rows, in]: mlstack__map_oai_experts). */
+/* More names: gpt-oss's sinks, post-attention norm, router and experts (one tensor per projection
+   for all experts, [E, rows, in]: mlstack__map_oai_experts), BitNet's sub-norms. */
 static int mlstack__gguf_hf_more_name(const char *rest, char *out, size_t cap) {
     static const char *const names[][2] = {{"attn_sinks.weight", "self_attn.sinks"},
                                            {"post_attention_norm.weight", "post_attention_layernorm.weight"},
@@ -34270,7 +34618,9 @@ static int mlstack__gguf_hf_more_name(const char *rest, char *out, size_t cap) {
                                            {"ffn_up_exps.weight", "mlp.experts.up_proj.weight"},
                                            {"ffn_up_exps.bias", "mlp.experts.up_proj.bias"},
                                            {"ffn_down_exps.weight", "mlp.experts.down_proj.weight"},
-                                           {"ffn_down_exps.bias", "mlp.experts.down_proj.bias"}};
+                                           {"ffn_down_exps.bias", "mlp.experts.down_proj.bias"},
+                                           {"attn_sub_norm.weight", "self_attn.attn_sub_norm.weight"},
+                                           {"ffn_sub_norm.weight", "mlp.ffn_sub_norm.weight"}};
     size_t k;
     for (k = 0; k < sizeof names / sizeof names[0]; k++)
         if (strcmp(rest, names[k][0]) == 0) {
@@ -36145,6 +36495,10 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
         }
         if (c->mla_rank) mlstack__gw_list_mla(c, L, l, ts, n_t);
         if (L->sinks) mlstack__gw_list_vec(L->sinks, c->n_heads, l, "attn_sinks.weight", ts, n_t);
+        if (L->attn_sub_norm) {
+            mlstack__gw_list_vec(L->attn_sub_norm, c->n_heads * c->head_dim, l, "attn_sub_norm.weight", ts, n_t);
+            mlstack__gw_list_vec(L->ffn_sub_norm, c->n_ff, l, "ffn_sub_norm.weight", ts, n_t);
+        }
         if (c->qk_norm != MLSTACK__QK_NORM_NONE) { /* the layer's head size; shared-KV layers have no k norm */
             snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, MLSTACK__GGUF_NAME(MLSTACK__GGUF_FIRST_QK_NORM));
             MLSTACK__GW_T(nm, MLSTACK__GGML_F32, 1, L->head_dim, 1, L->q_norm, (size_t)L->head_dim * 4, 0);
@@ -36791,6 +37145,16 @@ static int mlstack__gw_write(const mlstack_model *m, FILE *f, const mlstack__buf
     return ok;
 }
 
+/* bitnet: llama.cpp's graph applies SiLU in the MLP. */
+static mlstack_result mlstack__gw_check_bitnet(mlstack_model *m, const char *arch, mlstack_error *err) {
+    if (m->cfg.act != MLSTACK__ACT_SILU)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: hidden_act is not silu; llama.cpp's %s graph applies SiLU in the MLP whatever the "
+                             "checkpoint says, so the file would compute another model",
+                             m->path, arch);
+    return MLSTACK_OK;
+}
+
 typedef mlstack_result (*mlstack__gw_check_fn)(mlstack_model *m, const char *arch, mlstack_error *err);
 static const struct {
     const char *arch; /* GGUF architecture written (NULL: every one) */
@@ -36798,7 +37162,8 @@ static const struct {
 } mlstack__gw_checks[] = {{NULL, mlstack__gw_check_common},        {"deepseek2", mlstack__gw_check_moe},
                           {"gpt-oss", mlstack__gw_check_moe},      {"nemotron_h_moe", mlstack__gw_check_group_moe},
                           {"falcon-h1", mlstack__gw_check_falcon}, {"smollm3", mlstack__gw_check_nope},
-                          {"gemma3n", mlstack__gw_check_gemma},    {"gemma4", mlstack__gw_check_gemma}};
+                          {"gemma3n", mlstack__gw_check_gemma},    {"gemma4", mlstack__gw_check_gemma},
+                          {"bitnet", mlstack__gw_check_bitnet}};
 
 /* The checks of mlstack__gw_checks for architecture arch, in table order: the first refusal. */
 static mlstack_result mlstack__gw_check(mlstack_model *m, const char *arch, mlstack_error *err) {
@@ -37336,7 +37701,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
         return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     }
     m->path = path;
-    r = mlstack__read_file(path, MLSTACK_MAX_JSON_BYTES, &text, &len, err);
+    r = mlstack__read_file(path, mlstack__limits.max_json_bytes, &text, &len, err);
     if (r == MLSTACK_OK) {
         r = mlstack__json_parse(&doc, text, len, path, err);
         if (r == MLSTACK_OK) {
@@ -39188,6 +39553,12 @@ static void mlstack__rmsnorm_rows(mlstack__rank *rk, float *out, const float *x,
     mlstack__rows_run(rk, mlstack__norm_part, out, x, w, bn, rk->model->cfg.n_embd, B);
     MLSTACK__PROF_END(rk->pool, RMSNORM, layer, NULL, B);
 }
+/* x (B, n) = rmsnorm(x) in place, weight w (BitNet's sub-norms: whole rows; one rank) */
+static void mlstack__sub_norm_rows(mlstack__rank *rk, float *x, const float *w, int n, int B, int layer) {
+    MLSTACK__PROF_BEGIN(rk->pool, RMSNORM);
+    mlstack__rows_run(rk, mlstack__norm_part, x, x, w, NULL, n, B);
+    MLSTACK__PROF_END(rk->pool, RMSNORM, layer, NULL, B);
+}
 
 /* x (B, D) += y (B, D) * residual_scale (Granite), one fused multiply-add (the canonical
    arithmetic of >>kernels: a product feeding a sum is always fused, so no compiler setting can
@@ -39289,6 +39660,11 @@ static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
         }
     } else if (act == MLSTACK__ACT_SILU) {
         j->rk->k->swiglu(g, u, (int)N);
+    } else if (act == MLSTACK__ACT_RELU2) { /* BitNet: relu(g)^2 * u, each product rounded */
+        for (i = 0; i < N; i++) {
+            float r = g[i] > 0 ? g[i] * g[i] : 0.0f;
+            g[i] = r * u[i];
+        }
     } else if (act ==
                MLSTACK__ACT_SWIGLU_OAI) { /* gpt-oss: (clamp(u) + 1) * g' sigmoid(alpha g'), g' = min(g, limit) */
         float al = j->rk->model->cfg.swiglu_alpha, lim = j->rk->model->cfg.swiglu_limit;
@@ -40104,6 +40480,7 @@ static int mlstack__attn_layer(mlstack__rank *rk, mlstack__attn_job *aj, const m
         return mlstack__reduce(rk, 0, xo, B);
     }
     if (mlstack__exchange(rk, MLSTACK__X_ATT, xb->att, NULL, B, 1)) return -1;
+    if (L->attn_sub_norm) mlstack__sub_norm_rows(rk, xb->att, L->attn_sub_norm, c->n_heads * Dh, B, aj->layer);
     mlstack__project(rk, xb->att, B, 1, &L->wo, o, NULL, NULL, NULL, NULL);
     return mlstack__exchange(rk, MLSTACK__X_MODEL, xb->o, o, B, 1);
 }
@@ -40293,6 +40670,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
             if (mlstack__reduce(rk, 1, xd, B)) return -1;
         } else {
             if (mlstack__exchange(rk, MLSTACK__X_FFN, xb->h, h, B, 1)) return -1;
+            if (L->ffn_sub_norm) mlstack__sub_norm_rows(rk, xb->h, L->ffn_sub_norm, c->n_ff, B, l);
             mlstack__project(rk, xb->h, B, 1, &L->w_down, d, NULL, NULL, NULL, NULL);
             if (mlstack__exchange(rk, MLSTACK__X_MODEL, xb->d, d, B, 1)) return -1;
         }
@@ -41660,6 +42038,10 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
         (c->v_norm || c->var_heads)) /* shared KV, per-layer inputs, v norms and head sizes are not split yet */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s runs on one rank only",
                              c->architecture);
+    if (R > 1 && (c->fam->flags & MLSTACK__F_SUB_NORMS)) /* whole rows, normed where the ranks share them */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_engine_init: %s (norms of whole attention and FFN rows) runs on one rank only",
+                             c->architecture);
     if (R > 1 && c->attn_gate) /* the attention gate is not split yet */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (gated attention) runs on one rank only", c->architecture);
@@ -41718,7 +42100,7 @@ static mlstack_result mlstack__ranks_comms(mlstack_engine *e, const mlstack_engi
     }
     if (S > 1) cm->groups = e->gcomm, cm->n_groups = e->n_gcomm;
     /* a rank that polls while the rank it waits for has no CPU to run on only delays it */
-    cm->spin = R * tpr > mlstack__cpu_count() ? 0 : MLSTACK__SPIN;
+    cm->spin = R * tpr > mlstack__cpu_count() ? 0 : mlstack__spin;
     for (g = 0; g < e->n_gcomm; g++) e->gcomm[g]->spin = cm->spin;
     return MLSTACK_OK;
 }

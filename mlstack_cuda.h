@@ -969,6 +969,7 @@ static const char *mlc_unsupported(const mlstack_model *m, char *buf, size_t cap
     if (c->n_experts) return "mixture-of-experts layers";
     if (c->n_recurrent) return "recurrent layers (hybrid models)";
     if (c->mla_rank) return "multi-head latent attention (DeepSeek)";
+    if (c->fam->flags & MLSTACK__F_SUB_NORMS) return "norms before Wo and Wdown (BitNet)";
     if (c->act != MLSTACK__ACT_SILU) return "activations other than SiLU";
     if (c->qk_norm != MLSTACK__QK_NORM_NONE && c->qk_norm != MLSTACK__QK_NORM_HEAD)
         return "q/k norms other than per-head RMSNorm";

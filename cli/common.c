@@ -588,9 +588,9 @@ mlstack_result cli_engine_init(mlstack_model *m, const mlstack_engine_desc *ed, 
 
 /* llama-quantize's names of the file types mlstack's quantizer makes (Q8_0 and Q4_1 are
    mlstack's own load-time formats unless a GGUF file is written: cli_cmd_quantize). */
-const char *const cli_quant_mix_names[] = {"Q4_K_M", "Q5_K_M", "Q6_K",   "Q4_K",   "Q5_K", "Q4_0",   "Q5_0",
-                                           "Q5_1",   "Q2_K",   "Q3_K_S", "Q3_K_M", "Q3_K", "Q3_K_L", "Q4_K_S",
-                                           "Q5_K_S", "IQ4_NL", "Q8_0",   "Q4_1",   NULL};
+const char *const cli_quant_mix_names[] = {"Q4_K_M", "Q5_K_M", "Q6_K",   "Q4_K",   "Q5_K",  "Q4_0",   "Q5_0",
+                                           "Q5_1",   "Q2_K",   "Q3_K_S", "Q3_K_M", "Q3_K",  "Q3_K_L", "Q4_K_S",
+                                           "Q5_K_S", "IQ4_NL", "Q8_0",   "Q4_1",   "TQ1_0", "TQ2_0",  NULL};
 const char *cli_quant_mix(mlstack_dtype q) {
     int i = (int)q - CLI_QUANT_MIX, n = 0;
     while (cli_quant_mix_names[n]) n++;

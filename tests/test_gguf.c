@@ -847,6 +847,73 @@ static void test_iq_model(void) {
     kq_model_check("tests/fixtures/gguf/llama-iq.gguf", "IQ4_XS", want, MLSTACK__W_IQ4_XS);
 }
 
+/* tests/fixtures/gguf/llama-tq.gguf: the same checks with every projection ternary (TQ1_0, TQ2_0:
+   decoded trits, integer dots with the Q8 activation blocks), the head Q4_K. */
+static void test_tq_model(void) {
+    static const int want[2][7] = {{MLSTACK__W_TQ1_0, MLSTACK__W_TQ2_0, MLSTACK__W_TQ1_0, MLSTACK__W_TQ2_0,
+                                    MLSTACK__W_TQ1_0, MLSTACK__W_TQ2_0, MLSTACK__W_TQ1_0},
+                                   {MLSTACK__W_TQ2_0, MLSTACK__W_TQ1_0, MLSTACK__W_TQ2_0, MLSTACK__W_TQ1_0,
+                                    MLSTACK__W_TQ2_0, MLSTACK__W_TQ1_0, MLSTACK__W_TQ2_0}};
+    kq_model_check("tests/fixtures/gguf/llama-tq.gguf", "TQ1_0", want, MLSTACK__W_Q4_K);
+}
+
+/* tests/fixtures/gguf/ternary.gguf (tools/make_gguf_fixtures.py): TQ1_0 and TQ2_0 blocks, made by
+   gguf-py's quantizer and random, dequantized bit-identical to gguf.quants.dequantize and decoded
+   (the kernels' groups) to the same values; and mlstack__ggml_quantize_row of the source rows
+   gives gguf-py's bytes. */
+static void test_ternary(void) {
+    static const char *const types[] = {"TQ1_0", "TQ2_0"};
+    mlstack__gguf g;
+    mlstack_error err;
+    size_t i;
+    int raw;
+    if (mlstack__gguf_open(&g, "tests/fixtures/gguf/ternary.gguf", &err) != MLSTACK_OK) {
+        CHECKF(0, "ternary.gguf: %s", err.message);
+        return;
+    }
+    for (i = 0; i < 2; i++)
+        for (raw = 0; raw < 2; raw++) {
+            char name[32], ref[40], srcn[40];
+            const mlstack__gguf_tensor *t, *f, *sx;
+            float got[512], want[512];
+            unsigned char bytes[256];
+            mlstack__kqg gr[16];
+            int row, k, bad = 0, bad_g = 0, bad_q = 0;
+            snprintf(name, sizeof name, "%s%s", types[i], raw ? ".raw" : "");
+            snprintf(ref, sizeof ref, "%s.ref", name);
+            snprintf(srcn, sizeof srcn, "%s.src", types[i]);
+            t = mlstack__gguf_tensor_find(&g, name), f = mlstack__gguf_tensor_find(&g, ref);
+            sx = mlstack__gguf_tensor_find(&g, srcn);
+            CHECKF(t && f && sx, "%s missing", name);
+            if (!t || !f || !sx) continue;
+            CHECKF(strcmp(mlstack__ggml_type_name(t->type), types[i]) == 0 && t->ne[0] == 512 && t->ne[1] == 2 &&
+                       mlstack__gguf_wtype(t->type) == 16 + (int)t->type && mlstack__gguf_in_place(t->type),
+                   "%s: type %s, not read as stored", name, mlstack__ggml_type_name(t->type));
+            for (row = 0; row < 2; row++) {
+                const unsigned char *src = g.data + t->offset + (size_t)row * (t->bytes / 2);
+                mlstack__ggml_dequant_row(t->type, src, got, 512);
+                memcpy(want, g.data + f->offset + (size_t)row * 2048, 2048);
+                mlstack__kq_decode(16 + (int)t->type, src, 512, gr);
+                for (k = 0; k < 512; k++) {
+                    const mlstack__kqg *q = &gr[k / 32];
+                    float v = (q->dw * (float)(k % 32 < 16 ? q->sa : q->sb)) * (float)q->q[k % 32];
+                    bad += memcmp(&got[k], &want[k], 4) != 0;
+                    bad_g += memcmp(&v, &want[k], 4) != 0;
+                }
+                if (!raw) { /* the writer: gguf-py's bytes from the same source row */
+                    float x[512];
+                    memcpy(x, g.data + sx->offset + (size_t)row * 2048, 2048);
+                    mlstack__ggml_quantize_row(t->type, x, bytes, 512);
+                    bad_q += memcmp(bytes, src, (size_t)(t->bytes / 2)) != 0;
+                }
+            }
+            CHECKF(bad == 0, "%s: %d values differ from gguf-py's dequantization", name, bad);
+            CHECKF(bad_g == 0, "%s: %d decoded group values differ from gguf-py's dequantization", name, bad_g);
+            CHECKF(bad_q == 0, "%s: %d rows quantized differ from gguf-py's bytes", name, bad_q);
+        }
+    mlstack__gguf_close(&g);
+}
+
 /* tests/fixtures/gguf/iquants.gguf (tools/make_gguf_fixtures.py): random blocks of every i-quant
    dequantized bit-identical to gguf.quants.dequantize, and decoded (the kernels' groups) to the
    same values: each weight (dw * sa or sb) * q. */
@@ -1476,6 +1543,7 @@ int main(void) {
     test_float_permuted();
     test_kq_model();
     test_iq_model();
+    test_tq_model();
     test_model_errors();
     test_write();
     test_block_embedding();
@@ -1485,6 +1553,7 @@ int main(void) {
     test_types();
     test_files();
     test_iquants();
+    test_ternary();
     test_quantize_bytes();
     test_valid();
     test_truncated();

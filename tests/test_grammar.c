@@ -612,8 +612,8 @@ static const struct {
                    {"ref", 100},
                    {"required", 100},
                    {"type", 100},
-                   {"unevaluatedItems", 65},
-                   {"unevaluatedProperties", 75},
+                   {"unevaluatedItems", 68},
+                   {"unevaluatedProperties", 84},
                    {"uniqueItems", 100}};
 
 static double g_ms[4096]; /* compile times of the suite's schemas that compile */
@@ -764,6 +764,83 @@ static void test_schema_suite(void) {
 
 /* patternProperties against jsonschema (tests/fixtures/grammar/keys.json): each object, written
    canonically, is accepted iff jsonschema calls it valid. */
+/* unevaluatedProperties on random small schemas (tests/fixtures/grammar/uneval.json, judged by
+   jsonschema, tools/make_uneval_fixtures.py): where a schema compiles, an object the grammar
+   accepts in some key order is valid, and every valid object is accepted in some key order. */
+static int uneval_accepts(const mlstack_grammar *g, const mlstack__json *o) {
+    const mlstack__json *c[3], *e;
+    int n = 0, p, ok = 0;
+    static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    for (e = o->child; e && n < 3; e = e->next) c[n++] = e;
+    for (p = 0; p < 6 && !ok; p++) {
+        mlstack__buf t = {0, 0, 0};
+        mlstack_matcher *m;
+        int k, q = 0;
+        mlstack__buf_puts(&t, "{");
+        for (k = 0; k < 3; k++) {
+            if (perms[p][k] >= n) continue;
+            if (q++) mlstack__buf_puts(&t, ",");
+            mlstack__json_quote(&t, c[perms[p][k]]->key, c[perms[p][k]]->key_len);
+            mlstack__buf_puts(&t, ":");
+            mlstack__json_write(&t, c[perms[p][k]]);
+        }
+        mlstack__buf_puts(&t, "}");
+        if (mlstack_matcher_init(g, &m) == MLSTACK_OK) {
+            ok = mlstack_matcher_accept_bytes(m, t.p, t.n) == MLSTACK_OK &&
+                 (mlstack_matcher_status(m) & MLSTACK_MATCHER_CAN_END);
+            mlstack_matcher_free(m);
+        }
+        free(t.p);
+    }
+    return ok;
+}
+static void test_uneval_random(void) {
+    size_t len;
+    char *text = tl_read(FIX "uneval.json", &len);
+    const char *toks[257];
+    size_t lens[257];
+    static char bytes[256];
+    mlstack__json_doc doc;
+    mlstack_error err;
+    mlstack_vocab *v;
+    const mlstack__json *c, *t;
+    mlstack__buf st = {0, 0, 0};
+    int i, n = 0, n_comp = 0, n_obj = 0, unsound = 0, missing = 0;
+    if (!text || mlstack__json_parse(&doc, text, len, "uneval.json", &err) != MLSTACK_OK) {
+        CHECKF(0, "cannot read " FIX "uneval.json");
+        free(text);
+        return;
+    }
+    for (i = 0; i < 256; i++) bytes[i] = (char)i, toks[i] = bytes + i, lens[i] = 1;
+    v = vocab_of(toks, lens, 256, 1);
+    for (c = doc.root->child; c; c = c->next, n++) {
+        mlstack_grammar *g;
+        st.n = 0;
+        mlstack__json_write(&st, mlstack__json_get(c, "schema"));
+        mlstack__buf_put(&st, "", 1);
+        if (!(g = compile(MLSTACK_GRAMMAR_JSON_SCHEMA, st.p, v, &err))) continue;
+        n_comp++;
+        for (t = mlstack__json_get(c, "instances")->child; t; t = t->next, n_obj++) {
+            int valid = mlstack__json_get(t, "valid")->type == MLSTACK__JSON_TRUE;
+            int acc = uneval_accepts(g, mlstack__json_get(t, "data"));
+            if (acc != valid)
+                printf("  uneval: %s: %s object %s\n", st.p, valid ? "valid" : "invalid",
+                       valid ? "not accepted" : "accepted");
+            unsound += acc && !valid;
+            missing += valid && !acc;
+        }
+        mlstack_grammar_free(g);
+    }
+    printf("unevaluatedProperties, random schemas: %d of %d compile; %d objects: %d invalid accepted, %d valid not\n",
+           n_comp, n, n_obj, unsound, missing);
+    CHECKF(unsound == 0 && missing == 0, "%d invalid objects accepted, %d valid ones not", unsound, missing);
+    CHECKF(n_comp * 10 >= n * 4, "only %d of %d random unevaluatedProperties schemas compile", n_comp, n);
+    free(st.p);
+    mlstack__json_free(&doc);
+    free(text);
+    mlstack_vocab_free(v);
+}
+
 static void test_pattern_keys(void) {
     const char *toks[257];
     size_t lens[257], len;
@@ -1074,6 +1151,9 @@ static void test_schema_sampling(void) {
     mlstack_vocab *v;
     const mlstack__json *c;
     int n_ok = 0, n_all = 0, exact = 1, n_tok = 0;
+    /* masks compared with brute force over the vocabulary: in two samples of each schema (one in
+       quick mode, MLSTACK_TEST_QUICK: make check) */
+    int n_exact = getenv("MLSTACK_TEST_QUICK") ? 1 : 2;
     double mask_ms = 0;
     mlstack__buf out = {0, 0, 0}, st = {0, 0, 0};
     if (!text || mlstack__json_parse(&doc, text, len, "schemas.json", &err) != MLSTACK_OK) {
@@ -1098,7 +1178,7 @@ static void test_schema_sampling(void) {
             if (!g) continue;
             t0 = now_s() - t0;
             for (seed = 0; seed < SEEDS; seed++) {
-                int done = sample_one(g, v, (uint64_t)seed + 1, seed < 2, &out, &exact, &mask_ms, &n_tok);
+                int done = sample_one(g, v, (uint64_t)seed + 1, seed < n_exact, &out, &exact, &mask_ms, &n_tok);
                 n_all++;
                 n_ok += done;
                 if (!done)
@@ -1393,8 +1473,8 @@ static void test_schema_errors(void) {
          "[\"a\"]}, {\"properties\": {\"b\": true}, \"required\": [\"b\"]}], \"unevaluatedProperties\": false}}}",
          "'unevaluatedProperties' where what is evaluated depends on the instance",
          "at /properties/x/unevaluatedProperties"},
-        {"{\"if\": {\"prefixItems\": [{\"const\": 1}]}, \"then\": {\"prefixItems\": [true, true]}, "
-         "\"unevaluatedItems\": false}",
+        {"{\"prefixItems\": [{\"const\": 1}], \"anyOf\": [{\"prefixItems\": [true, {\"const\": 2}]}, "
+         "{\"prefixItems\": [true, true, {\"const\": 3}]}], \"unevaluatedItems\": false}",
          "'unevaluatedItems' where what is evaluated depends on the instance", "at /unevaluatedItems"},
         {"{\"$schema\": \"http://json-schema.org/draft-07/schema#\", \"type\": \"object\", "
          "\"unevaluatedProperties\": false}",
@@ -1686,7 +1766,7 @@ static void test_compile_budget(void) {
     uint64_t work = 0, work_small = 0;
     volatile int flag = 0;
     double t0;
-    mlstack__buf b = many_required(50000, 0), small = many_required(500, 0);
+    mlstack__buf b = many_required(50000, 0), small = many_required(500, 0), mid;
     memset(&d, 0, sizeof d);
     d.kind = MLSTACK_GRAMMAR_JSON_SCHEMA;
     d.vocab = v;
@@ -1705,7 +1785,9 @@ static void test_compile_budget(void) {
     CHECKF(r == MLSTACK_OK, "50000 required properties: %s", err.message);
     CHECKF(work < 200 * (uint64_t)b.n && work < 150 * work_small, "50000 required: %llu units of work (500: %llu)",
            (unsigned long long)work, (unsigned long long)work_small);
-    CHECKF(cpu_s() - t0 < 60, "50000 required took %.1f CPU s", cpu_s() - t0); /* a sanity bound, not a speed target */
+    /* not a speed target: a name's value looked up by scanning properties made this 3.75 CPU s at
+       -O2 and 14 under ASan (quadratic, with the work units linear); now 0.14 and about 0.5 */
+    CHECKF(cpu_s() - t0 < 3, "50000 required took %.1f CPU s", cpu_s() - t0);
     printf("50000 required properties (%zu bytes): %llu units, %.2f CPU s\n", b.n, (unsigned long long)work,
            cpu_s() - t0);
     if (g) { /* required in another order than properties: every key is still required, in schema order */
@@ -1724,12 +1806,15 @@ static void test_compile_budget(void) {
     CHECKF(r == MLSTACK_ERR_LIMIT && !g && strstr(err.message, "max_work"), "max_work: %d %s", r, err.message);
     CHECKF(work <= d.max_work + 2 * (uint64_t)b.n, "max_work 1000000 stopped after %llu", (unsigned long long)work);
     check_budget_stages(v);
-    /* cancel: polled at the start and as work is charged */
+    free(b.p);
+    /* cancel: polled at the start and as work is charged (every 2^16 units: 5000 properties
+       cost about 2 million, over 30 polls) */
+    mid = many_required(5000, 0);
     memset(&d, 0, sizeof d);
     d.kind = MLSTACK_GRAMMAR_JSON_SCHEMA;
     d.vocab = v;
-    d.text = b.p;
-    d.len = b.n;
+    d.text = mid.p;
+    d.len = mid.n;
     d.max_elements = (size_t)8 << 20;
     d.cancel = cancel_cb;
     d.cancel_user = (void *)&flag;
@@ -1743,7 +1828,7 @@ static void test_compile_budget(void) {
     g_polls = 0;
     g_cancel_after = 3;
     r = mlstack__grammar_compile_work(&d, &g, &err, &work);
-    CHECKF(r == MLSTACK_ERR_CANCELLED && !g && g_polls == 4 && work <= 5 * ((uint64_t)1 << 16) + 2 * (uint64_t)b.n,
+    CHECKF(r == MLSTACK_ERR_CANCELLED && !g && g_polls == 4 && work <= 5 * ((uint64_t)1 << 16) + 2 * (uint64_t)mid.n,
            "cancel after 3 polls: %d %s, %d polls, %llu units", r, err.message, g_polls, (unsigned long long)work);
     g_cancel_after = -1;
     g_polls = 0;
@@ -1751,7 +1836,7 @@ static void test_compile_budget(void) {
     CHECKF(r == MLSTACK_OK && g && g_polls > 10, "never cancelled: %d %s, %d polls", r, err.message, g_polls);
     mlstack_grammar_free(g);
     g = NULL;
-    free(b.p);
+    free(mid.p);
     free(small.p);
     check_budget_refs(v);
     check_budget_stacks(v);
@@ -1965,12 +2050,14 @@ int main(void) {
         test_decimal_multiples();
         test_pattern_keys();
         test_schema_suite();
+        test_uneval_random();
         return tl_finish();
     }
     test_gbnf();
     test_regex_fixture();
     test_schema_errors();
     test_schema_suite();
+    test_uneval_random();
     test_pattern_keys();
     test_decimal_multiples();
     test_nat_brute();

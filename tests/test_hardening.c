@@ -1,13 +1,44 @@
 /* Hardening regressions (issue 9): one case per finding, each a hostile input or misuse that
    once hung, blew up, crashed or destroyed data. Every case must end with a clear error (or the
    right result) well within MAX_SECONDS; the time of each is printed.
-   Allocation goes through a counting allocator so a failed page-table growth can be forced. */
+   The library's reallocs go through tl_realloc, so a failed page-table growth can be forced. */
 #define _GNU_SOURCE 1
-/* the allocator hook (tl_fail_reallocs) and a smaller regex budget */
-#include "testlimits.h"
+#if !defined(MLSTACK__IMPORT_INTERNALS)
+/* built alone (`cc -std=c99 -I. tests/test_hardening.c -lpthread -lm`): the implementation compiled
+   here takes tl_realloc as its allocator */
+#include <stddef.h>
+void *tl_realloc(void *p, size_t n);
+#define MLSTACK_MALLOC(n) malloc(n)
+#define MLSTACK_REALLOC(p, n) tl_realloc(p, n)
+#define MLSTACK_FREE(p) free(p)
+#endif
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #include "testlib.h"
+
+/* While tl_fail_reallocs > 0, each realloc fails (and counts it down). Linked against the
+   flavour's object (the Makefile), the library's realloc calls reach it through the linker:
+   -Wl,--wrap=realloc sends every call of realloc to __wrap_realloc, and __real_realloc to libc's. */
+static int tl_fail_reallocs;
+#if defined(MLSTACK__IMPORT_INTERNALS)
+void *__real_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n) {
+    if (tl_fail_reallocs > 0) {
+        tl_fail_reallocs--;
+        return NULL;
+    }
+    return __real_realloc(p, n);
+}
+#else
+void *tl_realloc(void *p, size_t n) {
+    if (tl_fail_reallocs > 0) {
+        tl_fail_reallocs--;
+        return NULL;
+    }
+    return realloc(p, n);
+}
+#endif
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -675,6 +706,9 @@ static void test_zero_size_strides(void) {
 }
 
 int main(void) {
+    /* a smaller fixed part of the regex budget (MLSTACK_REGEX_STEP_BASE as the library reads it),
+       so that the per-byte part decides the quadratic case */
+    mlstack__limits.regex_step_base = 1000000u;
     snprintf(tmp_root, sizeof tmp_root, "/tmp/mlstack-hardening-XXXXXX");
     if (!mkdtemp(tmp_root)) {
         printf("cannot create a temporary folder\n");

@@ -2,7 +2,6 @@
    checked byte by byte, invalid UTF-8 and control characters, number forms and their int64
    range, the nesting limit, trailing garbage, and JSONTestSuite-style y_ (must accept) and
    n_ (must reject) cases written inline. Every rejection must say where: "line" and "column". */
-#include "testlimits.h" /* MLSTACK_MAX_JSON_BYTES small, so the size limit can be tested */
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
 #include "testlib.h"
@@ -424,8 +423,8 @@ static void test_sizes(void) {
         mlstack__json_free(&doc);
     }
     free(s);
-    /* the byte limit (set to 4 MiB above) */
-    n = MLSTACK_MAX_JSON_BYTES + 1;
+    /* the byte limit (lowered to 4 MiB in main) */
+    n = mlstack__limits.max_json_bytes + 1;
     s = (char *)malloc(n);
     memset(s, ' ', n);
     s[0] = '1';
@@ -733,6 +732,8 @@ static void test_suite(void) {
 
 int main(void) {
     (void)tl_read; /* testlib helper this file does not need */
+    /* MLSTACK_MAX_JSON_BYTES as the library reads it, lowered so that the size limit can be reached */
+    mlstack__limits.max_json_bytes = (size_t)4 << 20;
     test_escapes();
     test_utf8_and_controls();
     test_numbers();

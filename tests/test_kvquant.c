@@ -349,7 +349,9 @@ int main(void) {
                                                {MLSTACK_KV_BF16, MLSTACK_KV_Q4_0},
                                                {MLSTACK_KV_F16, MLSTACK_KV_BF16}};
     mlstack_model *llama, *lfm2;
-    int i;
+    /* quick mode (make check, MLSTACK_TEST_QUICK): the engine checks for the first three pairs on
+       Llama (both quantized types, one mixed) and the first on LFM2; make test runs them all */
+    int i, quick = getenv("MLSTACK_TEST_QUICK") != NULL, n_llama = quick ? 3 : 5, n_lfm2 = quick ? 1 : 2;
     n_rows = read_bin("rows.f32", rows, sizeof rows) / (int)(D * sizeof(float));
     CHECK(n_rows >= 20 && read_bin("q8_0.bin", q8, sizeof q8) == n_rows * 68 &&
           read_bin("q4_0.bin", q4, sizeof q4) == n_rows * 36 &&
@@ -361,8 +363,10 @@ int main(void) {
     for (i = 0; i < 5; i++) check_attend(pairs[i][0], pairs[i][1]);
     llama = open_random("llama.json");
     lfm2 = open_random("lfm2.json");
-    for (i = 0; llama && i < 5; i++) check_engine("llama", llama, pairs[i][0], pairs[i][1], i < 2);
-    for (i = 0; lfm2 && i < 2; i++) check_engine("lfm2", lfm2, pairs[i][0], pairs[i][1], 0);
+    for (i = 0; llama && i < n_llama; i++) check_engine("llama", llama, pairs[i][0], pairs[i][1], i < 2);
+    for (i = 0; lfm2 && i < n_lfm2; i++) check_engine("lfm2", lfm2, pairs[i][0], pairs[i][1], 0);
+    if (quick)
+        SKIP("the engine checks of the other cache type pairs: quick mode (MLSTACK_TEST_QUICK; make test runs them)");
     if (llama) check_bytes(llama);
     check_refusals();
     mlstack_model_close(llama);

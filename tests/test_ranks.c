@@ -696,13 +696,13 @@ static void check_errors(mlstack_model *m) {
 }
 
 /* Family fixtures that refuse more than one rank (MoE, whole-projection q/k norms, LayerNorm
-   families, hybrids, latent attention) */
+   families, hybrids, latent attention, BitNet's sub-norms) */
 static const char *const one_rank_only[] = {
-    "gemma4",        "gemma4_keqv",      "gemma4_vl",       "gemma4_hd",    "gemma4_hd_keqv", "gemma3n",
-    "gemma3n_alt",   "gemma3n_vl",       "mixtral",         "olmoe",        "qwen2_moe",      "qwen3_moe",
-    "gpt_neox",      "gpt_neox_seq",     "stablelm",        "stablelm_par", "olmo2",          "olmo3",
-    "lfm2_moe_top1", "gpt_oss",          "gpt_oss_mxfp4",   "qwen3_5_vl",   "deepseek_v2",    "deepseek_v2_group",
-    "deepseek_v3",   "deepseek_v3_flat", TL_HYBRID_FIXTURES};
+    "gemma4",        "gemma4_keqv",      "gemma4_vl",     "gemma4_hd",    "gemma4_hd_keqv",  "gemma3n",
+    "gemma3n_alt",   "gemma3n_vl",       "mixtral",       "olmoe",        "qwen2_moe",       "qwen3_moe",
+    "gpt_neox",      "gpt_neox_seq",     "stablelm",      "stablelm_par", "olmo2",           "olmo3",
+    "lfm2_moe_top1", "gpt_oss",          "gpt_oss_mxfp4", "qwen3_5_vl",   "deepseek_v2",     "deepseek_v2_group",
+    "deepseek_v3",   "deepseek_v3_flat", "bitnet",        "bitnet_silu",  TL_HYBRID_FIXTURES};
 
 int main(void) {
     const char *fix = "tests/fixtures/models";

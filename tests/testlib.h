@@ -8,6 +8,22 @@
 
 static int tl_passed, tl_failed, tl_skipped;
 
+/* A thread waiting in the engine's pool or at a rank barrier polls mlstack__spin times
+   (MLSTACK__SPIN, 4000) before it sleeps. make test runs more tests at once than there are cores,
+   where that polling holds a core the other tests need (it was half the CPU time of test_hybrid):
+   the tests poll TL_SPIN times, the same code paths (poll, then sleep) in less CPU. The
+   environment's MLSTACK_TEST_SPIN overrides it (e.g. 4000 for the library's own count). A test
+   that includes only the declarations (test_embed) keeps the library's. */
+#ifndef TL_SPIN
+#define TL_SPIN 100
+#endif
+#if defined(__GNUC__) && defined(MLSTACK_IMPLEMENTATION_INCLUDED)
+__attribute__((constructor)) static void tl_spin_less(void) {
+    const char *s = getenv("MLSTACK_TEST_SPIN");
+    mlstack__spin = s && *s ? atoi(s) : TL_SPIN;
+}
+#endif
+
 /* The hybrid (recurrent-layer) family fixtures under tests/fixtures/families: test_hybrid checks
    each, test_ranks expects each to refuse two ranks. A new hybrid fixture goes here once. */
 #define TL_HYBRID_FIXTURES                                                                                             \

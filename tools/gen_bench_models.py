@@ -59,13 +59,14 @@ SHAPES = {
                       name="TinyLlama-1.1B (random weights)"),
 }
 
-# Shapes written straight to GGUF as random blocks (--dtype q4_k_m, iq4_xs, iq2_xxs or q8_0; no
+# Shapes written straight to GGUF as random blocks (--dtype q4_k_m, iq4_xs, iq2_xxs, q8_0 or tq2_0; no
 # float copy anywhere, so even the 8B shape is made in a minute and its size in memory): for
 # side-by-side benchmarks on the same file, not for text. Each tensor's blocks are random bytes
 # from its own seeded generator with their f16 scales set so the weights' std is about --std.
 # The mixes follow llama.cpp's file types, simplified: Q4_K_M: Q4_K, with attn_v and ffn_down
 # Q6_K in the layers llama.cpp gives more bits (the first and last eighth, every third between),
-# output Q6_K; IQ4_XS: IQ4_XS, output Q6_K; IQ2_XXS: IQ2_XXS, output Q5_K; Q8_0: Q8_0. The
+# output Q6_K; IQ4_XS: IQ4_XS, output Q6_K; IQ2_XXS: IQ2_XXS, output Q5_K; Q8_0: Q8_0; TQ2_0 (ternary,
+# BitNet-style; random 2-bit fields, so +2 too): TQ2_0, output Q6_K. The
 # embedding is Q8_0 in every mix (mlstack keeps Q8_0 / Q4_1 tables as blocks; other block types
 # it dequantizes to f32 at load) and the head is untied.
 BLOCK_SHAPES = {
@@ -82,12 +83,13 @@ BLOCK_SHAPES = {
                         num_key_value_heads=8, head_dim=128, intermediate_size=14336, vocab_size=128256,
                         rope_theta=500000.0, name="Llama-3.1-8B (random blocks)"),
 }
-BLOCK_DTYPES = ("q4_k_m", "iq4_xs", "iq2_xxs", "q8_0")
+BLOCK_DTYPES = ("q4_k_m", "iq4_xs", "iq2_xxs", "q8_0", "tq2_0")
 BLOCK_FTYPE = {"q4_k_m": gguf.LlamaFileType.MOSTLY_Q4_K_M, "iq4_xs": gguf.LlamaFileType.MOSTLY_IQ4_XS,
-               "iq2_xxs": gguf.LlamaFileType.MOSTLY_IQ2_XXS, "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}
+               "iq2_xxs": gguf.LlamaFileType.MOSTLY_IQ2_XXS, "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
+               "tq2_0": gguf.LlamaFileType.MOSTLY_TQ2_0}
 # byte offsets of the f16 scale fields (d, and dmin where the type has one) in a block
 BLOCK_SCALES = {QT.Q8_0: (0,), QT.Q4_K: (0, 2), QT.Q5_K: (0, 2), QT.Q6_K: (208,), QT.IQ4_XS: (0,),
-                QT.IQ2_XXS: (0,)}
+                QT.IQ2_XXS: (0,), QT.TQ2_0: (64,)}
 
 DTYPES = ("f32", "f16", "bf16", "q8_0", "q4_1")
 
@@ -344,7 +346,7 @@ def block_type(dtype: str, gname: str, n_layers: int) -> QT:
         i = int(gname.split(".")[1])
         more = i < n_layers // 8 or i >= 7 * n_layers // 8 or (i - n_layers // 8) % 3 == 2
         return QT.Q6_K if more and (".attn_v." in gname or ".ffn_down." in gname) else QT.Q4_K
-    return QT.IQ4_XS if dtype == "iq4_xs" else QT.IQ2_XXS
+    return {"iq4_xs": QT.IQ4_XS, "tq2_0": QT.TQ2_0}.get(dtype, QT.IQ2_XXS)
 
 
 def block_unit_std(qt: QT) -> float:

@@ -653,6 +653,14 @@ FAMILIES = [
                     rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                                   "high_freq_factor": 4.0, "original_max_position_embeddings": 32}),
          prompt_len=128),
+    # BitNet b1.58: sub-norms before Wo and Wdown, relu2 in the gated MLP, untied head; its
+    # projections ternary times a per-tensor scale (the mean |w|), as llama.cpp's converter and
+    # transformers' WeightQuant make them (head_dim 8: the attention sub-norm is hidden_size wide)
+    dict(name="bitnet", cls="BitNetForCausalLM", extra=dict(head_dim=8), ternary=True, prompt_len=128),
+    # SiLU and a tied head: what llama.cpp's "bitnet" graph computes (tests/test_gguf.c reads it as
+    # its converter writes it, tools/make_bitnet_gguf.py)
+    dict(name="bitnet_silu", cls="BitNetForCausalLM", extra=dict(head_dim=8, hidden_act="silu", tie_word_embeddings=True),
+         ternary=True, prompt_len=128),
     # ---- recurrent (Mamba2 SSD) layers: 128-token prompts; A_log, dt_bias, D drawn as the rest ----
     # pure Mamba2: one group, conv window 4 (conv bias), no projection biases, untied head
     dict(name="mamba2", cls="Mamba2ForCausalLM",
@@ -971,6 +979,12 @@ def make_family(spec):
             for pname, prm in model.named_parameters():
                 if part in pname:
                     prm.mul_(f)
+    if spec.get("ternary"):  # BitNet: projections as round(w / s) clamped to -1..1, times s = mean |w|
+        with torch.no_grad():
+            for pname, prm in model.named_parameters():
+                if pname.endswith("_proj.weight"):
+                    s = prm.abs().mean().clamp(min=1e-5)
+                    prm.copy_((prm * (1 / s)).round().clamp(-1, 1) / (1 / s))
     if spec.get("layer_scalar"):  # a buffer (ones unless set here)
         rng = np.random.default_rng(seed + 2)
         with torch.no_grad():

@@ -28,6 +28,12 @@ implementation:
                    scales, each beside its gguf.quants.dequantize values
   llama-iq.gguf    llama-kq.gguf's shape with every projection and the head in an i-quant
                    (IQ_TYPES below), random blocks rescaled to a weight std of about 0.05
+  ternary.gguf     TQ1_0 and TQ2_0: for each, a [2, 512] tensor quantized by gguf.quants.quantize
+                   from Gaussian data ("<type>", its "<type>.ref" dequantization and the source
+                   "<type>.src" in F32, for the writer's bytes), and "<type>.raw": random bytes
+                   (TQ2_0's fields take the unused code 3 too) with "<type>.raw.ref"
+  llama-tq.gguf    llama-kq.gguf's shape with every projection ternary (TQ1_0 / TQ2_0, TQ_TYPES
+                   below; random trits, d about 0.08) and the head Q4_K
   ../../fuzz/corpus/gguf/  seeds for tests/fuzz/fuzz_gguf.c
 
 Rerunnable; the same gguf/numpy versions give the same bytes.
@@ -378,6 +384,51 @@ def iq_tensor(rng, t, rows, cols):
     return iq_blocks(rng, t, rows, cols, scale)
 
 
+def write_ternary():
+    rng = np.random.default_rng(20261208)
+    w = gguf.GGUFWriter(os.path.join(OUT, "ternary.gguf"), "llama")
+    for t in (T.TQ1_0, T.TQ2_0):
+        src = rng.standard_normal((2, 512)).astype(np.float32)
+        q = quants.quantize(src, t)
+        w.add_tensor(t.name, q, raw_shape=q.shape, raw_dtype=t)
+        w.add_tensor(t.name + ".ref", quants.dequantize(q, t).astype(np.float32))
+        w.add_tensor(t.name + ".src", src)
+        size = GGML_QUANT_SIZES[t][1]
+        raw = rng.integers(0, 256, size=(2, 2, size), dtype=np.uint8)
+        raw[:, :, size - 2:] = rng.uniform(0.01, 0.1, size=(2, 2, 1)).astype(np.float16).view(np.uint8)
+        raw = raw.reshape(2, 2 * size)
+        w.add_tensor(t.name + ".raw", raw, raw_shape=raw.shape, raw_dtype=t)
+        w.add_tensor(t.name + ".raw.ref", quants.dequantize(raw, t).astype(np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+TQ_TYPES = [
+    {"attn_q": T.TQ1_0, "attn_k": T.TQ2_0, "attn_v": T.TQ1_0, "attn_output": T.TQ2_0,
+     "ffn_gate": T.TQ1_0, "ffn_up": T.TQ2_0, "ffn_down": T.TQ1_0},
+    {"attn_q": T.TQ2_0, "attn_k": T.TQ1_0, "attn_v": T.TQ2_0, "attn_output": T.TQ1_0,
+     "ffn_gate": T.TQ2_0, "ffn_up": T.TQ1_0, "ffn_down": T.TQ2_0},
+]
+
+
+def tq_tensor(rng, t, rows, cols):
+    """Ternary weights (a third each of -1, 0, 1) times d about 0.08 per block, as t's blocks; the
+    head (Q4_K) as kq_tensor makes it."""
+    if t not in (T.TQ1_0, T.TQ2_0):
+        return kq_tensor(rng, t, rows, cols)
+    trits = rng.integers(-1, 2, size=(rows, cols)).astype(np.float32)
+    d = rng.uniform(0.05, 0.11, size=(rows, cols // 256, 1)).astype(np.float16).astype(np.float32)
+    x = (trits.reshape(rows, cols // 256, 256) * d).reshape(rows, cols)
+    return quants.quantize(x, t)
+
+
+def write_tq_model():
+    write_block_model("llama-tq.gguf", "mlstack ternary formats fixture", 20261209, TQ_TYPES, T.Q4_K,
+                      gguf.LlamaFileType.MOSTLY_TQ2_0, tq_tensor)
+
+
 def write_iq_model():
     write_block_model("llama-iq.gguf", "mlstack i-quant formats fixture", 20261207, IQ_TYPES, IQ_HEAD,
                       gguf.LlamaFileType.MOSTLY_IQ4_XS, iq_tensor)
@@ -486,6 +537,8 @@ if __name__ == "__main__":
     write_kq()
     write_iquants()
     write_iq_model()
+    write_ternary()
+    write_tq_model()
     for fam in FAMILY_GGUF:
         write_family(fam)
     write_gpt_oss()
