@@ -1801,9 +1801,12 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 /* COLD CODE (PARTS rule 8). Under GCC, when optimising for speed, the code that runs once per
    file, model, request or schema rather than once per token (the JSON, safetensors and GGUF
    parsers, the regex compiler, tokenizer loading, the template interpreter, the GBNF, regex and
-   JSON Schema compilers) is compiled at -O1 (#pragma GCC optimize between the marks
+   JSON Schema compilers, config.json parsing, weight mapping, saving and the GGUF writer, rank and
+   engine setup) is compiled at -O1 (#pragma GCC optimize between the marks
    "#if MLSTACK__COLD_O1"): at -O2 it was about half of the implementation's compile time, for no
-   speed any benchmark sees. Per-token code (kernels, forward pass, sampling, the grammar matcher,
+   speed any benchmark sees. A function there is never inlined into one outside (GCC does not
+   inline across optimize attributes), so a small helper the forward pass calls stays outside.
+   Per-token code (kernels, forward pass, sampling, the grammar matcher,
    the tokenizer's encoder and the regex matcher) keeps the command line's level. -O1 forms no
    fused multiply-adds where -O2 -ffp-contract=fast would, so cold code holds no float arithmetic
    that reaches logits. Define MLSTACK_FULL_OPT to compile it at the command line's level. */
@@ -19188,6 +19191,11 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16f_tile(const vo
    memory idled: one thread, a 2048 x 8192 F16 matrix (Zen 4), 2 / 8 / 16 / 32 rows 3.5 / 5.6
    / 8.2 / 13.2 ms, against 1.1 / 3.2 / 5.7 / 10.7 converted as read with the shared fetch (the
    AVX2 kernel: 1.7 / 3.3 / 5.9 / 10.6); 512 rows within 1%. */
+/* The rows a float tile takes of a block's rb left: tiles of 1, 2, 3 and 6 rows are compiled, 4
+   rows go as 2 + 2 and 5 as 3 + 2 (each is a compile of its own, and 4 or 5 sequences decoding
+   together are rarer than 1, 2 or a prefill's blocks of 6); only the first tile of a block
+   prefetches, the second reads what the first brought in. */
+static MLSTACK__ALWAYS_INLINE int mlstack__p16_rows(int rb) { return rb == 4 || rb == 5 ? rb - 2 : rb; }
 #define MLSTACK__P16F_FN(WT_, RB_)                                                                               \
     static MLSTACK__NOINLINE MLSTACK__T_AVX512 void mlstack__p16f_avx512_##WT_##_##RB_(                          \
         const void *wp, const float *x, size_t ldx, float *y, size_t ldy, int kn, int resume, const float *bias, \
@@ -19195,7 +19203,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16f_tile(const vo
         mlstack__p16f_tile(wp, x, ldx, y, ldy, kn, resume, bias, nv, RB_, 4, 4, WT_, pf);                        \
     }
 /* clang-format off */
-#define MLSTACK__P16F_ROWS(F, WT_) F(WT_, 1) F(WT_, 2) F(WT_, 3) F(WT_, 4) F(WT_, 5) F(WT_, 6)
+#define MLSTACK__P16F_ROWS(F, WT_) F(WT_, 1) F(WT_, 2) F(WT_, 3) F(WT_, 6)
 #define MLSTACK__P16F_SHAPES(F) \
     MLSTACK__P16F_ROWS(F, MLSTACK__W_F32) MLSTACK__P16F_ROWS(F, MLSTACK__W_F16) MLSTACK__P16F_ROWS(F, MLSTACK__W_BF16)
 MLSTACK__P16F_SHAPES(MLSTACK__P16F_FN)
@@ -19215,19 +19223,22 @@ static MLSTACK__T_AVX512 void mlstack__mm_p16f_avx512(const mlstack__weight *w, 
             if (ro == 4) {
                 size_t left = (size_t)np * pb - ((size_t)p * pb + (size_t)k0 * lds + sb);
                 for (b = 0; b < B; b += 6) {
-                    int rb = B - b < 6 ? B - b : 6;
+                    int rb = B - b < 6 ? B - b : 6, r;
                     mlstack__p16_pf pf = mlstack__p16_prefetch(src, sb, kn, b, B, 6, left >= sb);
-                    const float *xb = x + (size_t)b * n + k0;
-                    float *yb = y + (size_t)b * ldy + (size_t)p * 16;
+                    for (i = 0; i < rb; i += r, pf = mlstack__p16_nopf) { /* the block's fetches go first */
+                        const float *xb = x + (size_t)(b + i) * n + k0;
+                        float *yb = y + (size_t)(b + i) * ldy + (size_t)p * 16;
+                        r = mlstack__p16_rows(rb - i);
 #define MLSTACK__P16F_CASE(WT_, RB_)                                                               \
     case (WT_) * 8 + (RB_):                                                                        \
         mlstack__p16f_avx512_##WT_##_##RB_(src, xb, (size_t)n, yb, ldy, kn, resume, bias, nv, pf); \
         break;
-                    switch (w->wtype * 8 + rb) {
-                        MLSTACK__P16F_SHAPES(MLSTACK__P16F_CASE)
-                    default: break;
-                    }
+                        switch (w->wtype * 8 + r) {
+                            MLSTACK__P16F_SHAPES(MLSTACK__P16F_CASE)
+                        default: break;
+                        }
 #undef MLSTACK__P16F_CASE
+                    }
                 }
                 continue;
             }
@@ -19950,12 +19961,12 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_BF16 void mlstack__p16dp_tile(const uin
         mlstack__p16dp_tile(wp, x, ldx, y, ldy, kn, resume, bias, nv, RB_, 4, 4);                                \
     }
 /* clang-format off */
-#define MLSTACK__P16DP_SHAPES(F) F(1) F(2) F(3) F(4) F(5) F(6)
+#define MLSTACK__P16DP_SHAPES(F) F(1) F(2) F(3) F(6)
 MLSTACK__P16DP_SHAPES(MLSTACK__P16DP_FN)
 /* clang-format on */
 static MLSTACK__T_BF16 void mlstack__mm_p16dp(const mlstack__weight *w, const float *x, float *y, int B, int o0, int o1,
                                               float *scratch) {
-    int n = w->n_in, np2 = (n + 1) / 2, s2 = ((n + 31) & ~31) / 2, p, k0, b, i, j;
+    int n = w->n_in, np2 = (n + 1) / 2, s2 = ((n + 31) & ~31) / 2, p, k0, b, i, j, r;
     size_t pb = mlstack__p16_pair_bytes(n), ldy = (size_t)w->n_out;
     uint32_t *xp = (uint32_t *)(void *)scratch;
     for (b = 0; b < B; b += 6) {
@@ -19982,15 +19993,17 @@ static MLSTACK__T_BF16 void mlstack__mm_p16dp(const mlstack__weight *w, const fl
                                                 resume, bj, nj, 1, 1, ro);
                         continue;
                     }
-#define MLSTACK__P16DP_CASE(RB_) \
-    case RB_: mlstack__p16dp_##RB_(wj, xp + k0, (size_t)s2, yj, ldy, kn, resume, bj, nj); break;
-                    switch (rb) {
-                        /* clang-format off */
-                        MLSTACK__P16DP_CASE(1) MLSTACK__P16DP_CASE(2) MLSTACK__P16DP_CASE(3)
-                        MLSTACK__P16DP_CASE(4) MLSTACK__P16DP_CASE(5) MLSTACK__P16DP_CASE(6)
-                    default: break;
-                        /* clang-format on */
-                    }
+#define MLSTACK__P16DP_CASE(RB_)                                                                                       \
+    case RB_:                                                                                                          \
+        mlstack__p16dp_##RB_(wj, xp + k0 + (size_t)i * s2, (size_t)s2, yj + (size_t)i * ldy, ldy, kn, resume, bj, nj); \
+        break;
+                    for (i = 0; i < rb; i += r) /* 4 rows as 2 + 2, 5 as 3 + 2 (mlstack__p16_rows) */
+                        switch (r = mlstack__p16_rows(rb - i)) {
+                            /* clang-format off */
+                            MLSTACK__P16DP_CASE(1) MLSTACK__P16DP_CASE(2) MLSTACK__P16DP_CASE(3) MLSTACK__P16DP_CASE(6)
+                        default: break;
+                            /* clang-format on */
+                        }
 #undef MLSTACK__P16DP_CASE
                 }
             }
@@ -30780,6 +30793,10 @@ struct mlstack_model {
     const float *ple_norm, *ones; /* ones: (head_dim) weight of the v norm */
 };
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 static int mlstack__json_int(const mlstack__json *v, int64_t *out) {
     if (!v || v->type != MLSTACK__JSON_NUMBER) return 0;
     if (v->is_int) {
@@ -31271,12 +31288,19 @@ static mlstack_result mlstack__cfg_dt_limit(mlstack__ssm_cfg *s, const mlstack__
     return MLSTACK_OK;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* One delta-net layer's state per sequence: the conv window, the last K - 1 inputs of the conv
    (K - 1, C) oldest first, then the matrix S of each value head (Hv, dk, dv). */
 static size_t mlstack__dn_state_floats(const mlstack__config *c) {
     size_t C = (size_t)2 * c->dn_k_heads * c->dn_k_dim + (size_t)c->dn_v_heads * c->dn_v_dim;
     return (size_t)(c->dn_conv - 1) * C + (size_t)c->dn_v_heads * c->dn_k_dim * c->dn_v_dim;
 }
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 
 /* Gated delta-net layers (Qwen3.5, Qwen3-Next): their heads and conv width; without layer_types
    every full_attention_interval-th layer (default 4) is full attention, the rest delta-net. The
@@ -31408,6 +31432,9 @@ static mlstack_result mlstack__cfg_mla_moe(mlstack__config *c, const mlstack__js
     return MLSTACK_OK;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* Multi-head latent attention (F_MLA): the ranks and head widths, the one KV head it caches
    (latent | rope key), the softmax scale (qk_nope + qk_rope)^-0.5, times mscale^2 with yarn's
    mscale_all_dim (transformers' yarn_apply_mscale). After the rotary tables are read. */
@@ -31454,6 +31481,10 @@ static mlstack_result mlstack__cfg_mla(mlstack__config *c, const mlstack__json *
     return MLSTACK_OK;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* Mixture of experts: the expert count and width, top k, renormalization, the shared expert and
    which layers are MoE (decoder_sparse_step, mlp_only_layers). */
 static mlstack_result mlstack__cfg_moe(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -31676,6 +31707,9 @@ static mlstack_result mlstack__cfg_gemma4_layers(mlstack__config *c, const mlsta
     }
     return MLSTACK_OK;
 }
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* The inverse error function (double; |x| < 1): Winitzki's approximation, then Newton steps on
    erf. */
 static double mlstack__erfinv(double x) {
@@ -31686,6 +31720,10 @@ static double mlstack__erfinv(double x) {
     return y;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* Gemma 3n's options (F_GEMMA3N): altup_num_inputs (default 4) streams, altup_active_idx (0),
    altup_correct_scale (true), laurel_rank (64), activation_sparsity_pattern (a list of one
    fraction in [0, 1) per layer; absent or null: 0.95 for the first 10 layers of a model with
@@ -32032,6 +32070,9 @@ static mlstack_result mlstack__cfg_special_ids(mlstack__config *c, const mlstack
     return mlstack__cfg_ids(v, c->eos_ids, &c->n_eos, MLSTACK_MAX_EOS, c->n_vocab, file, "eos_token_id", err);
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* Floats of one layer's recurrent state of the given kind, per sequence (0 for attention): the
    sizes of the layout in >>kvcache. A conv layer keeps the last conv_k - 1 inputs of its
    convolution, (conv_k - 1, D) oldest first. */
@@ -32070,6 +32111,10 @@ static size_t mlstack__mix_scratch_floats(const mlstack__config *c, int kind) {
 
 #define MLSTACK__MAX_CONV 64 /* widest causal convolution of a recurrent layer */
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* Hybrids: which layers attend (and so have KV), the recurrent layers' options, the size of a
    sequence's state, LFM2's FFN width rule. Families without a mixer: every layer attends. */
 static mlstack_result mlstack__cfg_mixer(mlstack__config *c, const mlstack__json *root, const char *file,
@@ -32160,6 +32205,9 @@ MLSTACK__FN mlstack_result mlstack__config_parse(mlstack__config *c, const mlsta
     return mlstack__cfg_special_ids(c, root, gen, file, err);
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* Rotary inverse frequencies of table t as transformers computes them (float32), then scaled:
    rot_dim / 2 of them into inv_freq; for longrope the long factors' set into inv_long. Returns
    the cos/sin scale (yarn and longrope attention factor, else 1). */
@@ -32239,6 +32287,10 @@ static int mlstack__model_rope(mlstack_model *m) {
     return 0;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 static void mlstack__model_free_owned(mlstack_model *m) {
     int i;
     for (i = 0; i < m->n_owned; i++) mlstack__aligned_free(m->owned[i]);
@@ -32477,6 +32529,9 @@ static mlstack_result mlstack__model_norm(mlstack_model *m, const char *name, in
                                  out, err);
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* Rows [r0, r1) of a fused projection as a weight of its own (the same bytes). Views carry no
    name: mlstack_model_save writes the fused tensor as stored. */
 static void mlstack__weight_view(mlstack__weight *dst, const mlstack__weight *w, int r0, int r1) {
@@ -32487,6 +32542,10 @@ static void mlstack__weight_view(mlstack__weight *dst, const mlstack__weight *w,
     dst->bias = w->bias ? w->bias + r0 : NULL;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* GPT-NeoX's query_key_value: rows grouped per head (q_h, k_h, v_h, each head_dim rows), as
    transformers views them (heads, 3 Dh). Copied once at load into q | k | v order (weight
    rows and bias), so the views below and every kernel see the usual layout; the file keeps
@@ -32512,6 +32571,9 @@ static mlstack_result mlstack__qkv_deinterleave(mlstack_model *m, const mlstack_
     return MLSTACK_OK;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* KV cache elements one position takes over every attention layer: a key and a value of each KV
    head (of that layer's size); latent attention keeps one key (latent | rope key) and no value
    (>>kvcache). */
@@ -32554,6 +32616,10 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
               ((c->fam->flags & MLSTACK__F_NOPE_FULL) && c->sliding_window && !slides);
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* sqrt(D) embedding scales (Gemma) are made in the embedding's dtype by transformers: for F16
    and BF16 tables the scale is rounded to that type (then multiplied in f32, exactly as the
    f32 reference does). */
@@ -33335,6 +33401,9 @@ static void mlstack__copy_rows(unsigned char *dst, int to, const mlstack__weight
            (size_t)n * w->row_bytes);
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* Where value head h (Hugging Face order: key head h / G's (h % G)-th) is stored: there, or
    tiled at (h % G) Hk + h / G (GGUF from llama.cpp's converter, c->dn_v_tiled). */
 static int mlstack__dn_stored_head(const mlstack__config *c, int h) {
@@ -33342,6 +33411,10 @@ static int mlstack__dn_stored_head(const mlstack__config *c, int h) {
     return c->dn_v_tiled ? (h % G) * c->dn_k_heads + h / G : h;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* The delta-net input projections as stored: Qwen3.5's in_proj_qkv, _z, _b, _a; Qwen3-Next's
    in_proj_qkvz and in_proj_ba grouped per key head; or (Qwen3-Next GGUF) in_proj_qkv, _z and the
    grouped in_proj_ba. Returns how many (src[0..n)), or 0 with *r set. */
@@ -33658,6 +33731,9 @@ static mlstack_result mlstack__model_map_weights(mlstack_model *m, mlstack_error
    MLSTACK__MAX_LAYER_WEIGHTS); returns how many. Absent ones (the dense MLP of a MoE layer, a
    shared expert the family lacks) are left out. */
 #define MLSTACK__MAX_LAYER_WEIGHTS (19 + 3 * MLSTACK__MAX_EXPERTS)
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight **ws) {
     mlstack__layer *L;
     mlstack__weight *all[18];
@@ -33680,6 +33756,10 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
     return n;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* A weight's source bytes are no longer read once its quantized or packed copy exists: their
    pages of the mapped checkpoint go back to the system (mlstack__map_release), so a model does
    not hold its weights twice. Bytes outside the mapped files (owned copies) are left alone. */
@@ -33690,6 +33770,9 @@ static void mlstack__model_release_source(const mlstack_model *m, const void *p,
     mlstack__map_release(&m->gguf.map, p, n);
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* x (n_embd,) = the embedding of `token` as f32: the row as stored, or a row of Q8_0 / Q4_1
    blocks dequantized (d * q, d * q + m: the values llama.cpp's dequantization gives). */
 MLSTACK__FN void mlstack__embed_row(const mlstack_model *m, int32_t token, float *x) {
@@ -33703,6 +33786,10 @@ MLSTACK__FN void mlstack__embed_row(const mlstack_model *m, int32_t token, float
         mlstack__to_f32(m->embed_dtype, row, x, (size_t)D);
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* Whether every projection and the LM head is stored as F32, F16 or BF16. */
 static int mlstack__model_all_float(mlstack_model *m) {
     int l, i;
@@ -33891,6 +33978,9 @@ typedef struct mlstack__pack_job {
     unsigned char *dst;
     int pairs;
 } mlstack__pack_job;
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 static void mlstack__pack_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__pack_job *j = (const mlstack__pack_job *)ctx;
     (void)n_tasks;
@@ -34028,6 +34118,10 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
     return r;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* Writes dir/model.safetensors with every tensor the model uses, quantized projections as
    their P16 panels (U8 [n_panels, panel bytes], "Saved panels" above) or, with
    MLSTACK_SAVE_ROWS, as rows (U8 [n_out, row bytes]), marked "mlstack.quant.<name>" in the
@@ -36417,6 +36511,9 @@ static void mlstack__gw_list_layers(mlstack_model *m, mlstack__gw_tensor *ts, in
 #undef MLSTACK__GGUF_NAME
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* The multiplier llama.cpp's converter folds into Falcon-H1 tensor `name` (its second for k, in
    that order: (W key) attn_in), 1 for others; *mup: in_proj's rows also times ssm_multipliers. */
 static float mlstack__gw_fold_scale(const mlstack__config *c, const char *name, float *second, int *mup) {
@@ -36493,6 +36590,10 @@ static mlstack_result mlstack__gw_fold(mlstack_model *m, mlstack__gw_tensor *ts,
     return MLSTACK_OK;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* Llama 3 rope scaling as llama.cpp keeps it: per-frequency divisors. Returns 0 when out of memory. */
 /* Gemma 3n / Gemma 4 beyond the common tensors, under llama.cpp's names: the per-layer input
    table, projection and norm; Gemma 3n's AltUp projections ([n - 1, D, D] each way); per layer
@@ -37331,6 +37432,9 @@ typedef struct mlstack__rand_job {
 
 #define MLSTACK__RAND_CHUNK ((size_t)1 << 16)
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 static uint64_t mlstack__mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -41356,6 +41460,10 @@ static int mlstack__rank_holds(const mlstack__rank *rk, int l) {
     return l < 0 ? rk->stage == 0 : l >= rk->l0 && l < rk->l1;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* The rank's weights: views of its rows of its stage's layers (with panels of those rows when
    its kernels read panels); with one rank, the model's own weights. */
 static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk) {
@@ -41462,6 +41570,9 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
     return MLSTACK_OK;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* Latent attention's scratch (>>forward mlstack__mla_layer); its widest matmul input. 0, or -1 out of memory. */
 static size_t mlstack__mla_max_in(const mlstack__config *c) {
     size_t a = (size_t)c->n_heads * (size_t)c->mla_v, q = (size_t)c->mla_q_rank;
@@ -41551,6 +41662,10 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     return mlstack__mix_scratch(c, s, B, rk->pool->n_threads);
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* Everything a local rank needs, built by the thread that will run it. */
 static void mlstack__rank_setup(mlstack_engine *e, mlstack__rank *rk) {
     mlstack_result r = MLSTACK_OK;
@@ -41633,6 +41748,9 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
    per sequence (id, len, n_pages, page ids...) ---- */
 enum { MLSTACK__STEP_EVAL = 1, MLSTACK__STEP_QUIT = 2 };
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 static int mlstack__msg_reserve(mlstack__rank *rk, size_t n) {
     if (n > rk->cap_msg) {
         int32_t *p = (int32_t *)MLSTACK_REALLOC(rk->msg, sizeof(int32_t) * n);
@@ -41872,6 +41990,10 @@ static void mlstack__comm_release(mlstack__comm *g) {
     MLSTACK_FREE(g);
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* The mesh asked for, checked against the model and the transport: R ranks in S pipeline stages. */
 static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlstack_engine_desc *d, int *R_out,
                                            int *S_out, mlstack_error *err) {
@@ -42193,6 +42315,9 @@ static void mlstack__ranks_free(mlstack_engine *e) {
     e->comm = NULL;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 MLSTACK_API int mlstack_engine_n_ranks(const mlstack_engine *e) { return e ? e->n_ranks : 0; }
 MLSTACK_API int mlstack_engine_rank(const mlstack_engine *e) { return e && e->ranks ? e->ranks[0].index : 0; }
 
@@ -43709,6 +43834,10 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
    scheduler, draft engine), and released in reverse. */
 
 /* The descriptor with its defaults filled in; MLSTACK_OK or the reason it is refused. */
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* The cache types of d resolved (kv_type_k / kv_type_v: 0 takes kv_type, 0 there F16) and checked
    against the model: blocks of 32 need head_dim a multiple of 32; latent attention keeps its
    values inside its keys (one type) and is not quantized. */
@@ -43916,6 +44045,10 @@ MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
     MLSTACK_FREE(e->tmp_len);
     MLSTACK_FREE(e);
 }
+
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 
 /* ==== 29. PROFILER ==== */ /* >>profiler */
 #undef MLSTACK__PART

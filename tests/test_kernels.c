@@ -299,7 +299,7 @@ static void check_matmul_case(const mlstack__kernels *k, int pk, int wt, int n_i
         else
             w.packed = packed;
     }
-    for (B = 1; B <= 9; B += B < 3 ? 1 : 3) { /* 1, 2, 3, 6, 9: every tile height and a remainder */
+    for (B = 1; B <= 9; B += B < 6 ? 1 : 3) { /* 1-6, 9: every tile height, 4 = 2 + 2, 5 = 3 + 2, a remainder */
         int b, o;
         if (quant) mlstack__quantize_rows(x, xq, B, n_in);
         mlstack__matmul_scalar(&w, x, xq, yref, B, 0, n_out, scratch);
