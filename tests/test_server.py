@@ -1573,10 +1573,10 @@ def grammar_part(exe, tmp):
                 "a tool result in the history renders and is answered", r2)
         try:
             client.chat.completions.create(model=model, messages=weather, max_tokens=4, response_format={
-                "type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "unevaluatedProperties": False}}})
+                "type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "array", "contains": {"type": "integer"}, "minContains": 2}}})
             T.check(False, "a bad schema raises BadRequestError")
         except openai.BadRequestError as e:
-            T.check(e.status_code == 400 and "'unevaluatedProperties'" in str(e),
+            T.check(e.status_code == 400 and "'minContains'" in str(e),
                     "a bad schema raises BadRequestError naming the keyword", e)
     finally:
         rc, out = srv.stop()

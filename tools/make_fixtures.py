@@ -962,18 +962,8 @@ def run_generate(model, ids, n_new):
     return greedy, last, min(margins)
 
 
-def make_family(spec):
-    name = spec["name"]
-    seed = model_seed("family-" + spec.get("seed_name", name))
-    dtype = spec.get("dtype", torch.float32)
-    out = os.path.join(FAM_DIR, name)
-    if os.path.isdir(out):
-        shutil.rmtree(out)
-    os.makedirs(out)
-    cls, cfg = fam_config(spec)
-    model = cls(cfg).eval()
-    fam_init_weights(model, seed, spec.get("embed_std", 0.5), spec.get("head_std", 0.25), spec.get("std"),
-                     spec.get("plus_one", False))
+def fam_adjust_weights(model, spec, seed):
+    """What a spec sets after the random draw: scaled parameters, ternary projections, buffers."""
     for part, f in sorted(spec.get("mul", {}).items()):  # parameters scaled after the draw
         with torch.no_grad():
             for pname, prm in model.named_parameters():
@@ -1001,6 +991,21 @@ def make_family(spec):
             for bname, buf in sorted(model.named_buffers(), key=lambda kv: kv[0]):
                 if bname.endswith("expert_bias") or bname.endswith("e_score_correction_bias"):
                     buf.copy_(torch.from_numpy((spec["expert_bias_std"] * rng.standard_normal(tuple(buf.shape))).astype(np.float32)))
+
+
+def make_family(spec):
+    name = spec["name"]
+    seed = model_seed("family-" + spec.get("seed_name", name))
+    dtype = spec.get("dtype", torch.float32)
+    out = os.path.join(FAM_DIR, name)
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+    cls, cfg = fam_config(spec)
+    model = cls(cfg).eval()
+    fam_init_weights(model, seed, spec.get("embed_std", 0.5), spec.get("head_std", 0.25), spec.get("std"),
+                     spec.get("plus_one", False))
+    fam_adjust_weights(model, spec, seed)
     model = model.to(dtype)
     model.config.dtype = dtype
     tcfg = cfg.get_text_config()
