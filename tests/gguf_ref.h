@@ -1,12 +1,14 @@
-/* A GGUF fixture's reference, shared by test_hybrid_gguf and test_moe_gguf: <dir>/<name>.json
-   holds the prompt's ids, transformers' logits at every position and llama.cpp's greedy text on
-   the converted file (tools/make_hybrid_gguf.py, tools/make_moe_gguf.py). Include after
-   mlstack.h (with its implementation), testlib.h and fixture_eval.h. */
+/* A GGUF fixture's reference, shared by the tests of llama.cpp-converted files (test_hybrid_gguf,
+   test_moe_gguf, test_gemma_gguf, test_bitnet_gguf): <dir>/<name>.json holds the prompt's ids,
+   transformers' logits at every position and llama.cpp's greedy text on the converted file
+   (tools/make_*_gguf.py). Include after mlstack.h (with its implementation), testlib.h and
+   fixture_eval.h. */
 #ifndef MLSTACK_GGUF_REF_H
 #define MLSTACK_GGUF_REF_H
+#include <unistd.h>
 
 #define MAXP 64 /* prompt tokens kept */
-#define NEW 16  /* greedy tokens compared with llama.cpp's text */
+#define NEW 16 /* greedy tokens compared with llama.cpp's text */
 
 typedef struct ref_case {
     int32_t ids[MAXP];
@@ -76,6 +78,54 @@ static void check_ref(const char *name, mlstack_model *m, mlstack_engine *e, con
     CHECKF(strcmp(text, rc->text) == 0, "%s: greedy text \"%s\", llama.cpp's \"%s\"", name, text, rc->text);
     printf("  %-16s llama.cpp's GGUF, %d positions: max |logit - transformers| = %.2e; greedy text %s\n", name, rc->n,
            d, strcmp(text, rc->text) == 0 ? "= llama.cpp's" : "differs");
+}
+
+/* The logits of the GGUF at path (F32 KV cache) at n positions of ids (NULL on failure; the caller frees). */
+MLSTACK__UNUSED static float *ref_eval_file(const char *path, const int32_t *ids, int n, int n_vocab,
+                                            mlstack_model **mo, mlstack_engine **eo) {
+    mlstack_model_desc md;
+    mlstack_engine_desc ed;
+    mlstack_error err;
+    memset(&md, 0, sizeof md);
+    memset(&ed, 0, sizeof ed);
+    ed.kv_type = MLSTACK_KV_F32;
+    md.path = path;
+    *mo = NULL, *eo = NULL;
+    CHECKF(mlstack_model_open(&md, mo, &err) == MLSTACK_OK, "%s: %s", path, err.message);
+    if (*mo) CHECKF(mlstack_engine_init(*mo, &ed, eo, &err) == MLSTACK_OK, "%s: %s", path, err.message);
+    return *eo ? fx_eval_all(*eo, ids, n, n_vocab, n) : NULL;
+}
+
+/* An empty file made from the template path (its XXXXXX replaced); 0, or -1 on failure. */
+MLSTACK__UNUSED static int ref_temp_file(char *path) {
+    int fd = mkstemp(path);
+    if (fd < 0) return -1;
+    close(fd);
+    return 0;
+}
+
+/* The GGUF mlstack writes of model m reads back with logits l's bits at n positions of ids. */
+MLSTACK__UNUSED static void ref_check_written(const char *name, mlstack_model *m, const int32_t *ids, int n,
+                                              int n_vocab, const float *l) {
+    char tmp[] = "/tmp/mlstack_gguf_ref_XXXXXX";
+    mlstack_model *back = NULL;
+    mlstack_engine *eb = NULL;
+    mlstack_error err;
+    float *lb = NULL;
+    int same;
+    if (ref_temp_file(tmp) != 0) {
+        CHECKF(0, "%s: mkstemp", name);
+        return;
+    }
+    CHECKF(mlstack_model_save_gguf(m, tmp, &err) == MLSTACK_OK, "%s: write: %s", name, err.message);
+    lb = ref_eval_file(tmp, ids, n, n_vocab, &back, &eb);
+    same = l && lb && !memcmp(l, lb, sizeof(float) * (size_t)n * (size_t)n_vocab);
+    CHECKF(same, "%s: the GGUF mlstack writes gives other logits", name);
+    printf("  %-22s written GGUF read back: logits %s\n", name, same ? "bit-identical" : "DIFFER");
+    unlink(tmp);
+    free(lb);
+    mlstack_engine_free(eb);
+    mlstack_model_close(back);
 }
 
 #endif

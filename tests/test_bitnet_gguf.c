@@ -18,13 +18,6 @@
 
 static const char *DIR_ = "tests/fixtures/gguf/bitnet";
 
-static int temp_file(char *path) {
-    int fd = mkstemp(path);
-    if (fd < 0) return -1;
-    close(fd);
-    return 0;
-}
-
 static void test_f32(void) {
     char tmp[] = "/tmp/mlstack_bitnet_gguf_XXXXXX";
     mlstack_model_desc md;
@@ -49,7 +42,7 @@ static void test_f32(void) {
     if (l) check_ref("bitnet_silu", m, e, &rc, l);
     else
         CHECKF(0, "bitnet_silu: evaluation failed");
-    if (m && temp_file(tmp) == 0) {
+    if (m && ref_temp_file(tmp) == 0) {
         CHECKF(mlstack_model_save_gguf(m, tmp, &err) == MLSTACK_OK, "bitnet_silu: write: %s", err.message);
         md.path = tmp;
         CHECKF(mlstack_model_open(&md, &back, &err) == MLSTACK_OK, "bitnet_silu: read back: %s", err.message);
@@ -102,7 +95,7 @@ static void check_requantize(const char *path, const char *mix, uint32_t type) {
     mlstack__gguf_dequant_all = 1;
     CHECKF(mlstack_model_open(&md, &m, &err) == MLSTACK_OK, "%s as %s: %s", path, mix, err.message);
     mlstack__gguf_dequant_all = 0;
-    if (!m || temp_file(tmp) != 0) {
+    if (!m || ref_temp_file(tmp) != 0) {
         mlstack_model_close(m);
         return;
     }

@@ -18,46 +18,6 @@
 
 static const char *DIR_ = "tests/fixtures/gguf/gemma";
 
-/* path's logits at n positions of ids (NULL on failure; the caller frees). */
-static float *eval_file(const char *path, const int32_t *ids, int n, int n_vocab, mlstack_model **mo,
-                        mlstack_engine **eo) {
-    mlstack_model_desc md;
-    mlstack_engine_desc ed;
-    mlstack_error err;
-    memset(&md, 0, sizeof md);
-    memset(&ed, 0, sizeof ed);
-    ed.kv_type = MLSTACK_KV_F32;
-    md.path = path;
-    *mo = NULL, *eo = NULL;
-    CHECKF(mlstack_model_open(&md, mo, &err) == MLSTACK_OK, "%s: %s", path, err.message);
-    if (*mo) CHECKF(mlstack_engine_init(*mo, &ed, eo, &err) == MLSTACK_OK, "%s: %s", path, err.message);
-    return *eo ? fx_eval_all(*eo, ids, n, n_vocab, n) : NULL;
-}
-
-/* The GGUF mlstack writes of model m reads back with logits l's bits at n positions of ids. */
-static void check_written(const char *name, mlstack_model *m, const int32_t *ids, int n, int n_vocab, const float *l) {
-    char tmp[] = "/tmp/mlstack_gemma_gguf_XXXXXX";
-    mlstack_model *back = NULL;
-    mlstack_engine *eb = NULL;
-    mlstack_error err;
-    float *lb = NULL;
-    int same, fd = mkstemp(tmp);
-    if (fd < 0) {
-        CHECKF(0, "%s: mkstemp", name);
-        return;
-    }
-    close(fd);
-    CHECKF(mlstack_model_save_gguf(m, tmp, &err) == MLSTACK_OK, "%s: write: %s", name, err.message);
-    lb = eval_file(tmp, ids, n, n_vocab, &back, &eb);
-    same = l && lb && !memcmp(l, lb, sizeof(float) * (size_t)n * (size_t)n_vocab);
-    CHECKF(same, "%s: the GGUF mlstack writes gives other logits", name);
-    printf("  %-22s written GGUF read back: logits %s\n", name, same ? "bit-identical" : "DIFFER");
-    unlink(tmp);
-    free(lb);
-    mlstack_engine_free(eb);
-    mlstack_model_close(back);
-}
-
 static void test_read(const char *name, int peer) {
     char path[256];
     mlstack_model *m = NULL;
@@ -72,7 +32,7 @@ static void test_read(const char *name, int peer) {
         return;
     }
     snprintf(path, sizeof path, "%s/%s-f32.gguf", DIR_, name);
-    l = eval_file(path, rc.ids, rc.n, rc.n_vocab, &m, &e);
+    l = ref_eval_file(path, rc.ids, rc.n, rc.n_vocab, &m, &e);
     if (l) {
         if (peer) {
             check_ref(name, m, e, &rc, l);
@@ -88,7 +48,7 @@ static void test_read(const char *name, int peer) {
         CHECKF(last && !memcmp(last, l, sizeof(float) * (size_t)rc.n * (size_t)rc.n_vocab),
                "%s: decode one token at a time differs from prefill", name);
         free(last);
-        check_written(name, m, rc.ids, rc.n, rc.n_vocab, l);
+        ref_check_written(name, m, rc.ids, rc.n, rc.n_vocab, l);
     } else {
         CHECKF(0, "%s: evaluation failed", name);
     }
@@ -107,9 +67,9 @@ static void test_folder(const char *name) {
     mlstack_engine *e = NULL;
     float *l;
     snprintf(path, sizeof path, "tests/fixtures/families/%s", name);
-    l = eval_file(path, ids, n, 128, &m, &e);
+    l = ref_eval_file(path, ids, n, 128, &m, &e);
     CHECKF(l != NULL, "%s: evaluation failed", name);
-    if (l) check_written(path + 15, m, ids, n, 128, l);
+    if (l) ref_check_written(path + 15, m, ids, n, 128, l);
     free(l);
     mlstack_engine_free(e);
     mlstack_model_close(m);

@@ -23,13 +23,6 @@
 
 static const char *DIR_ = "tests/fixtures/gguf/hybrid";
 
-static int temp_file(char *path) {
-    int fd = mkstemp(path);
-    if (fd < 0) return -1;
-    close(fd);
-    return 0;
-}
-
 static void test_read(const char *name, int write) {
     char path[256], tmp[] = "/tmp/mlstack_hybrid_gguf_XXXXXX";
     mlstack_model_desc md;
@@ -57,7 +50,7 @@ static void test_read(const char *name, int write) {
     } else {
         CHECKF(0, "%s: evaluation failed", name);
     }
-    if (write && m && temp_file(tmp) == 0) {
+    if (write && m && ref_temp_file(tmp) == 0) {
         CHECKF(mlstack_model_save_gguf(m, tmp, &err) == MLSTACK_OK, "%s: write: %s", name, err.message);
         md.path = tmp;
         CHECKF(mlstack_model_open(&md, &back, &err) == MLSTACK_OK, "%s: read back: %s", name, err.message);
@@ -122,7 +115,7 @@ static void test_mixed(void) {
     CHECKF(l && ld && d <= 1e-6, "qwen3_5-mixed16: max |logit - all-F32 copy's| %.3g", d);
     printf("  qwen3_5-mixed16 (F32 qkv, F16 gate/alpha/beta), %d positions: max |logit - all F32| = %.2e\n", rc.n, d);
     snprintf(path, sizeof path, "%s/qwen3_5-mixed.gguf", DIR_);
-    wrote = temp_file(tmp) == 0;
+    wrote = ref_temp_file(tmp) == 0;
     lq = eval_file(path, &rc, &split_q, wrote ? tmp : NULL);
     if (wrote) lb = eval_file(tmp, &rc, &split_b, NULL);
     CHECKF(split_q && split_b, "qwen3_5-mixed: the delta-net input split %d, read back %d", split_q, split_b);
@@ -170,7 +163,7 @@ static void test_falcon_fold(void) {
     ed.kv_type = MLSTACK_KV_F32;
     md.path = DIR_FAM;
     CHECKF(mlstack_model_open(&md, &m, &err) == MLSTACK_OK, "%s: %s", DIR_FAM, err.message);
-    if (m && temp_file(tmp) == 0) {
+    if (m && ref_temp_file(tmp) == 0) {
         CHECKF(mlstack_model_save_gguf(m, tmp, &err) == MLSTACK_OK, "falcon_h1_norm: write: %s", err.message);
         md.path = tmp;
         CHECKF(mlstack_model_open(&md, &back, &err) == MLSTACK_OK, "falcon_h1_norm: read back: %s", err.message);
@@ -213,7 +206,7 @@ static void test_folder_written(const char *name) {
     snprintf(path, sizeof path, "tests/fixtures/families/%s", name);
     md.path = path;
     CHECKF(mlstack_model_open(&md, &m, &err) == MLSTACK_OK, "%s: %s", path, err.message);
-    if (m && temp_file(tmp) == 0) {
+    if (m && ref_temp_file(tmp) == 0) {
         CHECKF(mlstack_model_save_gguf(m, tmp, &err) == MLSTACK_OK, "%s: write: %s", name, err.message);
         md.path = tmp;
         CHECKF(mlstack_model_open(&md, &back, &err) == MLSTACK_OK, "%s: read back: %s", name, err.message);
