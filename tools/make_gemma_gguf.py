@@ -50,36 +50,6 @@ mh.OVERRIDES["gemma4_hd"] = {"layer_types": [S, S, F, S, F]}
 NO_PEER = {"gemma3n"}
 
 
-def check_written(peer, names):
-    """mlstack's GGUF of each fixture: llama.cpp on it, as stored, gives its text on the converted
-    file. Returns the number of mismatches."""
-    bad = 0
-    exe = os.path.join(ROOT, "build", "mlstack")
-    for name in names:
-        ref = json.load(open(os.path.join(OUT, name + ".json")))["llamacpp_text"]
-        for q in ["none", "q8_0"]:
-            out = os.path.join(tempfile.mkdtemp(), "%s-%s.gguf" % (name, q))
-            p = subprocess.run([exe, "quantize", "-m", os.path.join(OUT, name + "-f32.gguf"), "--quant", q, "-o", out],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            if p.returncode:
-                print("%-16s %-5s mlstack quantize failed: %s" % (name, q, p.stderr.decode()[-300:]))
-                bad += 1
-                continue
-            try:  # the most common of three runs: on a loaded machine llama.cpp has ended a text early
-                texts = [mm.peer_text(peer, out, mh.PROMPT) for _ in range(3)]
-                theirs = max(texts, key=texts.count)
-            except SystemExit as e:
-                theirs = "(llama.cpp failed: %s)" % str(e)[-300:]
-            if q == "none" and ref is not None:
-                bad += theirs != ref
-                print("%-16s %-5s %s  llama.cpp on mlstack's file %r, on its own %r" %
-                      (name, q, "same" if theirs == ref else "DIFFER", theirs, ref))
-            else:
-                print("%-16s %-5s llama.cpp %r  mlstack %r" % (name, q, theirs, mh.ours_text(out)))
-            shutil.rmtree(os.path.dirname(out))
-    return bad
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--peer", required=True)
@@ -88,7 +58,7 @@ def main():
     a = ap.parse_args()
     names = [n for n in FIXTURES if not a.only or n in a.only.split(",")]
     if a.check:
-        raise SystemExit(1 if check_written(a.peer, names) else 0)
+        raise SystemExit(1 if mm.check_written(a.peer, names, OUT, ["none", "q8_0"], runs=3) else 0)
     import torch
     os.makedirs(OUT, exist_ok=True)
     for name in names:
