@@ -80,8 +80,9 @@ static void check_ref(const char *name, mlstack_model *m, mlstack_engine *e, con
            d, strcmp(text, rc->text) == 0 ? "= llama.cpp's" : "differs");
 }
 
-/* The logits of the GGUF at path (F32 KV cache) at n positions of ids (NULL on failure; the caller frees). */
-MLSTACK__UNUSED static float *ref_eval_file(const char *path, const int32_t *ids, int n, int n_vocab,
+/* The logits of the GGUF at path (F32 KV cache) at n positions of ids, fed step positions per
+   forward (n: one prefill, 1: token by token); NULL on failure, the caller frees. */
+MLSTACK__UNUSED static float *ref_eval_file(const char *path, const int32_t *ids, int n, int n_vocab, int step,
                                             mlstack_model **mo, mlstack_engine **eo) {
     mlstack_model_desc md;
     mlstack_engine_desc ed;
@@ -93,7 +94,7 @@ MLSTACK__UNUSED static float *ref_eval_file(const char *path, const int32_t *ids
     *mo = NULL, *eo = NULL;
     CHECKF(mlstack_model_open(&md, mo, &err) == MLSTACK_OK, "%s: %s", path, err.message);
     if (*mo) CHECKF(mlstack_engine_init(*mo, &ed, eo, &err) == MLSTACK_OK, "%s: %s", path, err.message);
-    return *eo ? fx_eval_all(*eo, ids, n, n_vocab, n) : NULL;
+    return *eo ? fx_eval_all(*eo, ids, n, n_vocab, step) : NULL;
 }
 
 /* An empty file made from the template path (its XXXXXX replaced); 0, or -1 on failure. */
@@ -104,9 +105,10 @@ MLSTACK__UNUSED static int ref_temp_file(char *path) {
     return 0;
 }
 
-/* The GGUF mlstack writes of model m reads back with logits l's bits at n positions of ids. */
+/* The GGUF mlstack writes of model m reads back with logits l's bits at n positions of ids (fed
+   step positions per forward, as ref_eval_file). */
 MLSTACK__UNUSED static void ref_check_written(const char *name, mlstack_model *m, const int32_t *ids, int n,
-                                              int n_vocab, const float *l) {
+                                              int n_vocab, int step, const float *l) {
     char tmp[] = "/tmp/mlstack_gguf_ref_XXXXXX";
     mlstack_model *back = NULL;
     mlstack_engine *eb = NULL;
@@ -118,7 +120,7 @@ MLSTACK__UNUSED static void ref_check_written(const char *name, mlstack_model *m
         return;
     }
     CHECKF(mlstack_model_save_gguf(m, tmp, &err) == MLSTACK_OK, "%s: write: %s", name, err.message);
-    lb = ref_eval_file(tmp, ids, n, n_vocab, &back, &eb);
+    lb = ref_eval_file(tmp, ids, n, n_vocab, step, &back, &eb);
     same = l && lb && !memcmp(l, lb, sizeof(float) * (size_t)n * (size_t)n_vocab);
     CHECKF(same, "%s: the GGUF mlstack writes gives other logits", name);
     printf("  %-22s written GGUF read back: logits %s\n", name, same ? "bit-identical" : "DIFFER");

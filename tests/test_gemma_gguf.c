@@ -32,7 +32,7 @@ static void test_read(const char *name, int peer) {
         return;
     }
     snprintf(path, sizeof path, "%s/%s-f32.gguf", DIR_, name);
-    l = ref_eval_file(path, rc.ids, rc.n, rc.n_vocab, &m, &e);
+    l = ref_eval_file(path, rc.ids, rc.n, rc.n_vocab, rc.n, &m, &e);
     if (l) {
         if (peer) {
             check_ref(name, m, e, &rc, l);
@@ -48,7 +48,7 @@ static void test_read(const char *name, int peer) {
         CHECKF(last && !memcmp(last, l, sizeof(float) * (size_t)rc.n * (size_t)rc.n_vocab),
                "%s: decode one token at a time differs from prefill", name);
         free(last);
-        ref_check_written(name, m, rc.ids, rc.n, rc.n_vocab, l);
+        ref_check_written(name, m, rc.ids, rc.n, rc.n_vocab, rc.n, l);
     } else {
         CHECKF(0, "%s: evaluation failed", name);
     }
@@ -67,9 +67,9 @@ static void test_folder(const char *name) {
     mlstack_engine *e = NULL;
     float *l;
     snprintf(path, sizeof path, "tests/fixtures/families/%s", name);
-    l = ref_eval_file(path, ids, n, 128, &m, &e);
+    l = ref_eval_file(path, ids, n, 128, n, &m, &e);
     CHECKF(l != NULL, "%s: evaluation failed", name);
-    if (l) ref_check_written(path + 15, m, ids, n, 128, l);
+    if (l) ref_check_written(path + 15, m, ids, n, 128, n, l);
     free(l);
     mlstack_engine_free(e);
     mlstack_model_close(m);

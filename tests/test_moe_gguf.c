@@ -30,10 +30,10 @@ static void test_read(const char *name) {
         return;
     }
     snprintf(path, sizeof path, "%s/%s-f32.gguf", DIR_, name);
-    l = ref_eval_file(path, rc.ids, rc.n, rc.n_vocab, &m, &e);
+    l = ref_eval_file(path, rc.ids, rc.n, rc.n_vocab, rc.n, &m, &e);
     if (l) {
         check_ref(name, m, e, &rc, l);
-        ref_check_written(name, m, rc.ids, rc.n, rc.n_vocab, l);
+        ref_check_written(name, m, rc.ids, rc.n, rc.n_vocab, rc.n, l);
     } else {
         CHECKF(0, "%s: evaluation failed", name);
     }
@@ -53,9 +53,9 @@ static void test_folder(const char *name) {
     mlstack_engine *e = NULL;
     float *l;
     snprintf(path, sizeof path, "tests/fixtures/%s", name);
-    l = ref_eval_file(path, ids, n, 128, &m, &e);
+    l = ref_eval_file(path, ids, n, 128, n, &m, &e);
     CHECKF(l != NULL, "%s: evaluation failed", name);
-    if (l) ref_check_written(name, m, ids, n, 128, l);
+    if (l) ref_check_written(name, m, ids, n, 128, n, l);
     free(l);
     mlstack_engine_free(e);
     mlstack_model_close(m);
