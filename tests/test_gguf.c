@@ -857,6 +857,28 @@ static void test_tq_model(void) {
     kq_model_check("tests/fixtures/gguf/llama-tq.gguf", "TQ1_0", want, MLSTACK__W_Q4_K);
 }
 
+/* A 512-weight row of GGML type `type` at src against gguf-py's dequantization ref (f32 bytes):
+   *bad counts values mlstack__ggml_dequant_row gets otherwise, *bad_g values of the kernels'
+   decoded groups ((dw * sa or sb) * q); the first differing value is printed. */
+static void compare_row(const char *name, int row, int type, const unsigned char *src, const unsigned char *ref,
+                        int *bad, int *bad_g) {
+    float got[512], want[512];
+    mlstack__kqg gr[16];
+    int k;
+    mlstack__ggml_dequant_row((uint32_t)type, src, got, 512);
+    memcpy(want, ref, sizeof want);
+    mlstack__kq_decode(16 + type, src, 512, gr);
+    for (k = 0; k < 512; k++) {
+        const mlstack__kqg *q = &gr[k / 32];
+        float v = (q->dw * (float)(k % 32 < 16 ? q->sa : q->sb)) * (float)q->q[k % 32];
+        if (memcmp(&got[k], &want[k], 4) != 0) {
+            if (!*bad) printf("%s row %d [%d]: %.9g vs gguf-py %.9g\n", name, row, k, got[k], want[k]);
+            ++*bad;
+        }
+        *bad_g += memcmp(&v, &want[k], 4) != 0;
+    }
+}
+
 /* tests/fixtures/gguf/ternary.gguf (tools/make_gguf_fixtures.py): TQ1_0 and TQ2_0 blocks, made by
    gguf-py's quantizer and random, dequantized bit-identical to gguf.quants.dequantize and decoded
    (the kernels' groups) to the same values; and mlstack__ggml_quantize_row of the source rows
@@ -875,10 +897,8 @@ static void test_ternary(void) {
         for (raw = 0; raw < 2; raw++) {
             char name[32], ref[40], srcn[40];
             const mlstack__gguf_tensor *t, *f, *sx;
-            float got[512], want[512];
             unsigned char bytes[256];
-            mlstack__kqg gr[16];
-            int row, k, bad = 0, bad_g = 0, bad_q = 0;
+            int row, bad = 0, bad_g = 0, bad_q = 0;
             snprintf(name, sizeof name, "%s%s", types[i], raw ? ".raw" : "");
             snprintf(ref, sizeof ref, "%s.ref", name);
             snprintf(srcn, sizeof srcn, "%s.src", types[i]);
@@ -891,15 +911,7 @@ static void test_ternary(void) {
                    "%s: type %s, not read as stored", name, mlstack__ggml_type_name(t->type));
             for (row = 0; row < 2; row++) {
                 const unsigned char *src = g.data + t->offset + (size_t)row * (t->bytes / 2);
-                mlstack__ggml_dequant_row(t->type, src, got, 512);
-                memcpy(want, g.data + f->offset + (size_t)row * 2048, 2048);
-                mlstack__kq_decode(16 + (int)t->type, src, 512, gr);
-                for (k = 0; k < 512; k++) {
-                    const mlstack__kqg *q = &gr[k / 32];
-                    float v = (q->dw * (float)(k % 32 < 16 ? q->sa : q->sb)) * (float)q->q[k % 32];
-                    bad += memcmp(&got[k], &want[k], 4) != 0;
-                    bad_g += memcmp(&v, &want[k], 4) != 0;
-                }
+                compare_row(name, row, (int)t->type, src, g.data + f->offset + (size_t)row * 2048, &bad, &bad_g);
                 if (!raw) { /* the writer: gguf-py's bytes from the same source row */
                     float x[512];
                     memcpy(x, g.data + sx->offset + (size_t)row * 2048, 2048);
@@ -930,9 +942,7 @@ static void test_iquants(void) {
     for (i = 0; i < sizeof types / sizeof types[0]; i++) {
         char ref[32];
         const mlstack__gguf_tensor *t = mlstack__gguf_tensor_find(&g, types[i]), *f;
-        float got[512], want[512];
-        mlstack__kqg gr[16];
-        int row, k, bad = 0, bad_g = 0;
+        int row, bad = 0, bad_g = 0;
         snprintf(ref, sizeof ref, "%s.ref", types[i]);
         f = mlstack__gguf_tensor_find(&g, ref);
         CHECKF(t && f, "%s missing", types[i]);
@@ -944,18 +954,7 @@ static void test_iquants(void) {
                "%s is not read as stored", types[i]);
         for (row = 0; row < 2; row++) {
             const unsigned char *src = g.data + t->offset + (size_t)row * (t->bytes / 2);
-            mlstack__ggml_dequant_row(t->type, src, got, 512);
-            memcpy(want, g.data + f->offset + (size_t)row * 2048, 2048);
-            mlstack__kq_decode(16 + (int)t->type, src, 512, gr);
-            for (k = 0; k < 512; k++) {
-                const mlstack__kqg *q = &gr[k / 32];
-                float v = (q->dw * (float)(k % 32 < 16 ? q->sa : q->sb)) * (float)q->q[k % 32];
-                if (memcmp(&got[k], &want[k], 4) != 0) {
-                    if (!bad) printf("%s row %d [%d]: %.9g vs gguf-py %.9g\n", types[i], row, k, got[k], want[k]);
-                    bad++;
-                }
-                bad_g += memcmp(&v, &want[k], 4) != 0;
-            }
+            compare_row(types[i], row, (int)t->type, src, g.data + f->offset + (size_t)row * 2048, &bad, &bad_g);
         }
         CHECKF(bad == 0, "%s: %d values differ from gguf-py's dequantization", types[i], bad);
         CHECKF(bad_g == 0, "%s: %d decoded group values differ from gguf-py's dequantization", types[i], bad_g);
