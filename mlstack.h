@@ -29124,6 +29124,7 @@ typedef struct {
     int rule; /* "key": value, -2: the key cannot appear */
     int required;
     int other; /* a key a made 'not additionalProperties' ("$other") does not name */
+    int in_other; /* named by that "$other" (set while the names are gathered) */
     int pv; /* its first value under a member's properties (mlstack__jsobj.pv), -1: none */
 } mlstack__jsprop;
 /* A value some member's properties give a name: the member q, the next such value (-1: last). */
@@ -29287,9 +29288,10 @@ static int mlstack__js_obj_names(mlstack__js *j, const mlstack__jsbr *br, mlstac
                 if (tab[h] < 0) {
                     tab[h] = o->n;
                     o->p[o->n].key = k, o->p[o->n].len = kl, o->p[o->n].rule = 0, o->p[o->n].pv = -1;
-                    o->p[o->n++].required = 0;
+                    o->p[o->n].in_other = 0, o->p[o->n++].required = 0;
                 }
                 if (i == 1) o->p[tab[h]].required = 1;
+                if (i == 2) o->p[tab[h]].in_other = 1;
                 if (i == 0) mlstack__js_prop_value(o, tab[h], q, c);
             }
         }
@@ -29420,13 +29422,6 @@ static int mlstack__js_obj_extra(mlstack__js *j, const mlstack__jsbr *br, mlstac
     return 0;
 }
 
-/* Is the name (key, len) a member of the made object o? */
-static int mlstack__js_named(const mlstack__json *o, const char *key, size_t len) {
-    const mlstack__json *c;
-    for (c = o->child; c; c = c->next)
-        if (c->key_len == len && !memcmp(c->key, key, len)) return 1;
-    return 0;
-}
 /* The rules R(i, c, w) reachable from R(0, 0, 0), made from the end (o->rule[0]: the start). */
 static int mlstack__js_obj_table(mlstack__js *j, mlstack__jsobj *o) {
     size_t z, size = (size_t)(o->n + 1) * (size_t)(o->cap + 1) * (size_t)o->nw;
@@ -29487,7 +29482,7 @@ static int mlstack__js_obj_branch(mlstack__js *j, const mlstack__jsbr *br, mlsta
     o.p = (mlstack__jsprop *)mlstack__arena_alloc(&j->arena, sizeof *o.p * (total + 1));
     if (!o.p) return mlstack__js_fail(j, MLSTACK_ERR_NO_MEMORY, "%s", "out of memory");
     if (mlstack__js_obj_names(j, br, &o, total)) return -1;
-    for (i = 0; i < o.n; i++) o.p[i].other = o.other && !mlstack__js_named(o.other, o.p[i].key, o.p[i].len);
+    for (i = 0; i < o.n; i++) o.p[i].other = o.other && !o.p[i].in_other;
     kp.on = 0;
     if (mlstack__js_obj_pats(j, br, &o, &kp) < 0) goto fail;
     for (i = 0; i < o.n && j->rc == MLSTACK_OK; i++) { /* each name's value: all that apply to it */
