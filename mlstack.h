@@ -17744,7 +17744,9 @@ mlstack__p16f_tile_avx2(const unsigned char *wp, size_t lds, const float *x, siz
 }
 
 /* Float weights in steps of MLSTACK__MM_KC inputs, partial sums parked in y between steps.
-   Rows in blocks of 6: 6 x 2 vectors (one panel) for prefill, 2 x 4, and 1 x the whole group.
+   Rows in blocks of 6: 6 x 2 vectors (one panel) for prefill, 3 x 2, 2 x 4, and 1 x the whole
+   group; 5 x 2, and 4 rows as 2 + 2 (mlstack__p16_rows_avx2); 2 rows' last 2 vectors of a
+   short group (outputs not a multiple of 64) as two 1 x 2.
    F16/BF16 panels are converted as the tiles read them, at any row count: the conversion runs
    beside the FMAs, and a copy converted once per step and shared by the rows' blocks was no
    faster even at 512 rows once the tile loop got lean and BF16 took 16 values a load (SmolLM2
@@ -17763,15 +17765,19 @@ mlstack__p16f_tile_avx2(const unsigned char *wp, size_t lds, const float *x, siz
    81-89 against 74-80 tokens/s with the fetch). SmolLM2-135M on a 2-core Zen 3, 2 threads, 8
    sequences, best of 3 alternated runs: F32 207 -> 270 tokens/s with the in-order fetch, F16
    333 -> 354; then with the leaner tile loop F16 327 -> 388, BF16 342 -> 373, F32 261 -> 277.
-   F32 at 7-32 rows steps 64 inputs (16 KB of a group's panels, as F16's 128): the later
+   F32 at 4 and 7-32 rows steps 64 inputs (16 KB of a group's panels, as F16's 128): the later
    blocks of rows then re-read the step from L1, not L2 (one 1536 x 576 matrix, 8 rows, one
    thread: 221-227 -> 200-206 us; the SmolLM2-135M-Instruct folder, F32, 2 threads, best of
    4 alternated runs: 8 sequences 327-340 -> 354-366 tokens/s, 32 sequences 407 -> 418). With
-   one block (1-6 rows) nothing is re-read and the shorter fetch distance lost 5%; at 64 and
+   one block (1-3, 5 or 6 rows) nothing is re-read and the shorter fetch distance lost 5%; at 64 and
    more rows (prefill) the sums parked in y twice as often cost what the reuse saves (pp512
    650 against 622 tokens/s); F16 and BF16 in 64-input steps lost 1-4%. */
 /* vectors a tile of these rows spans */
 #define MLSTACK__P16F_STEP_AVX2(rows) ((rows) == 1 ? 8 : (rows) == 2 ? 4 : 2)
+/* The rows a float tile takes of a block's rb left: 4 go as 2 + 2 (two 2 x 4 tiles, not a 4 x 2
+   compiled for that: as fast with F32 in 64-input steps, F16 faster, BF16 within 3% on
+   cached weights); 5 keep their tile (3 + 2 was 8-22% slower). */
+static MLSTACK__ALWAYS_INLINE int mlstack__p16_rows_avx2(int rb) { return rb == 4 ? 2 : rb; }
 #define MLSTACK__P16F_AVX2_FN(WT_, RB_, NV_)                                                                       \
     static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__p16f_avx2_##WT_##_##RB_##_##NV_(                        \
         const unsigned char *wp, size_t lds, const float *x, size_t ldx, float *y, size_t ldy, int kn, int resume, \
@@ -17780,8 +17786,7 @@ mlstack__p16f_tile_avx2(const unsigned char *wp, size_t lds, const float *x, siz
     }
 /* clang-format off */
 #define MLSTACK__P16F_AVX2_ALL(F, WT_) \
-    F(WT_, 6, 2) F(WT_, 5, 2) F(WT_, 4, 2) F(WT_, 3, 2) F(WT_, 2, 4) F(WT_, 2, 2) \
-    F(WT_, 1, 8) F(WT_, 1, 2)
+    F(WT_, 6, 2) F(WT_, 5, 2) F(WT_, 3, 2) F(WT_, 2, 4) F(WT_, 1, 8) F(WT_, 1, 2)
 #define MLSTACK__P16F_AVX2_SHAPES(F) \
     MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_F32) MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_F16) \
     MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_BF16)
@@ -17789,15 +17794,19 @@ MLSTACK__P16F_AVX2_SHAPES(MLSTACK__P16F_AVX2_FN)
 /* clang-format on */
 static MLSTACK__T_AVX2 void mlstack__mm_p16f_rows_avx2(const mlstack__weight *w, const float *x, float *y, int B,
                                                        int o0, int o1) {
-    int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, v0, nvec, es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
-    int kc = es == 4 && B > 6 && B <= 32 ? MLSTACK__MM_KC / 2 : MLSTACK__MM_KC; /* inputs a step */
+    int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, rb, v0, nvec,
+        es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
+    int kc = es == 4 && (B > 6 || B == 4) && B <= 32 ? MLSTACK__MM_KC / 2 : MLSTACK__MM_KC; /* inputs a step */
     size_t pb = mlstack__p16_bytes(w->wtype, n), ldy = (size_t)w->n_out;
     for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
         int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, nv = o1 - p * 16;
         int vt = 2 * ((nv + 15) / 16 < gp ? (nv + 15) / 16 : gp); /* vectors to compute */
         size_t lds = (size_t)gp * 16 * (size_t)es, pfs; /* bytes per input */
         int npass = 0; /* passes over each step, every block of rows together */
-        for (b = 0; b < B; b += 6) npass += mlstack__tile_passes(vt, MLSTACK__P16F_STEP_AVX2(B - b), B - b);
+        for (b = 0; b < B; b += rb) {
+            rb = mlstack__p16_rows_avx2(B - b < 6 ? B - b : 6);
+            npass += mlstack__tile_passes(vt, MLSTACK__P16F_STEP_AVX2(rb), rb);
+        }
         pfs = (lds + (size_t)npass - 1) / (size_t)npass; /* per input: the step's bytes over all passes */
         for (k0 = 0; k0 < n; k0 += kc) {
             int kn = n - k0 < kc ? n - k0 : kc, resume = k0 > 0;
@@ -17805,25 +17814,32 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_rows_avx2(const mlstack__weight *w,
             const unsigned char *src = w->packed + (size_t)p * pb + (size_t)k0 * lds;
             size_t ahead = (size_t)kn * lds; /* this step's bytes: the next step starts there */
             int pass = 0;
-            for (b = 0; b < B; b += 6) {
-                int rb = B - b < 6 ? B - b : 6, step = MLSTACK__P16F_STEP_AVX2(rb);
+            for (b = 0; b < B; b += rb) {
                 const float *xb = x + (size_t)b * n + k0;
+                int step;
+                rb = mlstack__p16_rows_avx2(B - b < 6 ? B - b : 6);
+                step = MLSTACK__P16F_STEP_AVX2(rb);
                 for (v0 = 0; v0 < vt; v0 += nvec, pass++) {
-                    float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
                     const float *bb = bias ? bias + 8 * v0 : NULL;
                     const unsigned char *pf = B > 2 || es == 2 ? src + ahead + (size_t)pass * (size_t)kn * pfs : NULL;
                     const unsigned char *wv = src + (size_t)v0 * 8 * es;
+                    int i, r;
                     nvec = mlstack__tile_nvec(vt - v0, step, rb);
+                    r = rb == 2 && nvec < step ? 1 : rb; /* a 2 x 2 end as two 1 x 2 (the first fetches) */
+                    for (i = 0; i < rb; i += r, pf = NULL) {
+                        const float *xi = xb + (size_t)i * n;
+                        float *yb = y + (size_t)(b + i) * ldy + (size_t)p * 16 + 8 * v0;
 #define MLSTACK__P16F_AVX2(WT_, RB_, NV_)                                                                          \
     case (WT_) * 128 + (RB_) * 16 + (NV_):                                                                         \
-        mlstack__p16f_avx2_##WT_##_##RB_##_##NV_(wv, lds, xb, (size_t)n, yb, ldy, kn, resume, bb, nv - 8 * v0, pf, \
+        mlstack__p16f_avx2_##WT_##_##RB_##_##NV_(wv, lds, xi, (size_t)n, yb, ldy, kn, resume, bb, nv - 8 * v0, pf, \
                                                  pfs);                                                             \
         break;
-                    switch (w->wtype * 128 + rb * 16 + nvec) {
-                        MLSTACK__P16F_AVX2_SHAPES(MLSTACK__P16F_AVX2)
-                    default: break;
-                    }
+                        switch (w->wtype * 128 + r * 16 + nvec) {
+                            MLSTACK__P16F_AVX2_SHAPES(MLSTACK__P16F_AVX2)
+                        default: break;
+                        }
 #undef MLSTACK__P16F_AVX2
+                    }
                 }
             }
         }
@@ -18400,11 +18416,12 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
 }
 
 /* y rows [o0, o1) (o0 on a group of panels) from w's KQ panels, in tiles of 2 rows x 4
-   vectors (2 x 2 for formats with two sums per group, whose second sums would spill) or 1 row
-   x the whole group. A 1 x 4 tile for the two-sum formats paid each group's activation sums and
-   broadcasts twice per group of panels: 1 x 8 streams a 4096 x 16384 Q6_K matrix at one row in
-   4.5-5.4 ms instead of 5.7-8.0 (Q3_K, Q2_K 10-15% faster), as fast as Q8_0 of the same bytes,
-   on a Zen 3 core. */
+   vectors (2 x 2 for formats with two sums per group, whose second sums would spill) or 1
+   row x the whole group; a group's last 2 vectors (a matrix whose outputs are not a multiple
+   of 64) go one row at a time in the 1 x 2 tile, not a 2 x 2 compiled for that. A 1 x 4 tile
+   for the two-sum formats paid each group's activation sums and broadcasts twice per group
+   of panels: 1 x 8 streams a 4096 x 16384 Q6_K matrix at one row in 4.5-5.4 ms instead of
+   5.7-8.0 (Q3_K, Q2_K 10-15% faster), as fast as Q8_0 of the same bytes, on a Zen 3 core. */
 #define MLSTACK__KQP_AVX2_FN(WT_, RB_, NV_)                                                                         \
     static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__kqp_avx2_##WT_##_##RB_##_##NV_(                          \
         const unsigned char *wp, int gp, int v0, const mlstack__q8x *xq, size_t ldx, int nsb, float *y, size_t ldy, \
@@ -18412,7 +18429,7 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
         mlstack__kqp_tile_avx2(wp, gp, v0, xq, ldx, nsb, y, ldy, bias, nvt, WT_, RB_, NV_);                         \
     }
 /* clang-format off */
-#define MLSTACK__KQP_AVX2_ALL(F, WT_) F(WT_, 2, 4) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 2)
+#define MLSTACK__KQP_AVX2_ALL(F, WT_) F(WT_, 2, 4) F(WT_, 1, 8) F(WT_, 1, 2)
 #define MLSTACK__KQP_AVX2_SPLIT(F, WT_) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 2)
 #define MLSTACK__KQP_AVX2_SHAPES(F) \
     MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_0) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_1) \
@@ -18436,18 +18453,23 @@ static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const
             int rb = B - b < 2 ? B - b : 2, step = split ? (rb == 1 ? 8 : 2) : (rb == 1 ? 8 : 4);
             const mlstack__q8x *xb = xq + (size_t)b * nb;
             for (v0 = 0; v0 < vt; v0 += nvec) {
-                float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
                 const float *bb = bias ? bias + 8 * v0 : NULL;
+                int i, r;
                 nvec = mlstack__tile_nvec(vt - v0, step, rb);
+                r = nvec < step ? 1 : rb; /* a 2 x 2 end of the one-sum formats as two 1 x 2 */
+                for (i = 0; i < rb; i += r) {
+                    const mlstack__q8x *xi = xb + (size_t)i * nb;
+                    float *yb = y + (size_t)(b + i) * ldy + (size_t)p * 16 + 8 * v0;
 #define MLSTACK__KQP_AVX2(WT_, RB_, NV_)                                                                    \
     case (WT_) * 64 + (RB_) * 16 + (NV_):                                                                   \
-        mlstack__kqp_avx2_##WT_##_##RB_##_##NV_(wp, gp, v0, xb, (size_t)nb, nsb, yb, ldy, bb, nv - 8 * v0); \
+        mlstack__kqp_avx2_##WT_##_##RB_##_##NV_(wp, gp, v0, xi, (size_t)nb, nsb, yb, ldy, bb, nv - 8 * v0); \
         break;
-                switch (wt * 64 + rb * 16 + nvec) {
-                    MLSTACK__KQP_AVX2_SHAPES(MLSTACK__KQP_AVX2)
-                default: break;
-                }
+                    switch (wt * 64 + r * 16 + nvec) {
+                        MLSTACK__KQP_AVX2_SHAPES(MLSTACK__KQP_AVX2)
+                    default: break;
+                    }
 #undef MLSTACK__KQP_AVX2
+                }
             }
         }
     }
@@ -18614,24 +18636,34 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__scores_tile_avx2(con
 }
 /* Heads the next pass takes when `left` remain: three (16 registers of tiles), four as two pairs. */
 static int mlstack__heads_pass_avx2(int left) { return left == 4 ? 2 : left >= 3 ? 3 : left; }
+/* Vectors the next attention tile takes of nv left: 8, 4, 2 or 1, so that 3, 5, 6 and 7 (a
+   chunk's last keys, a Dh that is not a multiple of 32) are made of those rather than compiled
+   each for itself (each shape is a compile; a tile only decides which scores or values are
+   computed together, never in what order: the same bits). */
+static MLSTACK__ALWAYS_INLINE int mlstack__att_nv_avx2(int nv) { return nv >= 8 ? 8 : nv >= 4 ? 4 : nv >= 2 ? 2 : nv; }
 static MLSTACK__T_AVX2 void mlstack__attn_scores_avx2(const float *q, int G, int Dh, const float *kt, int n,
                                                       float scale, float *s) {
-    int g, nv = (n + 7) / 8;
+    int g, nv = (n + 7) / 8, v0, tv;
     for (g = 0; g < G;) {
         int gh = mlstack__heads_pass_avx2(G - g);
         const float *qg = q + (size_t)g * Dh;
         float *sg = s + g * 32;
-#define MLSTACK__SCORES_AVX2(GH_, NV_) \
-    case (GH_) * 8 + (NV_): mlstack__scores_tile_avx2(qg, Dh, kt, n, scale, sg, GH_, NV_); break;
-        switch (gh * 8 + nv) {
-            /* clang-format off */
-            MLSTACK__SCORES_AVX2(3, 1) MLSTACK__SCORES_AVX2(3, 2) MLSTACK__SCORES_AVX2(3, 3) MLSTACK__SCORES_AVX2(3, 4)
-            MLSTACK__SCORES_AVX2(2, 1) MLSTACK__SCORES_AVX2(2, 2) MLSTACK__SCORES_AVX2(2, 3) MLSTACK__SCORES_AVX2(2, 4)
-            MLSTACK__SCORES_AVX2(1, 1) MLSTACK__SCORES_AVX2(1, 2) MLSTACK__SCORES_AVX2(1, 3) MLSTACK__SCORES_AVX2(1, 4)
-        default: break;
-            /* clang-format on */
-        }
+        for (v0 = 0; v0 < nv; v0 += tv) {
+            tv = mlstack__att_nv_avx2(nv - v0);
+#define MLSTACK__SCORES_AVX2(GH_, NV_)                                                            \
+    case (GH_) * 8 + (NV_):                                                                       \
+        mlstack__scores_tile_avx2(qg, Dh, kt + 8 * v0, n - 8 * v0, scale, sg + 8 * v0, GH_, NV_); \
+        break;
+            switch (gh * 8 + tv) {
+                /* clang-format off */
+                MLSTACK__SCORES_AVX2(3, 1) MLSTACK__SCORES_AVX2(3, 2) MLSTACK__SCORES_AVX2(3, 4)
+                MLSTACK__SCORES_AVX2(2, 1) MLSTACK__SCORES_AVX2(2, 2) MLSTACK__SCORES_AVX2(2, 4)
+                MLSTACK__SCORES_AVX2(1, 1) MLSTACK__SCORES_AVX2(1, 2) MLSTACK__SCORES_AVX2(1, 4)
+            default: break;
+                /* clang-format on */
+            }
 #undef MLSTACK__SCORES_AVX2
+        }
         g += gh;
     }
 }
@@ -18731,16 +18763,15 @@ static MLSTACK__T_AVX2 void mlstack__attn_pv_avx2(float *acc, int G, int Dh, con
         gh = mlstack__heads_pass_avx2(G - g);
         if (gh == 1) break;
         for (d = 0; d + 8 <= Dh;) {
-            int m = Dh - d >= 32 ? 32 : (Dh - d) & ~7;
+            int m = Dh - d >= 32 ? 32 : 8 * mlstack__att_nv_avx2((Dh - d) / 8);
             float *a = acc + (size_t)g * Dh + d;
             const float *pg = p + g * 32, *vd = v + d;
 #define MLSTACK__PV_HEADS_AVX2(GH_, NV_) \
     case (GH_) * 8 + (NV_): mlstack__pv_heads_avx2(a, pg, vd, Dh, n, GH_, NV_); break;
             switch (gh * 8 + m / 8) {
                 /* clang-format off */
-                MLSTACK__PV_HEADS_AVX2(2, 1) MLSTACK__PV_HEADS_AVX2(2, 2) MLSTACK__PV_HEADS_AVX2(2, 3)
-                MLSTACK__PV_HEADS_AVX2(2, 4) MLSTACK__PV_HEADS_AVX2(3, 1) MLSTACK__PV_HEADS_AVX2(3, 2)
-                MLSTACK__PV_HEADS_AVX2(3, 3) MLSTACK__PV_HEADS_AVX2(3, 4)
+                MLSTACK__PV_HEADS_AVX2(2, 1) MLSTACK__PV_HEADS_AVX2(2, 2) MLSTACK__PV_HEADS_AVX2(2, 4)
+                MLSTACK__PV_HEADS_AVX2(3, 1) MLSTACK__PV_HEADS_AVX2(3, 2) MLSTACK__PV_HEADS_AVX2(3, 4)
             default: break;
                 /* clang-format on */
             }
@@ -18753,15 +18784,14 @@ static MLSTACK__T_AVX2 void mlstack__attn_pv_avx2(float *acc, int G, int Dh, con
     }
     for (; g < G; g++)
         for (d = 0; d < Dh;) {
-            int m = Dh - d >= 64 ? 64 : Dh - d >= 8 ? (Dh - d) & ~7 : Dh - d;
+            int m = Dh - d >= 8 ? 8 * mlstack__att_nv_avx2((Dh - d) / 8) : Dh - d;
             float *a = acc + (size_t)g * Dh + d;
             const float *pg = p + g * 32, *vd = v + d;
 #define MLSTACK__PV_AVX2(NV_) \
     case NV_: mlstack__pv_tile_avx2(a, pg, vd, Dh, n, m, NV_); break;
             switch (m < 8 ? 1 : m / 8) {
                 /* clang-format off */
-                MLSTACK__PV_AVX2(1) MLSTACK__PV_AVX2(2) MLSTACK__PV_AVX2(3) MLSTACK__PV_AVX2(4)
-                MLSTACK__PV_AVX2(5) MLSTACK__PV_AVX2(6) MLSTACK__PV_AVX2(7) MLSTACK__PV_AVX2(8)
+                MLSTACK__PV_AVX2(1) MLSTACK__PV_AVX2(2) MLSTACK__PV_AVX2(4) MLSTACK__PV_AVX2(8)
             default: break;
                 /* clang-format on */
             }
@@ -18831,40 +18861,58 @@ mlstack__scores_kv_tile_avx2(const float *q, int Dh, const unsigned char *const 
     MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++)
         mlstack__st8_part_avx2(s + h * 32 + 8 * v, n - 8 * v, _mm256_mul_ps(a[h][v], _mm256_set1_ps(scale)));
 }
+/* The cache's dtype DT (one function each: a switch over every dtype's tiles in one function
+   compiled slower than three). */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
+mlstack__scores_kv_dt_avx2(const float *q, int G, int Dh, const unsigned char *const *kb, size_t col, int n, int nv,
+                           float scale, float *s, mlstack__fetch *f, const int DT) {
+    int g;
+    for (g = 0; g < G;) {
+        int gh = mlstack__heads_pass_avx2(G - g), v0, tv;
+        const float *qg = q + (size_t)g * Dh;
+        float *sg = s + g * 32;
+        for (v0 = 0; v0 < nv; v0 += tv) {
+            tv = mlstack__att_nv_avx2(nv - v0);
+#define MLSTACK__SKV_AVX2(GH_, NV_)                                                                          \
+    case (GH_) * 8 + (NV_):                                                                                  \
+        mlstack__scores_kv_tile_avx2(qg, Dh, kb + v0, col, n - 8 * v0, scale, sg + 8 * v0, f, GH_, NV_, DT); \
+        break;
+            switch (gh * 8 + tv) {
+                /* clang-format off */
+                MLSTACK__SKV_AVX2(3, 1) MLSTACK__SKV_AVX2(3, 2) MLSTACK__SKV_AVX2(3, 4)
+                MLSTACK__SKV_AVX2(2, 1) MLSTACK__SKV_AVX2(2, 2) MLSTACK__SKV_AVX2(2, 4)
+                MLSTACK__SKV_AVX2(1, 1) MLSTACK__SKV_AVX2(1, 2) MLSTACK__SKV_AVX2(1, 4)
+            default: break;
+                /* clang-format on */
+            }
+#undef MLSTACK__SKV_AVX2
+        }
+        g += gh;
+    }
+}
+#define MLSTACK__SKV_DT_AVX2(DT_, NAME_)                                                                       \
+    static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__scores_kv_##NAME_##_avx2(                           \
+        const float *q, int G, int Dh, const unsigned char *const *kb, size_t col, int n, int nv, float scale, \
+        float *s, mlstack__fetch *f) {                                                                         \
+        mlstack__scores_kv_dt_avx2(q, G, Dh, kb, col, n, nv, scale, s, f, DT_);                                \
+    }
+MLSTACK__SKV_DT_AVX2(MLSTACK_DTYPE_F32, f32)
+MLSTACK__SKV_DT_AVX2(MLSTACK_DTYPE_F16, f16)
+MLSTACK__SKV_DT_AVX2(MLSTACK_DTYPE_BF16, bf16)
+#undef MLSTACK__SKV_DT_AVX2
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__attn_scores_kv_avx2(const float *q, int G, int Dh, mlstack_dtype dt,
                                                               const void *const *k, const int *len, int nr, size_t ldk,
                                                               float scale, float *s, mlstack__fetch *f) {
     const unsigned char *kb[4];
     size_t es = dt == MLSTACK_DTYPE_F32 ? 4 : 2, col = ldk * es;
-    int g, r, j, n = 0, nv = 0, dti = dt == MLSTACK_DTYPE_F16 ? 1 : dt == MLSTACK_DTYPE_BF16 ? 2 : 0;
+    int r, j, n = 0, nv = 0;
     for (r = 0; r < nr; n += len[r++])
         for (j = 0; j < len[r]; j += 8) kb[nv++] = (const unsigned char *)k[r] + (size_t)j * es;
-    for (g = 0; g < G;) {
-        int gh = mlstack__heads_pass_avx2(G - g);
-        const float *qg = q + (size_t)g * Dh;
-        float *sg = s + g * 32;
-#define MLSTACK__SKV_AVX2(DI_, DT_, GH_, NV_)                                          \
-    case (DI_) * 32 + (GH_) * 8 + (NV_):                                               \
-        mlstack__scores_kv_tile_avx2(qg, Dh, kb, col, n, scale, sg, f, GH_, NV_, DT_); \
-        break;
-        /* clang-format off */
-#define MLSTACK__SKV_AVX2_DT(DI_, DT_) \
-    MLSTACK__SKV_AVX2(DI_, DT_, 3, 1) MLSTACK__SKV_AVX2(DI_, DT_, 3, 2) MLSTACK__SKV_AVX2(DI_, DT_, 3, 3) \
-    MLSTACK__SKV_AVX2(DI_, DT_, 3, 4) MLSTACK__SKV_AVX2(DI_, DT_, 2, 1) MLSTACK__SKV_AVX2(DI_, DT_, 2, 2) \
-    MLSTACK__SKV_AVX2(DI_, DT_, 2, 3) MLSTACK__SKV_AVX2(DI_, DT_, 2, 4) MLSTACK__SKV_AVX2(DI_, DT_, 1, 1) \
-    MLSTACK__SKV_AVX2(DI_, DT_, 1, 2) MLSTACK__SKV_AVX2(DI_, DT_, 1, 3) MLSTACK__SKV_AVX2(DI_, DT_, 1, 4)
-        /* clang-format on */
-        switch (dti * 32 + gh * 8 + nv) {
-            /* clang-format off */
-            MLSTACK__SKV_AVX2_DT(0, MLSTACK_DTYPE_F32) MLSTACK__SKV_AVX2_DT(1, MLSTACK_DTYPE_F16)
-            MLSTACK__SKV_AVX2_DT(2, MLSTACK_DTYPE_BF16)
-        default: break;
-            /* clang-format on */
-        }
-#undef MLSTACK__SKV_AVX2_DT
-#undef MLSTACK__SKV_AVX2
-        g += gh;
-    }
+    if (dt == MLSTACK_DTYPE_F16) mlstack__scores_kv_f16_avx2(q, G, Dh, kb, col, n, nv, scale, s, f);
+    else if (dt == MLSTACK_DTYPE_BF16)
+        mlstack__scores_kv_bf16_avx2(q, G, Dh, kb, col, n, nv, scale, s, f);
+    else
+        mlstack__scores_kv_f32_avx2(q, G, Dh, kb, col, n, nv, scale, s, f);
 }
 /* acc (GH heads, Dh apart) of one pass's NV vectors += p . the runs' value rows (rs bytes
    apart, vb[r] at the pass's first value), key by key in order. */
@@ -18890,43 +18938,52 @@ mlstack__pv_kv_tile_avx2(float *a, int Dh, const float *p, const unsigned char *
     MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (i = 0; i < NV; i++)
         _mm256_storeu_ps(a + (size_t)h * Dh + 8 * i, acc[h][i]);
 }
-MLSTACK__FN MLSTACK__T_AVX2 void mlstack__attn_pv_kv_avx2(float *acc, int G, int Dh, const float *p, mlstack_dtype dt,
-                                                          const void *const *v, const int *len, int nr,
-                                                          mlstack__fetch *f) {
+/* The cache's dtype DT (one function each, as the scores). */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__pv_kv_dt_avx2(float *acc, int G, int Dh, const float *p,
+                                                                          const void *const *v, const int *len, int nr,
+                                                                          mlstack__fetch *f, const int DT) {
     const unsigned char *vb[MLSTACK__ATT_CHUNK + 1];
-    size_t es = dt == MLSTACK_DTYPE_F32 ? 4 : 2;
-    int g, gh, d, m, r, dti = dt == MLSTACK_DTYPE_F16 ? 1 : dt == MLSTACK_DTYPE_BF16 ? 2 : 0;
+    const size_t es = DT == MLSTACK_DTYPE_F32 ? 4 : 2;
+    int g, gh, d, m, r;
     for (g = 0; g < G; g += gh) { /* three heads (or two) 32 values a pass, a head alone 64 */
         gh = mlstack__heads_pass_avx2(G - g);
         for (d = 0; d < Dh; d += m) {
             float *a = acc + (size_t)g * Dh + d;
             const float *pg = p + g * 32;
             m = Dh - d < (gh == 1 ? 64 : 32) ? Dh - d : gh == 1 ? 64 : 32;
+            if (m >= 8) m = 8 * mlstack__att_nv_avx2(m / 8);
             for (r = 0; r < nr; r++) vb[r] = (const unsigned char *)v[r] + (size_t)d * es;
-#define MLSTACK__PKV_AVX2(DI_, DT_, GH_, NV_)                                               \
-    case (DI_) * 64 + (GH_) * 16 + (NV_):                                                   \
-        mlstack__pv_kv_tile_avx2(a, Dh, pg, vb, len, nr, (size_t)Dh *es, f, GH_, NV_, DT_); \
-        break;
-            /* clang-format off */
-#define MLSTACK__PKV_AVX2_DT(DI_, DT_) \
-    MLSTACK__PKV_AVX2(DI_, DT_, 3, 1) MLSTACK__PKV_AVX2(DI_, DT_, 3, 2) MLSTACK__PKV_AVX2(DI_, DT_, 3, 3) \
-    MLSTACK__PKV_AVX2(DI_, DT_, 3, 4) MLSTACK__PKV_AVX2(DI_, DT_, 2, 1) MLSTACK__PKV_AVX2(DI_, DT_, 2, 2) \
-    MLSTACK__PKV_AVX2(DI_, DT_, 2, 3) MLSTACK__PKV_AVX2(DI_, DT_, 2, 4) MLSTACK__PKV_AVX2(DI_, DT_, 1, 1) \
-    MLSTACK__PKV_AVX2(DI_, DT_, 1, 2) MLSTACK__PKV_AVX2(DI_, DT_, 1, 3) MLSTACK__PKV_AVX2(DI_, DT_, 1, 4) \
-    MLSTACK__PKV_AVX2(DI_, DT_, 1, 5) MLSTACK__PKV_AVX2(DI_, DT_, 1, 6) MLSTACK__PKV_AVX2(DI_, DT_, 1, 7) \
-    MLSTACK__PKV_AVX2(DI_, DT_, 1, 8)
-            /* clang-format on */
-            switch (dti * 64 + gh * 16 + m / 8) {
+#define MLSTACK__PKV_AVX2(GH_, NV_) \
+    case (GH_) * 16 + (NV_): mlstack__pv_kv_tile_avx2(a, Dh, pg, vb, len, nr, (size_t)Dh *es, f, GH_, NV_, DT); break;
+            switch (gh * 16 + m / 8) {
                 /* clang-format off */
-                MLSTACK__PKV_AVX2_DT(0, MLSTACK_DTYPE_F32) MLSTACK__PKV_AVX2_DT(1, MLSTACK_DTYPE_F16)
-                MLSTACK__PKV_AVX2_DT(2, MLSTACK_DTYPE_BF16)
+                MLSTACK__PKV_AVX2(3, 1) MLSTACK__PKV_AVX2(3, 2) MLSTACK__PKV_AVX2(3, 4)
+                MLSTACK__PKV_AVX2(2, 1) MLSTACK__PKV_AVX2(2, 2) MLSTACK__PKV_AVX2(2, 4)
+                MLSTACK__PKV_AVX2(1, 1) MLSTACK__PKV_AVX2(1, 2) MLSTACK__PKV_AVX2(1, 4) MLSTACK__PKV_AVX2(1, 8)
             default: break;
                 /* clang-format on */
             }
-#undef MLSTACK__PKV_AVX2_DT
 #undef MLSTACK__PKV_AVX2
         }
     }
+}
+#define MLSTACK__PKV_DT_AVX2(DT_, NAME_)                                                                              \
+    static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__pv_kv_##NAME_##_avx2(                                      \
+        float *acc, int G, int Dh, const float *p, const void *const *v, const int *len, int nr, mlstack__fetch *f) { \
+        mlstack__pv_kv_dt_avx2(acc, G, Dh, p, v, len, nr, f, DT_);                                                    \
+    }
+MLSTACK__PKV_DT_AVX2(MLSTACK_DTYPE_F32, f32)
+MLSTACK__PKV_DT_AVX2(MLSTACK_DTYPE_F16, f16)
+MLSTACK__PKV_DT_AVX2(MLSTACK_DTYPE_BF16, bf16)
+#undef MLSTACK__PKV_DT_AVX2
+MLSTACK__FN MLSTACK__T_AVX2 void mlstack__attn_pv_kv_avx2(float *acc, int G, int Dh, const float *p, mlstack_dtype dt,
+                                                          const void *const *v, const int *len, int nr,
+                                                          mlstack__fetch *f) {
+    if (dt == MLSTACK_DTYPE_F16) mlstack__pv_kv_f16_avx2(acc, G, Dh, p, v, len, nr, f);
+    else if (dt == MLSTACK_DTYPE_BF16)
+        mlstack__pv_kv_bf16_avx2(acc, G, Dh, p, v, len, nr, f);
+    else
+        mlstack__pv_kv_f32_avx2(acc, G, Dh, p, v, len, nr, f);
 }
 /* Rotary rotation 8 pairs at a time (fmsub(a, c, b s) is fma(a, c, -(b s)) exactly); a Dh/2
    that is not a multiple of 8 finishes in C. */

@@ -588,7 +588,8 @@ static void check_attn_from_cache(const mlstack__kernels *k) {
        that is a multiple of 8, short last runs, and 1-8 heads */
     if (k->attn_scores_kv && k->attn_pv_kv) {
         static const mlstack_dtype dts[] = {MLSTACK_DTYPE_F32, MLSTACK_DTYPE_F16, MLSTACK_DTYPE_BF16};
-        static const int Gs[] = {1, 2, 3, 4, 5, 8}, Dhs[] = {16, 64, 128}, ns[] = {1, 8, 17, 32}, Ps[] = {8, 16, 64};
+        static const int Gs[] = {1, 2, 3, 4, 5, 8}, Dhs[] = {16, 56, 64, 128}, ns[] = {1, 8, 17, 32},
+                         Ps[] = {8, 16, 64}; /* Dh 56: tiles of 4 + 2 + 1 vectors */
         int do_s = TK_COMPARE(k, attn_scores_kv), do_p = TK_COMPARE(k, attn_pv_kv);
         enum { NPG = 8, MAXP = 64, MAXD = 128 };
         size_t pool_elems = (size_t)NPG * 2 * MAXP * MAXD;
@@ -603,7 +604,7 @@ static void check_attn_from_cache(const mlstack__kernels *k) {
             size_t es = dts[di] == MLSTACK_DTYPE_F32 ? 4 : 2;
             kv_pool_fill(pool, pool_elems, dts[di]);
             for (gi = 0; gi < 6; gi++)
-                for (dd = 0; dd < 3; dd++)
+                for (dd = 0; dd < 4; dd++)
                     for (nn = 0; nn < 4; nn++)
                         for (pi = 0; pi < 3; pi++)
                             for (t0 = 0; t0 < 16; t0 += 8) {
@@ -641,14 +642,14 @@ static void check_attn_chunk(const mlstack__kernels *k) {
     /* attention chunk ops: scores, softmax and pv, for head dims with tails and short chunks; one
        check per shape (the first differing element is reported) */
     {
-        static const int Gs[] = {1, 2, 3, 4, 5, 8}, Dhs[] = {16, 64, 80, 7, 128}, ns[] = {1, 16, 17, 32};
+        static const int Gs[] = {1, 2, 3, 4, 5, 8}, Dhs[] = {16, 64, 80, 7, 128, 56}, ns[] = {1, 16, 17, 32};
         static float q[8 * 128], kt[128 * 32], v[32 * 128], s0[8 * 32], s1[8 * 32], a0[8 * 128], a1[8 * 128];
         int gi, di, nn, j, ref = TK_IS_REF(k), do_sc = TK_COMPARE(k, attn_scores), do_sm = TK_COMPARE(k, softmax),
                            do_pv = TK_COMPARE(k, attn_pv), alone = tk_first((tk_fn)k->attn_scores, TK_ALONE);
         for (i = 0; i < 128 * 32; i++) kt[i] = frand(), v[i] = frand();
         for (i = 0; i < 8 * 128; i++) q[i] = frand(), a0[i] = a1[i] = frand();
         for (gi = 0; gi < 6 && (ref || do_sc || do_sm || do_pv || alone); gi++)
-            for (di = 0; di < 5; di++)
+            for (di = 0; di < 6; di++)
                 for (nn = 0; nn < 4; nn++) {
                     int G = Gs[gi], Dh = Dhs[di], n = ns[nn], g, mi, bad = -1;
                     float e0m[8], e0d[8], e0c[8];
