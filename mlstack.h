@@ -17090,6 +17090,63 @@ static int mlstack__kqp_hoff(int wtype, int h) {
 /* Group `grp` of w's KQ panels (native GGML formats, layout above) into dst, the start of the
    whole packed copy: each super-block of each row decoded by the reference decoder, and its
    integers and f16 fields placed in the row's lane. */
+/* One TQ1_0 block's trits (layout in >>ggmlquant) as TQ2_0's 64 bytes of 2-bit fields t + 1:
+   element 128 h + 32 l + m in bits 2 l of byte 32 h + m. Digit n of byte c is the integer part
+   of 3 (c 3^n mod 256) / 256 (mlstack__tq1_trit + 1). */
+static void mlstack__tq1_fields(const unsigned char *b, unsigned char *f) {
+    static const unsigned char pow3[5] = {1, 3, 9, 27, 81};
+    int n, m, e;
+    memset(f, 0, 64);
+    for (n = 0; n < 5; n++)
+        for (m = 0; m < 48; m++) { /* byte m < 32: element 32 n + m; byte 32 + m': 160 + 16 n + m' */
+            e = m < 32 ? 32 * n + m : 160 + 16 * n + (m - 32);
+            f[32 * (e >> 7) + (e & 31)] |=
+                (unsigned char)(((((b[m] * pow3[n]) & 255) * 3) >> 8) << (2 * ((e >> 5) & 3)));
+        }
+    for (n = 0; n < 4; n++)
+        for (m = 0; m < 4; m++) {
+            e = 240 + 4 * n + m;
+            f[32 * (e >> 7) + (e & 31)] |=
+                (unsigned char)(((((b[48 + m] * pow3[n]) & 255) * 3) >> 8) << (2 * ((e >> 5) & 3)));
+        }
+}
+/* Group `grp` of a ternary weight's KQ panels (layout in >>kernels) into dst: a TQ2_0 group's
+   32 fields of 4-input run 4c + u lie at bytes 32 (j / 4) + 16c + 4u .. + 3, bits 2 (j % 4),
+   so each output word of a crumb run is 4 shifted and masked words of the block (TQ1_0 blocks
+   are first turned into those fields). The same bytes as mlstack__kqp_pack_group's layout. */
+static void mlstack__tqp_pack_group(const mlstack__weight *w, int grp, unsigned char *dst) {
+    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), sbp = mlstack__kqp_sb_bytes(w->wtype);
+    int tq1 = w->wtype == MLSTACK__W_TQ1_0, bsz = tq1 ? 54 : 66, hoff = tq1 ? 52 : 64;
+    int np = mlstack__p16_panels(w->n_out), p0 = grp * MLSTACK__P16_GROUP, r, l, s, j, c, u, nsb = w->n_in / 256;
+    int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP;
+    unsigned char *d = dst + (size_t)p0 * pb, f[64];
+    uint32_t wd[16];
+    memset(d, 0, (size_t)gp * pb);
+    for (r = 0; r < gp; r++)
+        for (l = 0; l < MLSTACK__P16 && 16 * (p0 + r) + l < w->n_out; l++) {
+            const unsigned char *row = (const unsigned char *)w->data + (size_t)(16 * (p0 + r) + l) * w->row_bytes;
+            for (s = 0; s < nsb; s++) {
+                const unsigned char *b = row + (size_t)s * (size_t)bsz, *q2 = b;
+                unsigned char *sb = d + (size_t)s * gp * sbp;
+                if (tq1) mlstack__tq1_fields(b, f), q2 = f;
+                memcpy(sb + (size_t)r * 32 + 2 * l, b + hoff, 2);
+                for (j = 0; j < 16; j++)
+                    wd[j] = (uint32_t)q2[4 * j] | (uint32_t)q2[4 * j + 1] << 8 | (uint32_t)q2[4 * j + 2] << 16 |
+                            (uint32_t)q2[4 * j + 3] << 24;
+                for (j = 0; j < 8; j++)
+                    for (c = 0; c < 2; c++) {
+                        unsigned char *o =
+                            sb + (size_t)gp * 32 + (size_t)j * gp * 128 + ((size_t)c * gp + r) * 64 + 4 * l;
+                        uint32_t v = 0;
+                        for (u = 0; u < 4; u++)
+                            v |= ((wd[8 * (j >> 2) + 4 * c + u] >> (2 * (j & 3))) & 0x03030303u) << (2 * u);
+                        o[0] = (unsigned char)v, o[1] = (unsigned char)(v >> 8), o[2] = (unsigned char)(v >> 16),
+                        o[3] = (unsigned char)(v >> 24);
+                    }
+            }
+        }
+}
+
 MLSTACK__FN void mlstack__kqp_pack_group(const mlstack__weight *w, int grp, unsigned char *dst) {
     mlstack__kqp_fmt f = mlstack__kqp_fmt_of(w->wtype);
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), sbp = mlstack__kqp_sb_bytes(w->wtype);
@@ -17101,6 +17158,10 @@ MLSTACK__FN void mlstack__kqp_pack_group(const mlstack__weight *w, int grp, unsi
     int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP, nsb = w->n_in / (32 * f.ng);
     size_t gsz = (size_t)gp * ((size_t)(qr + f.hb) * 64 + (size_t)f.nsc * 16);
     unsigned char *d = dst + (size_t)p0 * pb;
+    if (f.cr) {
+        mlstack__tqp_pack_group(w, grp, dst);
+        return;
+    }
     memset(d, 0, (size_t)gp * pb);
     for (r = 0; r < gp; r++)
         for (l = 0; l < MLSTACK__P16 && 16 * (p0 + r) + l < w->n_out; l++) {
@@ -17119,11 +17180,7 @@ MLSTACK__FN void mlstack__kqp_pack_group(const mlstack__weight *w, int grp, unsi
                     int v[4];
                     /* the group's bytes in run order (run g holds bytes 4g..4g+3), then this
                        output's 4 bytes of each run */
-                    if (f.cr) /* crumb run c: bits 2u of byte 4c + t = q[4 (4c + u) + t] + 1 */
-                        for (t = 0; t < 8; t++)
-                            for (g = 0, pk[t] = 0; g < 4; g++)
-                                pk[t] |= (unsigned char)(((gr[j].q[4 * (4 * (t / 4) + g) + t % 4] + 1) & 3) << 2 * g);
-                    else if (f.nib)
+                    if (f.nib)
                         for (t = 0; t < 16; t++)
                             pk[t] =
                                 (unsigned char)(((gr[j].q[t] + f.qoff) & 15) | ((gr[j].q[16 + t] + f.qoff) & 15) << 4);
