@@ -17092,23 +17092,32 @@ static int mlstack__kqp_hoff(int wtype, int h) {
    integers and f16 fields placed in the row's lane. */
 /* One TQ1_0 block's trits (layout in >>ggmlquant) as TQ2_0's 64 bytes of 2-bit fields t + 1:
    element 128 h + 32 l + m in bits 2 l of byte 32 h + m. Digit n of byte c is the integer part
-   of 3 (c 3^n mod 256) / 256 (mlstack__tq1_trit + 1). */
+   of 3 (c 3^n mod 256) / 256 (mlstack__tq1_trit + 1), taken for 4 bytes at once in the 16-bit
+   lanes of a 64-bit word (c 3^n <= 20655, its low byte times 3 <= 765: no lane overflows), the
+   same integers on every CPU. Bytes 0..31 hold elements 32 n + m (fields n < 4 of bytes m,
+   field 0 of 32 + m), bytes 32..47 elements 160 + 16 n + m' (field 1 + n / 2 of byte 32 + 16 (n
+   mod 2) + m'), bytes 48..51 elements 240 + 4 n + j (field 3 of byte 48 + 4 n + j). */
 static void mlstack__tq1_fields(const unsigned char *b, unsigned char *f) {
     static const unsigned char pow3[5] = {1, 3, 9, 27, 81};
-    int n, m, e;
-    memset(f, 0, 64);
-    for (n = 0; n < 5; n++)
-        for (m = 0; m < 48; m++) { /* byte m < 32: element 32 n + m; byte 32 + m': 160 + 16 n + m' */
-            e = m < 32 ? 32 * n + m : 160 + 16 * n + (m - 32);
-            f[32 * (e >> 7) + (e & 31)] |=
-                (unsigned char)(((((b[m] * pow3[n]) & 255) * 3) >> 8) << (2 * ((e >> 5) & 3)));
+    uint32_t o[16] = {0};
+    int n, m, k;
+    for (m = 0; m < 52; m += 4) {
+        uint64_t x = (uint64_t)b[m] | (uint64_t)b[m + 1] << 16 | (uint64_t)b[m + 2] << 32 | (uint64_t)b[m + 3] << 48;
+        for (n = 0; n < (m < 48 ? 5 : 4); n++) {
+            uint64_t t = ((((x * pow3[n]) & 0x00FF00FF00FF00FFull) * 3) >> 8) & 0x0003000300030003ull;
+            uint32_t d;
+            t |= t >> 8;
+            d = ((uint32_t)t & 0xFFFFu) | ((uint32_t)(t >> 16) & 0xFFFF0000u); /* digit k in byte k */
+            if (m < 32) o[n < 4 ? m / 4 : 8 + m / 4] |= d << (n < 4 ? 2 * n : 0);
+            else if (m < 48)
+                o[8 + 4 * (n & 1) + (m - 32) / 4] |= d << (2 * (1 + (n >> 1)));
+            else
+                o[12 + n] |= d << 6;
         }
-    for (n = 0; n < 4; n++)
-        for (m = 0; m < 4; m++) {
-            e = 240 + 4 * n + m;
-            f[32 * (e >> 7) + (e & 31)] |=
-                (unsigned char)(((((b[48 + m] * pow3[n]) & 255) * 3) >> 8) << (2 * ((e >> 5) & 3)));
-        }
+    }
+    for (k = 0; k < 16; k++)
+        f[4 * k] = (unsigned char)o[k], f[4 * k + 1] = (unsigned char)(o[k] >> 8),
+              f[4 * k + 2] = (unsigned char)(o[k] >> 16), f[4 * k + 3] = (unsigned char)(o[k] >> 24);
 }
 /* Group `grp` of a ternary weight's KQ panels (layout in >>kernels) into dst: a TQ2_0 group's
    32 fields of 4-input run 4c + u lie at bytes 32 (j / 4) + 16c + 4u .. + 3, bits 2 (j % 4),
