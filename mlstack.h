@@ -15866,7 +15866,7 @@ typedef enum mlstack__wtype {
     MLSTACK__W_IQ2_S = 16 + 22,
     MLSTACK__W_IQ4_XS = 16 + 23,
     MLSTACK__W_IQ1_M = 16 + 29,
-    /* the ternary formats (BitNet b1.58): row kernels only, as the i-quants */
+    /* the ternary formats (BitNet b1.58): KQ panels (both in one layout, below) on the vector paths */
     MLSTACK__W_TQ1_0 = 16 + 34,
     MLSTACK__W_TQ2_0 = 16 + 35,
     MLSTACK__W_MXFP4 = 16 + 39 /* row kernels only (no KQ panels): the rows stay mapped as stored */
@@ -16031,7 +16031,7 @@ typedef struct mlstack__weight {
    but per pair of inputs kp, gp x 16 x 2 values, value (kp, r, l, t) = W[64 * group + 16r + l]
    [2kp + t], an odd n_in padded with a zero input; the kernel table asks for them with
    MLSTACK__PACK_BF16_PAIRS in `packs`. */
-/* KQ panels: the native GGML formats (Q5_0, Q5_1, Q2_K .. Q6_K) as P16 panels, made once from
+/* KQ panels: the native GGML formats (Q5_0, Q5_1, Q2_K .. Q6_K, TQ1_0, TQ2_0) as P16 panels, made once from
    the rows, so that kernels multiply one broadcast activation by 16 outputs (each lane its own
    output's accumulator) instead of decoding every row on every call. They hold exactly the
    integers and f16 fields of mlstack__kq_decode's groups, and a kernel forms dw, ow from them by
