@@ -15866,7 +15866,7 @@ typedef enum mlstack__wtype {
     MLSTACK__W_IQ2_S = 16 + 22,
     MLSTACK__W_IQ4_XS = 16 + 23,
     MLSTACK__W_IQ1_M = 16 + 29,
-    /* the ternary formats (BitNet b1.58): row kernels only, as the i-quants */
+    /* the ternary formats (BitNet b1.58): KQ panels (both in one layout, below) on the vector paths */
     MLSTACK__W_TQ1_0 = 16 + 34,
     MLSTACK__W_TQ2_0 = 16 + 35,
     MLSTACK__W_MXFP4 = 16 + 39 /* row kernels only (no KQ panels): the rows stay mapped as stored */
@@ -15879,8 +15879,13 @@ typedef enum mlstack__wtype {
 #define MLSTACK__W_IS_GGML(wt)                                                                                     \
     ((wt) == MLSTACK__W_Q5_0 || (wt) == MLSTACK__W_Q5_1 || ((wt) >= MLSTACK__W_Q2_K && (wt) <= MLSTACK__W_Q6_K) || \
      (wt) == MLSTACK__W_MXFP4 || MLSTACK__W_IS_IQ(wt))
-/* Whether a kernel table's `packs` bits (below) name wtype (types past bit 31 have no panels). */
-#define MLSTACK__PACKS_HAS(packs, wt) ((wt) < 32 && ((packs) >> (wt) & 1u))
+/* Whether wtype is a ternary format (TQ1_0, TQ2_0: one KQ panel layout for both, below). */
+#define MLSTACK__W_IS_TQ(wt) ((wt) == MLSTACK__W_TQ1_0 || (wt) == MLSTACK__W_TQ2_0)
+/* Whether a kernel table's `packs` bits (below) name wtype: bit wtype for types below 31, bit
+   31 (MLSTACK__PACK_TQ) for the ternary types; other types past bit 31 have no panels. */
+#define MLSTACK__PACK_TQ (1u << 31)
+#define MLSTACK__PACKS_HAS(packs, wt) \
+    ((wt) < 31 ? ((packs) >> (wt) & 1u) : MLSTACK__W_IS_TQ(wt) ? ((packs) >> 31 & 1u) : 0u)
 /* Whether weights of wtype meet Q8 activation blocks (every block format). */
 #define MLSTACK__W_IS_BLOCK(wt) \
     ((wt) == MLSTACK__W_Q8_0 || (wt) == MLSTACK__W_Q4_1 || (MLSTACK__W_IS_GGML(wt) && (wt) != MLSTACK__W_MXFP4))
@@ -16026,7 +16031,7 @@ typedef struct mlstack__weight {
    but per pair of inputs kp, gp x 16 x 2 values, value (kp, r, l, t) = W[64 * group + 16r + l]
    [2kp + t], an odd n_in padded with a zero input; the kernel table asks for them with
    MLSTACK__PACK_BF16_PAIRS in `packs`. */
-/* KQ panels: the native GGML formats (Q5_0, Q5_1, Q2_K .. Q6_K) as P16 panels, made once from
+/* KQ panels: the native GGML formats (Q5_0, Q5_1, Q2_K .. Q6_K, TQ1_0, TQ2_0) as P16 panels, made once from
    the rows, so that kernels multiply one broadcast activation by 16 outputs (each lane its own
    output's accumulator) instead of decoding every row on every call. They hold exactly the
    integers and f16 fields of mlstack__kq_decode's groups, and a kernel forms dw, ow from them by
@@ -16046,46 +16051,58 @@ typedef struct mlstack__weight {
          six runs lie in the order the kernels read them (MLSTACK__KQP_SLOT: nibble 0, high 0,
          nibble 1, 2, high 1, nibble 3), so that the stream only moves forward.
        nsc x gp x 16 int8 scales (Q4_K, Q5_K: sc, mn; Q3_K, Q6_K: sa, sb; Q2_K: sa, sb, ma, mb)
+   The ternary formats (TQ1_0 and TQ2_0, the same panels: trits are trits) keep 2-bit fields:
+     header d (gp x 16 f16); per group j: 2 x gp crumb runs of 64 bytes, bits 2u of byte 4l + t
+     of run (c, r) = q[4 (4c + u) + t] + 1 (the trit plus one, 0..2; a TQ2_0 field as stored);
+     no scales. A kernel starts each group's int32 dot at -sum(x.q) (qoff 1), so isum = the
+     trits' dot, and takes the rule's one step acc = fma(isum, d * x.d, acc) (dw = d).
    Bytes per weight (one panel, 16 outputs x 256 inputs): Q4_K 0.578 (GGUF 0.5625), Q5_K 1.078
    (0.6875), Q6_K 0.820 (0.8203; 1.070 with byte runs, before), Q3_K 0.570 (0.4297), Q2_K 0.641
-   (0.3281), Q5_1 1.125 (0.75), Q5_0 1.0625 (0.6875). */
+   (0.3281), Q5_1 1.125 (0.75), Q5_0 1.0625 (0.6875), TQ1_0 / TQ2_0 0.2578 (0.2109 / 0.2578). */
 typedef struct mlstack__kqp_fmt {
-    int ng, nib, split, qoff, nh, nsc, hb; /* groups per super-block; nibbles; sa != sb; q offset; f16 headers;
-                                              scales; 2-bit high runs */
+    int ng, nib, split, qoff, nh, nsc, hb, cr; /* groups per super-block; nibbles; sa != sb; q offset; f16
+                                                  headers; scales; 2-bit high runs; 2-bit crumb runs */
 } mlstack__kqp_fmt;
 /* The same facts as constants of a format WT, for the kernels' tiles (WT a compile-time constant
-   there, so every test on them folds away): NG, NIB, SPLIT, QOFF, NH, NSC as above, QR the q
-   runs of a group (4 nibble, 8 byte), HB the 2-bit high runs after them (Q6_K 2, else 0), KOW
-   whether ow = -(dmin * mn) (Q4_K, Q5_K). */
-#define MLSTACK__KQP_CONSTS(WT)                                                                           \
-    const int NG = (WT) == MLSTACK__W_Q5_0 || (WT) == MLSTACK__W_Q5_1 ? 1 : 8,                            \
-              NIB = (WT) == MLSTACK__W_Q4_K || (WT) == MLSTACK__W_Q3_K || (WT) == MLSTACK__W_Q2_K ||      \
-                    (WT) == MLSTACK__W_Q6_K,                                                              \
-              SPLIT = (WT) == MLSTACK__W_Q6_K || (WT) == MLSTACK__W_Q3_K || (WT) == MLSTACK__W_Q2_K,      \
-              QOFF = (WT) == MLSTACK__W_Q6_K   ? 32                                                       \
-                     : (WT) == MLSTACK__W_Q3_K ? 4                                                        \
-                     : (WT) == MLSTACK__W_Q5_0 ? 16                                                       \
-                                               : 0,                                                       \
-              NH = (WT) == MLSTACK__W_Q5_0 || (WT) == MLSTACK__W_Q6_K || (WT) == MLSTACK__W_Q3_K ? 1 : 2, \
-              NSC = (WT) == MLSTACK__W_Q2_K ? 4                                                           \
-                    : NG == 8               ? 2                                                           \
-                                            : 0,                                                                        \
-              QR = NIB ? 4 : 8, HB = (WT) == MLSTACK__W_Q6_K ? 2 : 0,                                     \
-              KOW = (WT) == MLSTACK__W_Q4_K || (WT) == MLSTACK__W_Q5_K
+   there, so every test on them folds away): NG, NIB, SPLIT, QOFF, NH, NSC as above, CR the
+   ternary crumbs, QR the q runs of a group (2 crumb, 4 nibble, 8 byte), HB the 2-bit high runs
+   after them (Q6_K 2, else 0), KOW whether ow = -(dmin * mn) (Q4_K, Q5_K). */
+#define MLSTACK__KQP_CONSTS(WT)                                                                      \
+    const int NG = (WT) == MLSTACK__W_Q5_0 || (WT) == MLSTACK__W_Q5_1 ? 1 : 8,                       \
+              NIB = (WT) == MLSTACK__W_Q4_K || (WT) == MLSTACK__W_Q3_K || (WT) == MLSTACK__W_Q2_K || \
+                    (WT) == MLSTACK__W_Q6_K,                                                         \
+              SPLIT = (WT) == MLSTACK__W_Q6_K || (WT) == MLSTACK__W_Q3_K || (WT) == MLSTACK__W_Q2_K, \
+              QOFF = (WT) == MLSTACK__W_Q6_K   ? 32                                                  \
+                     : (WT) == MLSTACK__W_Q3_K ? 4                                                   \
+                     : (WT) == MLSTACK__W_Q5_0 ? 16                                                  \
+                     : MLSTACK__W_IS_TQ(WT)    ? 1                                                   \
+                                               : 0,                                                     \
+              NH = (WT) == MLSTACK__W_Q5_0 || (WT) == MLSTACK__W_Q6_K || (WT) == MLSTACK__W_Q3_K ||  \
+                           MLSTACK__W_IS_TQ(WT)                                                      \
+                       ? 1                                                                           \
+                       : 2,                                                                          \
+              CR = MLSTACK__W_IS_TQ(WT),                                                             \
+              NSC = (WT) == MLSTACK__W_Q2_K ? 4                                                      \
+                    : NG == 8 && !CR        ? 2                                                      \
+                                            : 0,                                                            \
+              QR = CR    ? 2                                                                         \
+                   : NIB ? 4                                                                         \
+                         : 8,                                                                        \
+              HB = (WT) == MLSTACK__W_Q6_K ? 2 : 0, KOW = (WT) == MLSTACK__W_Q4_K || (WT) == MLSTACK__W_Q5_K
 /* Where run g of a group lies (in runs from the group's start): g < 4 a nibble run, 4 + h high
    run h, with HB high runs; else (no high runs) g itself. */
 #define MLSTACK__KQP_SLOT(HB, g) ((HB) ? ((g) < 4 ? (g) + ((g) + 1) / 2 : 3 * ((g) - 4) + 1) : (g))
 MLSTACK__FN mlstack__kqp_fmt mlstack__kqp_fmt_of(int wtype) {
     MLSTACK__KQP_CONSTS(wtype);
     mlstack__kqp_fmt f;
-    f.ng = NG, f.nib = NIB, f.split = SPLIT, f.qoff = QOFF, f.nh = NH, f.nsc = NSC, f.hb = HB;
+    f.ng = NG, f.nib = NIB, f.split = SPLIT, f.qoff = QOFF, f.nh = NH, f.nsc = NSC, f.hb = HB, f.cr = CR;
     (void)QR, (void)KOW;
     return f;
 }
 /* Bytes of one super-block of one panel. */
 MLSTACK__FN size_t mlstack__kqp_sb_bytes(int wtype) {
     mlstack__kqp_fmt f = mlstack__kqp_fmt_of(wtype);
-    return (size_t)f.nh * 32 + (size_t)f.ng * ((size_t)((f.nib ? 4 : 8) + f.hb) * 64 + (size_t)f.nsc * 16);
+    return (size_t)f.nh * 32 + (size_t)f.ng * ((size_t)((f.cr ? 2 : f.nib ? 4 : 8) + f.hb) * 64 + (size_t)f.nsc * 16);
 }
 #define MLSTACK__P16 16
 #define MLSTACK__PACK_BF16_PAIRS (1u << 16)
@@ -16228,7 +16245,7 @@ typedef struct mlstack__kernels {
 /* The native GGML formats' KQ panels (every vector table: AVX2, AVX-512, AMX, NEON). */
 #define MLSTACK__PACKS_GGML                                                                                  \
     ((1u << MLSTACK__W_Q5_0) | (1u << MLSTACK__W_Q5_1) | (1u << MLSTACK__W_Q2_K) | (1u << MLSTACK__W_Q3_K) | \
-     (1u << MLSTACK__W_Q4_K) | (1u << MLSTACK__W_Q5_K) | (1u << MLSTACK__W_Q6_K))
+     (1u << MLSTACK__W_Q4_K) | (1u << MLSTACK__W_Q5_K) | (1u << MLSTACK__W_Q6_K) | MLSTACK__PACK_TQ)
 
 /* MLSTACK__FMAF(a, b, c): a * b + c rounded once, as C99's fmaf must be. One instruction where
    the target has FMA; glibc's and Apple's fmaf where it does not; elsewhere our own (MinGW's
@@ -17064,6 +17081,8 @@ static int mlstack__kqp_hoff(int wtype, int h) {
     case MLSTACK__W_Q6_K: return 208;
     case MLSTACK__W_Q3_K: return 108;
     case MLSTACK__W_Q2_K: return 80 + 2 * h;
+    case MLSTACK__W_TQ1_0: return 52;
+    case MLSTACK__W_TQ2_0: return 64;
     default: return 2 * h; /* Q5_0, Q5_1, Q4_K, Q5_K */
     }
 }
@@ -17071,14 +17090,87 @@ static int mlstack__kqp_hoff(int wtype, int h) {
 /* Group `grp` of w's KQ panels (native GGML formats, layout above) into dst, the start of the
    whole packed copy: each super-block of each row decoded by the reference decoder, and its
    integers and f16 fields placed in the row's lane. */
+/* One TQ1_0 block's trits (layout in >>ggmlquant) as TQ2_0's 64 bytes of 2-bit fields t + 1:
+   element 128 h + 32 l + m in bits 2 l of byte 32 h + m. Digit n of byte c is the integer part
+   of 3 (c 3^n mod 256) / 256 (mlstack__tq1_trit + 1), taken for 4 bytes at once in the 16-bit
+   lanes of a 64-bit word (c 3^n <= 20655, its low byte times 3 <= 765: no lane overflows), the
+   same integers on every CPU. Bytes 0..31 hold elements 32 n + m (fields n < 4 of bytes m,
+   field 0 of 32 + m), bytes 32..47 elements 160 + 16 n + m' (field 1 + n / 2 of byte 32 + 16 (n
+   mod 2) + m'), bytes 48..51 elements 240 + 4 n + j (field 3 of byte 48 + 4 n + j). */
+static void mlstack__tq1_fields(const unsigned char *b, unsigned char *f) {
+    static const unsigned char pow3[5] = {1, 3, 9, 27, 81};
+    uint32_t o[16] = {0};
+    int n, m, k;
+    for (m = 0; m < 52; m += 4) {
+        uint64_t x = (uint64_t)b[m] | (uint64_t)b[m + 1] << 16 | (uint64_t)b[m + 2] << 32 | (uint64_t)b[m + 3] << 48;
+        for (n = 0; n < (m < 48 ? 5 : 4); n++) {
+            uint64_t t = ((((x * pow3[n]) & 0x00FF00FF00FF00FFull) * 3) >> 8) & 0x0003000300030003ull;
+            uint32_t d;
+            t |= t >> 8;
+            d = ((uint32_t)t & 0xFFFFu) | ((uint32_t)(t >> 16) & 0xFFFF0000u); /* digit k in byte k */
+            if (m < 32) o[n < 4 ? m / 4 : 8 + m / 4] |= d << (n < 4 ? 2 * n : 0);
+            else if (m < 48)
+                o[8 + 4 * (n & 1) + (m - 32) / 4] |= d << (2 * (1 + (n >> 1)));
+            else
+                o[12 + n] |= d << 6;
+        }
+    }
+    for (k = 0; k < 16; k++)
+        f[4 * k] = (unsigned char)o[k], f[4 * k + 1] = (unsigned char)(o[k] >> 8),
+              f[4 * k + 2] = (unsigned char)(o[k] >> 16), f[4 * k + 3] = (unsigned char)(o[k] >> 24);
+}
+/* Group `grp` of a ternary weight's KQ panels (layout in >>kernels) into dst: a TQ2_0 group's
+   32 fields of 4-input run 4c + u lie at bytes 32 (j / 4) + 16c + 4u .. + 3, bits 2 (j % 4),
+   so each output word of a crumb run is 4 shifted and masked words of the block (TQ1_0 blocks
+   are first turned into those fields). The same bytes as mlstack__kqp_pack_group's layout. */
+static void mlstack__tqp_pack_group(const mlstack__weight *w, int grp, unsigned char *dst) {
+    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), sbp = mlstack__kqp_sb_bytes(w->wtype);
+    int tq1 = w->wtype == MLSTACK__W_TQ1_0, bsz = tq1 ? 54 : 66, hoff = tq1 ? 52 : 64;
+    int np = mlstack__p16_panels(w->n_out), p0 = grp * MLSTACK__P16_GROUP, r, l, s, j, c, u, nsb = w->n_in / 256;
+    int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP;
+    unsigned char *d = dst + (size_t)p0 * pb, f[64];
+    uint32_t wd[16];
+    memset(d, 0, (size_t)gp * pb);
+    for (r = 0; r < gp; r++)
+        for (l = 0; l < MLSTACK__P16 && 16 * (p0 + r) + l < w->n_out; l++) {
+            const unsigned char *row = (const unsigned char *)w->data + (size_t)(16 * (p0 + r) + l) * w->row_bytes;
+            for (s = 0; s < nsb; s++) {
+                const unsigned char *b = row + (size_t)s * (size_t)bsz, *q2 = b;
+                unsigned char *sb = d + (size_t)s * gp * sbp;
+                if (tq1) mlstack__tq1_fields(b, f), q2 = f;
+                memcpy(sb + (size_t)r * 32 + 2 * l, b + hoff, 2);
+                for (j = 0; j < 16; j++)
+                    wd[j] = (uint32_t)q2[4 * j] | (uint32_t)q2[4 * j + 1] << 8 | (uint32_t)q2[4 * j + 2] << 16 |
+                            (uint32_t)q2[4 * j + 3] << 24;
+                for (j = 0; j < 8; j++)
+                    for (c = 0; c < 2; c++) {
+                        unsigned char *o =
+                            sb + (size_t)gp * 32 + (size_t)j * gp * 128 + ((size_t)c * gp + r) * 64 + 4 * l;
+                        uint32_t v = 0;
+                        for (u = 0; u < 4; u++)
+                            v |= ((wd[8 * (j >> 2) + 4 * c + u] >> (2 * (j & 3))) & 0x03030303u) << (2 * u);
+                        o[0] = (unsigned char)v, o[1] = (unsigned char)(v >> 8), o[2] = (unsigned char)(v >> 16),
+                        o[3] = (unsigned char)(v >> 24);
+                    }
+            }
+        }
+}
+
 MLSTACK__FN void mlstack__kqp_pack_group(const mlstack__weight *w, int grp, unsigned char *dst) {
     mlstack__kqp_fmt f = mlstack__kqp_fmt_of(w->wtype);
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), sbp = mlstack__kqp_sb_bytes(w->wtype);
     size_t bsz = mlstack__ggml_types[w->wtype - 16].size;
-    int np = mlstack__p16_panels(w->n_out), p0 = grp * MLSTACK__P16_GROUP, r, l, s, j, g, t, h, qr = f.nib ? 4 : 8;
+    int np = mlstack__p16_panels(w->n_out), p0 = grp * MLSTACK__P16_GROUP, r, l, s, j, g, t, h,
+        qr = f.cr    ? 2
+             : f.nib ? 4
+                     : 8;
     int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP, nsb = w->n_in / (32 * f.ng);
     size_t gsz = (size_t)gp * ((size_t)(qr + f.hb) * 64 + (size_t)f.nsc * 16);
     unsigned char *d = dst + (size_t)p0 * pb;
+    if (f.cr) {
+        mlstack__tqp_pack_group(w, grp, dst);
+        return;
+    }
     memset(d, 0, (size_t)gp * pb);
     for (r = 0; r < gp; r++)
         for (l = 0; l < MLSTACK__P16 && 16 * (p0 + r) + l < w->n_out; l++) {
@@ -18340,6 +18432,22 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
                         (const __m256i *)(const void *)(gq + MLSTACK__KQP_SLOT(HB, g) * rs + (size_t)v * 32));
                     __m256i lo = NIB ? _mm256_and_si256(raw, lo4) : raw;
                     __m256i hi = NIB ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4) : raw;
+                    if (CR) { /* ternary crumbs (<= 3): 4 vpmaddubsw summed in int16 (|sum| <= 3048) */
+                        __m256i cu[4];
+                        int u;
+                        MLSTACK__UNROLL for (u = 0; u < 4; u++) cu[u] = _mm256_and_si256(
+                            u ? _mm256_srl_epi16(raw, _mm_cvtsi32_si128(2 * u)) : raw, _mm256_set1_epi8(3));
+                        MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                            __m256i t16 = _mm256_setzero_si256();
+                            MLSTACK__UNROLL for (u = 0; u < 4; u++) {
+                                int32_t x4;
+                                memcpy(&x4, xk[(size_t)b * ldx].q + 16 * g + 4 * u, 4);
+                                t16 = _mm256_add_epi16(t16, _mm256_maddubs_epi16(cu[u], _mm256_set1_epi32(x4)));
+                            }
+                            ia[b][v] = _mm256_add_epi32(ia[b][v], _mm256_madd_epi16(t16, ones));
+                        }
+                        continue;
+                    }
                     if (HB) { /* Q6_K's 2-bit tops (layout in >>kernels), an even run's moved up to an odd one's */
                         __m256i t = _mm256_loadu_si256(
                             (const __m256i *)(const void *)(gq + MLSTACK__KQP_SLOT(HB, 4 + g / 2) * rs +
@@ -18435,13 +18543,14 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
     MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_0) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_1) \
     MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q4_K) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_K) \
     MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q2_K) MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q3_K) \
-    MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q6_K)
+    MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q6_K) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_TQ2_0)
 MLSTACK__KQP_AVX2_SHAPES(MLSTACK__KQP_AVX2_FN)
 /* clang-format on */
 static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                  int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), np = mlstack__p16_panels(w->n_out);
-    int split = mlstack__kqp_fmt_of(w->wtype).split, wt = w->wtype, p, b, v0, nvec;
+    int split = mlstack__kqp_fmt_of(w->wtype).split, p, b, v0, nvec;
+    int wt = w->wtype == MLSTACK__W_TQ1_0 ? MLSTACK__W_TQ2_0 : w->wtype; /* one ternary panel layout */
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     const unsigned char *packed = MLSTACK__PACKED(w);
     for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
@@ -18485,7 +18594,7 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, 
         mlstack__mm_mxfp4_avx2(w, x, y, B, o0, o1, scratch);
         return;
     }
-    if (MLSTACK__W_IS_IQ(w->wtype)) {
+    if (MLSTACK__W_IS_IQ(w->wtype) && !(MLSTACK__W_IS_TQ(w->wtype) && MLSTACK__PACKED(w))) {
         mlstack__mm_iq_avx2(w, xq, y, B, o0, o1, scratch);
         return;
     }
@@ -19463,12 +19572,39 @@ static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, cons
 #undef MLSTACK__P16Q_SHAPES
 #undef MLSTACK__P16Q_FN
 
+/* The ternary crumb runs of one group (layout in >>kernels) into ia: each run's 64 bytes
+   loaded once per 4-input run (reloads hit L1) and shifted into place. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_cr_vnni(const unsigned char *gq, const int GS,
+                                                                        const int J, const mlstack__q8x *xk, size_t ldx,
+                                                                        __m512i ia[3][4], const int RB, const int RO,
+                                                                        mlstack__p16_pf pf) {
+    int g, p, b;
+    MLSTACK__UNROLL for (g = 0; g < 8; g++) {
+        __m512i raw[4];
+        MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+            const unsigned char *rp = gq + (size_t)((g >> 2) * GS + J + p) * 64;
+            raw[p] = _mm512_loadu_si512((const void *)rp);
+            if (!(g & 3)) mlstack__p16_fetch(rp, pf);
+            if (g & 3) raw[p] = _mm512_srl_epi16(raw[p], _mm_cvtsi32_si128(2 * (g & 3)));
+            raw[p] = _mm512_and_si512(raw[p], _mm512_set1_epi8(3));
+        }
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+            int32_t x4;
+            __m512i xv;
+            memcpy(&x4, xk[(size_t)b * ldx].q + 4 * g, 4);
+            xv = _mm512_set1_epi32(x4);
+            MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], raw[p], xv);
+        }
+    }
+}
+
 /* KQ panels (native GGML formats, layout in >>kernels), RB activation rows x RO panels: per
    group, the q runs by vpdpbusd into int32 (one sum, or two 16-input halves where the format
    scales them apart), each started at -qoff times the activations' sum of its inputs, then
    isum = sa * dot_a + sb * dot_b by vpmulld, and the rule's float steps in each output's lane:
    acc = fma(isum, d * x.d, acc); Q5_1 acc = fma(m, x.s, acc); Q4_K / Q5_K acc = fma(-(dmin *
-   mn), x.s, acc); Q2_K acc = fma(-(ma * sum_a + mb * sum_b), dmin * x.d, acc). WT a constant. */
+   mn), x.s, acc); Q2_K acc = fma(-(ma * sum_a + mb * sum_b), dmin * x.d, acc); the ternary
+   types only the first step (mlstack__kqp_cr_vnni above). WT a constant. */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsigned char *wp, const mlstack__q8x *xq,
                                                                      size_t ldx, int nsb, float *y, size_t ldy,
                                                                      const float *bias, int nv, const int WT,
@@ -19501,7 +19637,9 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
                     if (SPLIT) ib[b][p] = _mm512_set1_epi32(-QOFF * sxb[b]);
                 }
             }
-            if (NIB) {
+            if (CR) { /* ternary crumbs: run c's bits 2u are the 4-input run 4c + u */
+                mlstack__kqp_cr_vnni(gq, GS, J, xk, ldx, ia, RB, RO, pf);
+            } else if (NIB) {
                 __m512i hb[4];
                 MLSTACK__UNROLL for (p = 0; p < RO; p++) hb[p] = _mm512_setzero_si512();
                 MLSTACK__UNROLL for (g = 0; g < 4; g++) {
@@ -19638,10 +19776,10 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
 #define MLSTACK__KQP_SHAPES(F) \
     MLSTACK__KQP_R3(F, MLSTACK__W_Q5_0) MLSTACK__KQP_R2(F, MLSTACK__W_Q5_1) MLSTACK__KQP_R2(F, MLSTACK__W_Q2_K) \
     MLSTACK__KQP_R2(F, MLSTACK__W_Q3_K) MLSTACK__KQP_R3(F, MLSTACK__W_Q4_K) MLSTACK__KQP_R2(F, MLSTACK__W_Q5_K) \
-    MLSTACK__KQP_R2(F, MLSTACK__W_Q6_K)
+    MLSTACK__KQP_R2(F, MLSTACK__W_Q6_K) MLSTACK__KQP_R3(F, MLSTACK__W_TQ2_0)
 #define MLSTACK__KQP_TYPES(F) \
     F(MLSTACK__W_Q5_0) F(MLSTACK__W_Q5_1) F(MLSTACK__W_Q2_K) F(MLSTACK__W_Q3_K) F(MLSTACK__W_Q4_K) \
-    F(MLSTACK__W_Q5_K) F(MLSTACK__W_Q6_K)
+    F(MLSTACK__W_Q5_K) F(MLSTACK__W_Q6_K) F(MLSTACK__W_TQ2_0)
 MLSTACK__KQP_SHAPES(MLSTACK__KQP_FN)
 MLSTACK__KQP_TYPES(MLSTACK__KQP_ONE_FN)
 /* clang-format on */
@@ -19649,7 +19787,9 @@ static MLSTACK__T_VNNI void mlstack__mm_kqp_vnni(const mlstack__weight *w, const
                                                  int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), np = mlstack__p16_panels(w->n_out),
         p, b, j, i;
-    int wt = w->wtype, rbm = wt == MLSTACK__W_Q5_0 || wt == MLSTACK__W_Q4_K ? 3 : 2; /* the faster on Zen 4 */
+    int wt = w->wtype == MLSTACK__W_TQ1_0 ? MLSTACK__W_TQ2_0 : w->wtype; /* one ternary panel layout */
+    int rbm =
+        wt == MLSTACK__W_Q5_0 || wt == MLSTACK__W_Q4_K || wt == MLSTACK__W_TQ2_0 ? 3 : 2; /* the faster on Zen 4 */
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     const unsigned char *packed = MLSTACK__PACKED(w);
     for (p = o0 / 16; p * 16 < o1; p += 4) {
@@ -19702,7 +19842,7 @@ static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, c
         mlstack__mm_mxfp4_avx2(w, x, y, B, o0, o1, scratch);
         return;
     }
-    if (MLSTACK__W_IS_IQ(w->wtype)) {
+    if (MLSTACK__W_IS_IQ(w->wtype) && !(MLSTACK__W_IS_TQ(w->wtype) && MLSTACK__PACKED(w))) {
         mlstack__mm_iq_avx2(w, xq, y, B, o0, o1, scratch);
         return;
     }
@@ -20745,6 +20885,15 @@ MLSTACK__P16Q_NEON(mlstack__mm_p16q_neon, , MLSTACK__DOT4_NEON)
                 ia[b] = DOT4(ia[b], hi, xv[b][1], xk[(size_t)b * ldx].q + 16 + 4 * (G), (G));            \
         }                                                                                                \
     }
+/* Ternary 4-input run G: bits 2 (G mod 4) of crumb run G / 4 (layout in >>kernels). */
+#define MLSTACK__KQP2_RUN(DOT4, G)                                                                             \
+    {                                                                                                          \
+        uint8x16_t raw = vld1q_u8(gq + (size_t)64 * gp * ((G) >> 2) + 16 * c);                                 \
+        int8x16_t wv =                                                                                         \
+            vreinterpretq_s8_u8(vandq_u8(vshlq_u8(raw, vdupq_n_s8((int8_t)(-2 * ((G) & 3)))), vdupq_n_u8(3))); \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) ia[b] =                                                       \
+            DOT4(ia[b], wv, xv[b][(G) >> 2], xk[(size_t)b * ldx].q + 4 * (G), (G) & 3);                        \
+    }
 /* 4 int8 at p widened to int32 lanes */
 static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__s8x4_neon(const unsigned char *p) {
     int32_t t;
@@ -20783,7 +20932,14 @@ static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__s8x4_neon(const unsigned char *
                         ia[b] = vdupq_n_s32(-QOFF * (SPLIT ? sxa[b] : xk[(size_t)b * ldx].sum));                      \
                         ib[b] = vdupq_n_s32(-QOFF * sxb[b]);                                                          \
                     }                                                                                                 \
-                    if (NIB) {                                                                                        \
+                    if (CR) {                                                                                         \
+                        /* clang-format off */ \
+                        MLSTACK__KQP2_RUN(DOT4, 0) MLSTACK__KQP2_RUN(DOT4, 1)                                 \
+                        MLSTACK__KQP2_RUN(DOT4, 2) MLSTACK__KQP2_RUN(DOT4, 3)                                 \
+                        MLSTACK__KQP2_RUN(DOT4, 4) MLSTACK__KQP2_RUN(DOT4, 5)                                 \
+                        MLSTACK__KQP2_RUN(DOT4, 6) MLSTACK__KQP2_RUN(DOT4, 7)                                                                      \
+                        /* clang-format on */                                                                         \
+                    } else if (NIB) {                                                                                 \
                         /* clang-format off */ \
                         MLSTACK__KQP4_RUN(DOT4, 0) MLSTACK__KQP4_RUN(DOT4, 1)                                 \
                         MLSTACK__KQP4_RUN(DOT4, 2) MLSTACK__KQP4_RUN(DOT4, 3)                                                                      \
@@ -20828,7 +20984,8 @@ static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__s8x4_neon(const unsigned char *
             mlstack__p16_st_neon(y + (size_t)b * ldy, acc[b][0], acc[b][1], acc[b][2], acc[b][3], bias, nv);          \
     }                                                                                                                 \
     static ATTR void NAME(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1) {        \
-        int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), wt = w->wtype, p, b, r;       \
+        int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), p, b, r;                      \
+        int wt = w->wtype == MLSTACK__W_TQ1_0 ? MLSTACK__W_TQ2_0 : w->wtype; /* one ternary panel layout */           \
         int np = mlstack__p16_panels(w->n_out);                                                                       \
         size_t pb = mlstack__p16_bytes(wt, w->n_in), ldy = (size_t)w->n_out;                                          \
         const unsigned char *packed = MLSTACK__PACKED(w);                                                             \
@@ -20852,6 +21009,7 @@ static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__s8x4_neon(const unsigned char *
                         MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q4_K, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q4_K, 2) \
                         MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_K, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_K, 2) \
                         MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q6_K, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q6_K, 2) \
+                        MLSTACK__KQP_CASE(NAME, MLSTACK__W_TQ2_0, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_TQ2_0, 2) \
                     default: break;                                                                      \
                         /* clang-format on */                                                                         \
                     }                                                                                                 \

@@ -849,7 +849,7 @@ static void check_quantize_weight(void) {
     }
 }
 
-/* Native GGML formats (>>kernels: Q5_0, Q5_1, Q2_K .. Q6_K, MXFP4, the i-quants) on path k: rows of random block
+/* Native GGML formats (>>kernels: Q5_0, Q5_1, Q2_K .. Q6_K, MXFP4, the i-quants, TQ1_0, TQ2_0) on path k: rows of random block
    bytes with modest f16 scales (both signs), n_out 37, 83 and 128 (short groups of panels, a
    partial panel, whole groups), B 1..9 and 17; from the rows and, where k packs the type, from
    its KQ panels, whole and in two ranges of rows (a split across tasks). The same bits as the
@@ -861,11 +861,12 @@ static void check_kq(const mlstack__kernels *k) {
     static const int wtypes[] = {MLSTACK__W_Q5_1,    MLSTACK__W_Q2_K,    MLSTACK__W_Q3_K,   MLSTACK__W_Q4_K,
                                  MLSTACK__W_Q5_K,    MLSTACK__W_Q6_K,    MLSTACK__W_Q5_0,   MLSTACK__W_MXFP4,
                                  MLSTACK__W_IQ4_XS,  MLSTACK__W_IQ2_XXS, MLSTACK__W_IQ2_XS, MLSTACK__W_IQ2_S,
-                                 MLSTACK__W_IQ3_XXS, MLSTACK__W_IQ3_S,   MLSTACK__W_IQ1_S,  MLSTACK__W_IQ1_M};
+                                 MLSTACK__W_IQ3_XXS, MLSTACK__W_IQ3_S,   MLSTACK__W_IQ1_S,  MLSTACK__W_IQ1_M,
+                                 MLSTACK__W_TQ1_0,   MLSTACK__W_TQ2_0};
     /* f16 scale fields of each block: byte offset, count (MXFP4: its E8M0 byte; IQ1_M: the top
        nibbles of its scale words; both below) */
-    static const int sc_off[] = {0, 80, 108, 0, 0, 208, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                     sc_n[] = {2, 2, 1, 2, 2, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 0};
+    static const int sc_off[] = {0, 80, 108, 0, 0, 208, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 52, 64},
+                     sc_n[] = {2, 2, 1, 2, 2, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1};
     static const int n_ins[] = {256, 512, 1280}, n_outs[] = {37, 83, 128}, Bs[] = {1, 2, 3, 5, 9, 17};
     int wi, ni, no, bi, i, b, o, pk, mm_ref = (tk_fn)k->matmul == (tk_fn)tk_ref->matmul;
     /* the reference: its batch invariance and its bound against the dequantized product; every
