@@ -15857,7 +15857,7 @@ typedef enum mlstack__wtype {
     MLSTACK__W_Q4_K = 16 + 12,
     MLSTACK__W_Q5_K = 16 + 13,
     MLSTACK__W_Q6_K = 16 + 14,
-    /* the i-quants: row kernels only (no KQ panels), like MXFP4 */
+    /* the i-quants: row kernels, and IQ panels (below) for IQ4_XS and IQ2_XXS on the x86 tables */
     MLSTACK__W_IQ2_XXS = 16 + 16,
     MLSTACK__W_IQ2_XS = 16 + 17,
     MLSTACK__W_IQ3_XXS = 16 + 18,
