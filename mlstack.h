@@ -15857,7 +15857,7 @@ typedef enum mlstack__wtype {
     MLSTACK__W_Q4_K = 16 + 12,
     MLSTACK__W_Q5_K = 16 + 13,
     MLSTACK__W_Q6_K = 16 + 14,
-    /* the i-quants: row kernels only (no KQ panels), like MXFP4 */
+    /* the i-quants: row kernels, and IQ panels (below) for IQ4_XS and IQ2_XXS on the x86 tables */
     MLSTACK__W_IQ2_XXS = 16 + 16,
     MLSTACK__W_IQ2_XS = 16 + 17,
     MLSTACK__W_IQ3_XXS = 16 + 18,
@@ -15881,11 +15881,8 @@ typedef enum mlstack__wtype {
      (wt) == MLSTACK__W_MXFP4 || MLSTACK__W_IS_IQ(wt))
 /* Whether wtype is a ternary format (TQ1_0, TQ2_0: one KQ panel layout for both, below). */
 #define MLSTACK__W_IS_TQ(wt) ((wt) == MLSTACK__W_TQ1_0 || (wt) == MLSTACK__W_TQ2_0)
-/* Whether a kernel table's `packs` bits (below) name wtype: bit wtype for types below 31, bit
-   31 (MLSTACK__PACK_TQ) for the ternary types; other types past bit 31 have no panels. */
-#define MLSTACK__PACK_TQ (1u << 31)
-#define MLSTACK__PACKS_HAS(packs, wt) \
-    ((wt) < 31 ? ((packs) >> (wt) & 1u) : MLSTACK__W_IS_TQ(wt) ? ((packs) >> 31 & 1u) : 0u)
+/* Whether a kernel table's `packs` bits (below, 64 of them: every wtype is below 64) name wtype. */
+#define MLSTACK__PACKS_HAS(packs, wt) ((wt) < 64 && ((packs) >> (wt) & 1u))
 /* Whether weights of wtype meet Q8 activation blocks (every block format). */
 #define MLSTACK__W_IS_BLOCK(wt) \
     ((wt) == MLSTACK__W_Q8_0 || (wt) == MLSTACK__W_Q4_1 || (MLSTACK__W_IS_GGML(wt) && (wt) != MLSTACK__W_MXFP4))
@@ -16114,6 +16111,8 @@ MLSTACK__FN size_t mlstack__p16_bytes(int wtype, int n_in) { /* one panel */
     case MLSTACK__W_Q8_0: return nb * (512 + 32);
     case MLSTACK__W_Q4_1: return nb * (256 + 64);
     default:
+        if (wtype == MLSTACK__W_IQ4_XS || wtype == MLSTACK__W_IQ2_XXS) /* IQ panels (below) */
+            return (size_t)(n_in / 256) * (32 + 8 * (256 + 16));
         if (MLSTACK__W_IS_GGML(wtype))
             return (size_t)(n_in / mlstack__wtype_block(wtype)) * mlstack__kqp_sb_bytes(wtype);
         return (size_t)n_in * 32;
@@ -16134,7 +16133,12 @@ MLSTACK__FN size_t mlstack__p16_pair_bytes(int n_in) { return (size_t)((n_in + 1
 /* Group `grp` of w's panels (pair panels when `pairs`, BF16 only) into dst, the start of the
    whole packed copy. */
 MLSTACK__FN void mlstack__kqp_pack_group(const mlstack__weight *w, int grp, unsigned char *dst);
+MLSTACK__FN void mlstack__iqp_pack_group(const mlstack__weight *w, int grp, unsigned char *dst);
 MLSTACK__FN void mlstack__p16_pack_group(const mlstack__weight *w, int grp, int pairs, unsigned char *dst) {
+    if (w->wtype == MLSTACK__W_IQ4_XS || w->wtype == MLSTACK__W_IQ2_XXS) { /* IQ panels */
+        mlstack__iqp_pack_group(w, grp, dst);
+        return;
+    }
     if (MLSTACK__W_IS_GGML(w->wtype)) {
         mlstack__kqp_pack_group(w, grp, dst);
         return;
@@ -16238,14 +16242,19 @@ typedef struct mlstack__kernels {
                       int silu);
     void (*dn_rule)(float *S, const float *k, const float *q, const float *v, float decay, float beta, int dk, int dv,
                     float *y);
-    unsigned packs; /* bit 1 << wtype: matmul reads P16 panels of weights of that type when present */
+    uint64_t packs; /* bit 1 << wtype: matmul reads P16 panels of weights of that type when present */
 } mlstack__kernels;
-#define MLSTACK__PACKS_FLOAT ((1u << MLSTACK__W_F32) | (1u << MLSTACK__W_F16) | (1u << MLSTACK__W_BF16))
-#define MLSTACK__PACKS_ALL (MLSTACK__PACKS_FLOAT | (1u << MLSTACK__W_Q8_0) | (1u << MLSTACK__W_Q4_1))
+#define MLSTACK__PACK_BIT(wt) ((uint64_t)1 << (wt))
+#define MLSTACK__PACKS_FLOAT \
+    (MLSTACK__PACK_BIT(MLSTACK__W_F32) | MLSTACK__PACK_BIT(MLSTACK__W_F16) | MLSTACK__PACK_BIT(MLSTACK__W_BF16))
+#define MLSTACK__PACKS_ALL \
+    (MLSTACK__PACKS_FLOAT | MLSTACK__PACK_BIT(MLSTACK__W_Q8_0) | MLSTACK__PACK_BIT(MLSTACK__W_Q4_1))
 /* The native GGML formats' KQ panels (every vector table: AVX2, AVX-512, AMX, NEON). */
-#define MLSTACK__PACKS_GGML                                                                                  \
-    ((1u << MLSTACK__W_Q5_0) | (1u << MLSTACK__W_Q5_1) | (1u << MLSTACK__W_Q2_K) | (1u << MLSTACK__W_Q3_K) | \
-     (1u << MLSTACK__W_Q4_K) | (1u << MLSTACK__W_Q5_K) | (1u << MLSTACK__W_Q6_K) | MLSTACK__PACK_TQ)
+#define MLSTACK__PACKS_GGML                                                                                         \
+    (MLSTACK__PACK_BIT(MLSTACK__W_Q5_0) | MLSTACK__PACK_BIT(MLSTACK__W_Q5_1) | MLSTACK__PACK_BIT(MLSTACK__W_Q2_K) | \
+     MLSTACK__PACK_BIT(MLSTACK__W_Q3_K) | MLSTACK__PACK_BIT(MLSTACK__W_Q4_K) | MLSTACK__PACK_BIT(MLSTACK__W_Q5_K) | \
+     MLSTACK__PACK_BIT(MLSTACK__W_Q6_K) | \
+     MLSTACK__PACK_BIT(MLSTACK__W_TQ1_0) | MLSTACK__PACK_BIT(MLSTACK__W_TQ2_0))
 
 /* MLSTACK__FMAF(a, b, c): a * b + c rounded once, as C99's fmaf must be. One instruction where
    the target has FMA; glibc's and Apple's fmaf where it does not; elsewhere our own (MinGW's
@@ -17208,6 +17217,60 @@ MLSTACK__FN void mlstack__kqp_pack_group(const mlstack__weight *w, int grp, unsi
                     if (w->wtype == MLSTACK__W_Q4_K || w->wtype == MLSTACK__W_Q5_K) /* mn, read as the decoder does */
                         v[1] = j < 4 ? b[8 + j] & 63 : (b[8 + j] >> 4) | ((b[4 + j] >> 6) << 4);
                     for (t = 0; t < f.nsc; t++) sc[((size_t)t * gp + r) * 16 + l] = (unsigned char)(int8_t)v[t];
+                }
+            }
+        }
+}
+
+/* IQ panels: the i-quants whose groups, as the reference decoder gives them, hold at most 16
+   distinct values and one scale (sa = sb) -- IQ4_XS (the IQ4_NL levels) and IQ2_XXS (+-8, +-25,
+   +-43 after its grid and sign lookups) -- as P16 panels of 4-bit codes into a 16-entry table
+   of those values (mlstack__iqp_values), made once from the rows so that no call looks up a grid
+   or a sign again. In a group of gp panels (as above), per 256-input block s, in order:
+     gp x 16 f16 d (the block's header)
+     per group j of 32 inputs: 4 x gp runs of 64 bytes, byte 4l + t of run (g, r) = the code of
+       input 4g + t (low nibble) and of input 16 + 4g + t (high nibble) of output 16r + l (the
+       nibble runs of the KQ panels), then gp x 16 int8 scales sa
+   A kernel looks the codes up by a byte shuffle, forms the group's exact integer dot times sa,
+   and the rule's steps with dw = d * mlstack__iqp_dmul (the decoder's own f32 product: IQ4_XS 1,
+   IQ2_XXS 0.125). Bytes per weight: 2208 / 4096 = 0.539 (files: IQ4_XS 0.531, IQ2_XXS 0.258). */
+#define MLSTACK__W_HAS_IQP(wt) ((wt) == MLSTACK__W_IQ4_XS || (wt) == MLSTACK__W_IQ2_XXS)
+#define MLSTACK__PACKS_IQP (MLSTACK__PACK_BIT(MLSTACK__W_IQ4_XS) | MLSTACK__PACK_BIT(MLSTACK__W_IQ2_XXS))
+#define MLSTACK__IQP_SB (32 + 8 * (256 + 16)) /* bytes of one 256-input block of one panel */
+static const int8_t mlstack__iqp_iq2_values[16] = {8, 25, 43, 0, 0, 0, 0, 0, -8, -25, -43, 0, 0, 0, 0, 0};
+MLSTACK__FN const int8_t *mlstack__iqp_values(int wtype) {
+    return wtype == MLSTACK__W_IQ4_XS ? mlstack__iq4nl_values : mlstack__iqp_iq2_values;
+}
+MLSTACK__FN float mlstack__iqp_dmul(int wtype) { return wtype == MLSTACK__W_IQ4_XS ? 1.0f : 0.125f; }
+
+/* Group `grp` of w's IQ panels (layout above) into dst, the start of the whole packed copy:
+   each block of each row decoded by the reference decoder, its values coded by the table. */
+MLSTACK__FN void mlstack__iqp_pack_group(const mlstack__weight *w, int grp, unsigned char *dst) {
+    const int8_t *vals = mlstack__iqp_values(w->wtype);
+    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), bsz = mlstack__ggml_types[w->wtype - 16].size;
+    int np = mlstack__p16_panels(w->n_out), p0 = grp * MLSTACK__P16_GROUP, r, l, s, j, t, nsb = w->n_in / 256;
+    int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP;
+    size_t gsz = (size_t)gp * (256 + 16);
+    unsigned char *d = dst + (size_t)p0 * pb, code[256];
+    memset(code, 0, sizeof code);
+    for (t = 15; t >= 0; t--) code[(unsigned char)vals[t]] = (unsigned char)t;
+    memset(d, 0, (size_t)gp * pb);
+    for (r = 0; r < gp; r++)
+        for (l = 0; l < MLSTACK__P16 && 16 * (p0 + r) + l < w->n_out; l++) {
+            const unsigned char *row = (const unsigned char *)w->data + (size_t)(16 * (p0 + r) + l) * w->row_bytes;
+            for (s = 0; s < nsb; s++) {
+                const unsigned char *b = row + (size_t)s * bsz;
+                unsigned char *sb = d + (size_t)s * gp * MLSTACK__IQP_SB;
+                mlstack__kqg gr[8];
+                mlstack__kq_decode(w->wtype, b, 256, gr);
+                memcpy(sb + (size_t)r * 32 + 2 * l, b, 2); /* d: the first field of both blocks */
+                for (j = 0; j < 8; j++) {
+                    unsigned char *q = sb + (size_t)gp * 32 + (size_t)j * gsz, pk[16];
+                    for (t = 0; t < 16; t++)
+                        pk[t] = (unsigned char)(code[(unsigned char)gr[j].q[t]] | code[(unsigned char)gr[j].q[16 + t]]
+                                                                                      << 4);
+                    for (t = 0; t < 4; t++) memcpy(q + ((size_t)t * gp + r) * 64 + 4 * l, pk + 4 * t, 4);
+                    q[(size_t)gp * 256 + (size_t)r * 16 + l] = (unsigned char)(int8_t)gr[j].sa;
                 }
             }
         }
@@ -18588,6 +18651,109 @@ static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const
 #undef MLSTACK__KQP_AVX2_ALL
 #undef MLSTACK__KQP_AVX2_FN
 
+/* IQ panels (IQ4_XS, IQ2_XXS; layout in >>kernels), RB activation rows x NV vectors of 8
+   outputs: per 4-input run the codes through the format's table by a byte shuffle (signed
+   values, |v| <= 127), vpmaddubsw of |v| and the activations with v's sign (pair sums <= 32258,
+   no saturation), vpmaddwd with ones into int32; isum = sa * dot, then the rule's float step
+   with dw = d * dmul. wp: the group's stream, gp panels; v0: the tile's first vector. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
+mlstack__iqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q8x *xq, size_t ldx, int nsb, float *y,
+                       size_t ldy, const float *bias, int nvt, __m256i tab, float dmul, const int RB, const int NV) {
+    const size_t gsz = (size_t)gp * (256 + 16), hsz = (size_t)gp * 32, rs = (size_t)gp * 64;
+    const __m256i ones = _mm256_set1_epi16(1), lo4 = _mm256_set1_epi8(15);
+    __m256 acc[4][8];
+    __m256i ia[4][8];
+    int b, v, g, s, j;
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) acc[b][v] = _mm256_setzero_ps();
+    for (s = 0; s < nsb; s++) {
+        const unsigned char *sbk = wp + (size_t)s * (hsz + 8 * gsz);
+        for (j = 0; j < 8; j++) {
+            const unsigned char *gq = sbk + hsz + (size_t)j * gsz + (size_t)v0 * 32,
+                                *gs = sbk + hsz + (size_t)j * gsz + (size_t)gp * 256 + (size_t)v0 * 8;
+            const mlstack__q8x *xk = xq + (size_t)(s * 8 + j);
+            MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) ia[b][v] =
+                _mm256_setzero_si256();
+            for (g = 0; g < 4; g++) /* kept rolled (as the KQ tiles) */
+                MLSTACK__UNROLL for (v = 0; v < NV; v++) {
+                    __m256i raw = _mm256_loadu_si256((const __m256i *)(const void *)(gq + g * rs + (size_t)v * 32));
+                    __m256i lo = _mm256_shuffle_epi8(tab, _mm256_and_si256(raw, lo4));
+                    __m256i hi = _mm256_shuffle_epi8(tab, _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4));
+                    __m256i alo = _mm256_sign_epi8(lo, lo), ahi = _mm256_sign_epi8(hi, hi);
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                        int32_t xl, xh;
+                        __m256i t;
+                        memcpy(&xl, xk[(size_t)b * ldx].q + 4 * g, 4);
+                        memcpy(&xh, xk[(size_t)b * ldx].q + 16 + 4 * g, 4);
+                        t = _mm256_madd_epi16(_mm256_maddubs_epi16(alo, _mm256_sign_epi8(_mm256_set1_epi32(xl), lo)),
+                                              ones);
+                        t = _mm256_add_epi32(
+                            t, _mm256_madd_epi16(_mm256_maddubs_epi16(ahi, _mm256_sign_epi8(_mm256_set1_epi32(xh), hi)),
+                                                 ones));
+                        ia[b][v] = _mm256_add_epi32(ia[b][v], t);
+                    }
+                }
+            MLSTACK__UNROLL for (v = 0; v < NV; v++) {
+                __m256 d = _mm256_mul_ps(
+                    _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(sbk + (size_t)(v0 + v) * 16))),
+                    _mm256_set1_ps(dmul));
+                __m256i sa = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(gs + (size_t)v * 8)));
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][v] =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_mullo_epi32(ia[b][v], sa)),
+                                    _mm256_mul_ps(d, _mm256_set1_ps(xk[(size_t)b * ldx].d)), acc[b][v]);
+            }
+        }
+    }
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) {
+        __m256 t = acc[b][v];
+        if (bias) t = _mm256_add_ps(t, mlstack__ld8_part_avx2(bias + 8 * v, nvt - 8 * v));
+        mlstack__st8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v, t);
+    }
+}
+#define MLSTACK__IQP_AVX2_FN(RB_, NV_)                                                                              \
+    static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__iqp_avx2_##RB_##_##NV_(                                  \
+        const unsigned char *wp, int gp, int v0, const mlstack__q8x *xq, size_t ldx, int nsb, float *y, size_t ldy, \
+        const float *bias, int nvt, __m256i tab, float dmul) {                                                      \
+        mlstack__iqp_tile_avx2(wp, gp, v0, xq, ldx, nsb, y, ldy, bias, nvt, tab, dmul, RB_, NV_);                   \
+    }
+#define MLSTACK__IQP_AVX2_SHAPES(F) F(2, 4) F(2, 2) F(1, 8) F(1, 2)
+MLSTACK__IQP_AVX2_SHAPES(MLSTACK__IQP_AVX2_FN)
+/* y rows [o0, o1) (o0 on a group of panels) from w's IQ panels, tiles as the KQ panels' */
+static MLSTACK__T_AVX2 void mlstack__mm_iqp_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
+                                                 int o0, int o1) {
+    int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / 256, np = mlstack__p16_panels(w->n_out), p, b, v0, nvec;
+    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
+    const unsigned char *packed = MLSTACK__PACKED(w);
+    const __m256i tab =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)mlstack__iqp_values(w->wtype)));
+    float dmul = mlstack__iqp_dmul(w->wtype);
+    for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
+        int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, nv = o1 - p * 16;
+        int vt = 2 * ((nv + 15) / 16 < gp ? (nv + 15) / 16 : gp);
+        const unsigned char *wp = packed + (size_t)p * pb;
+        const float *bias = w->bias ? w->bias + p * 16 : NULL;
+        for (b = 0; b < B; b += 2) {
+            int rb = B - b < 2 ? B - b : 2, step = rb == 1 ? 8 : 4;
+            const mlstack__q8x *xb = xq + (size_t)b * nb;
+            for (v0 = 0; v0 < vt; v0 += nvec) {
+                float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
+                const float *bb = bias ? bias + 8 * v0 : NULL;
+                nvec = mlstack__tile_nvec(vt - v0, step, rb);
+#define MLSTACK__IQP_AVX2(RB_, NV_)                                                                            \
+    case (RB_) * 16 + (NV_):                                                                                   \
+        mlstack__iqp_avx2_##RB_##_##NV_(wp, gp, v0, xb, (size_t)nb, nsb, yb, ldy, bb, nv - 8 * v0, tab, dmul); \
+        break;
+                switch (rb * 16 + nvec) {
+                    MLSTACK__IQP_AVX2_SHAPES(MLSTACK__IQP_AVX2)
+                default: break;
+                }
+#undef MLSTACK__IQP_AVX2
+            }
+        }
+    }
+}
+#undef MLSTACK__IQP_AVX2_SHAPES
+#undef MLSTACK__IQP_AVX2_FN
+
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                       float *y, int B, int o0, int o1, float *scratch) {
     if (w->wtype == MLSTACK__W_MXFP4) {
@@ -18595,7 +18761,9 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, 
         return;
     }
     if (MLSTACK__W_IS_IQ(w->wtype) && !(MLSTACK__W_IS_TQ(w->wtype) && MLSTACK__PACKED(w))) {
-        mlstack__mm_iq_avx2(w, xq, y, B, o0, o1, scratch);
+        if (MLSTACK__W_HAS_IQP(w->wtype) && MLSTACK__PACKED(w)) mlstack__mm_iqp_avx2(w, xq, y, B, o0, o1);
+        else
+            mlstack__mm_iq_avx2(w, xq, y, B, o0, o1, scratch);
         return;
     }
     if (MLSTACK__W_IS_GGML(w->wtype)) {
@@ -19204,7 +19372,7 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
                                                        mlstack__rmsnorm_avx2,
                                                        mlstack__swiglu_avx2,
                                                        MLSTACK__ATTN_AVX2,
-                                                       MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML};
+                                                       MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML | MLSTACK__PACKS_IQP};
 #endif
 
 /* ==== 12. KERNELS AVX512 ==== */ /* >>avx512 */
@@ -19836,6 +20004,120 @@ static MLSTACK__T_VNNI void mlstack__mm_kqp_vnni(const mlstack__weight *w, const
 #undef MLSTACK__KQP_ONE_FN
 #undef MLSTACK__KQP_FN
 
+/* IQ panels (IQ4_XS, IQ2_XXS; layout in >>kernels), RB activation rows x RO panels: per group,
+   the codes through the format's table offset by 128 (tab: v + 128, unsigned) by vpshufb,
+   vpdpbusd into int32 started at -128 times the activations' sum (so the dot of the values
+   exactly), isum = sa * dot by vpmulld, and the rule's float step with dw = d * dmul. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__iqp_tile(const unsigned char *wp, const mlstack__q8x *xq,
+                                                                     size_t ldx, int nsb, float *y, size_t ldy,
+                                                                     const float *bias, int nv, __m512i tab, float dmul,
+                                                                     const int RB, const int RO, const int GS,
+                                                                     const int J, mlstack__p16_pf pf) {
+    const size_t gsz = (size_t)GS * (256 + 16), hsz = (size_t)GS * 32;
+    __m512 acc[6][4], dd[4]; /* rows 3..5 unused: the accumulator shape of mlstack__p16_store */
+    __m512i ia[3][4];
+    int b, p, g, s, j;
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] = _mm512_setzero_ps();
+    for (s = 0; s < nsb; s++) {
+        const unsigned char *sbk = wp + (size_t)s * (hsz + 8 * gsz);
+        mlstack__p16_fetch_next(pf, s);
+        MLSTACK__UNROLL for (p = 0; p < RO; p++) dd[p] = _mm512_mul_ps(
+            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sbk + (size_t)(J + p) * 32))),
+            _mm512_set1_ps(dmul));
+        for (j = 0; j < 8; j++) {
+            const unsigned char *gq = sbk + hsz + (size_t)j * gsz, *gs = gq + (size_t)GS * 256;
+            const mlstack__q8x *xk = xq + (size_t)(s * 8 + j);
+            MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] =
+                _mm512_set1_epi32(-128 * xk[(size_t)b * ldx].sum);
+            MLSTACK__UNROLL for (g = 0; g < 4; g++) {
+                __m512i raw[4], lo[4];
+                MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+                    const unsigned char *rp = gq + (size_t)(g * GS + J + p) * 64;
+                    raw[p] = _mm512_loadu_si512((const void *)rp);
+                    mlstack__p16_fetch(rp, pf);
+                    lo[p] = _mm512_shuffle_epi8(tab, _mm512_and_si512(raw[p], _mm512_set1_epi8(15)));
+                }
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                    int32_t x4;
+                    __m512i xv;
+                    memcpy(&x4, xk[(size_t)b * ldx].q + 4 * g, 4);
+                    xv = _mm512_set1_epi32(x4);
+                    MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], lo[p], xv);
+                }
+                MLSTACK__UNROLL for (p = 0; p < RO; p++) lo[p] =
+                    _mm512_shuffle_epi8(tab, _mm512_and_si512(_mm512_srli_epi16(raw[p], 4), _mm512_set1_epi8(15)));
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                    int32_t x4;
+                    __m512i xv;
+                    memcpy(&x4, xk[(size_t)b * ldx].q + 16 + 4 * g, 4);
+                    xv = _mm512_set1_epi32(x4);
+                    MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], lo[p], xv);
+                }
+            }
+            MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+                __m512i sa =
+                    _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(gs + (size_t)(J + p) * 16)));
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p] =
+                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_mullo_epi32(ia[b][p], sa)),
+                                    _mm512_mul_ps(dd[p], _mm512_set1_ps(xk[(size_t)b * ldx].d)), acc[b][p]);
+            }
+        }
+    }
+    mlstack__p16_store(acc, y, ldy, bias, nv, RB, RO);
+}
+#define MLSTACK__IQP_FN(RB_)                                                                                           \
+    static MLSTACK__NOINLINE MLSTACK__T_VNNI void mlstack__iqp_vnni_##RB_(                                             \
+        const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, int nsb, float *y, size_t ldy, const float *bias, \
+        int nv, __m512i tab, float dmul, mlstack__p16_pf pf) {                                                         \
+        mlstack__iqp_tile(wp, xq, ldx, nsb, y, ldy, bias, nv, tab, dmul, RB_, 4, 4, 0, pf);                            \
+    }
+MLSTACK__IQP_FN(1)
+MLSTACK__IQP_FN(2)
+MLSTACK__IQP_FN(3)
+#undef MLSTACK__IQP_FN
+static MLSTACK__NOINLINE MLSTACK__T_VNNI void mlstack__iqp_vnni_one(const unsigned char *wp, const mlstack__q8x *xq,
+                                                                    int nsb, float *y, const float *bias, int nv,
+                                                                    __m512i tab, float dmul, int ro, int j) {
+    mlstack__iqp_tile(wp, xq, 0, nsb, y, 0, bias, nv, tab, dmul, 1, 1, ro, j, mlstack__p16_nopf);
+}
+/* y rows [o0, o1) (o0 on a group of panels) from w's IQ panels: a full group of 4 panels in
+   tiles of up to 3 activation rows, a short group's panels one by one. */
+static MLSTACK__T_VNNI void mlstack__mm_iqp_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
+                                                 int o0, int o1) {
+    int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / 256, np = mlstack__p16_panels(w->n_out), p, b, j, i;
+    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
+    const unsigned char *packed = MLSTACK__PACKED(w);
+    const __m512i tab = _mm512_xor_si512(
+        _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)mlstack__iqp_values(w->wtype))),
+        _mm512_set1_epi8((char)0x80));
+    float dmul = mlstack__iqp_dmul(w->wtype);
+    for (p = o0 / 16; p * 16 < o1; p += 4) {
+        int ro = (o1 - p * 16 + 15) / 16, nv = o1 - p * 16;
+        const unsigned char *wp = packed + (size_t)p * pb;
+        if (ro > 4) ro = 4;
+        for (b = 0; b < B; b += 3) {
+            int rb = B - b < 3 ? B - b : 3;
+            const mlstack__q8x *xb = xq + (size_t)b * nb;
+            mlstack__p16_pf pf = mlstack__p16_prefetch(wp, 4 * pb, nsb, b, B, 3, p + 8 <= np);
+            float *yb = y + (size_t)b * ldy + (size_t)p * 16;
+            const float *bb = w->bias ? w->bias + p * 16 : NULL;
+            if (B == 1) pf.ahead = 1024; /* as the KQ panels' one-row look-ahead */
+            if (ro != 4) { /* a short group's panels: one activation row at a time */
+                for (j = 0; j < ro; j++)
+                    for (i = 0; i < rb; i++)
+                        mlstack__iqp_vnni_one(wp, xb + (size_t)i * nb, nsb, yb + (size_t)i * ldy + 16 * j,
+                                              bb ? bb + 16 * j : NULL, nv - 16 * j, tab, dmul, ro, j);
+                continue;
+            }
+            if (rb == 3) mlstack__iqp_vnni_3(wp, xb, (size_t)nb, nsb, yb, ldy, bb, nv, tab, dmul, pf);
+            else if (rb == 2)
+                mlstack__iqp_vnni_2(wp, xb, (size_t)nb, nsb, yb, ldy, bb, nv, tab, dmul, pf);
+            else
+                mlstack__iqp_vnni_1(wp, xb, (size_t)nb, nsb, yb, ldy, bb, nv, tab, dmul, pf);
+        }
+    }
+}
+
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                      float *y, int B, int o0, int o1, float *scratch) {
     if (w->wtype == MLSTACK__W_MXFP4) {
@@ -19843,7 +20125,9 @@ static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, c
         return;
     }
     if (MLSTACK__W_IS_IQ(w->wtype) && !(MLSTACK__W_IS_TQ(w->wtype) && MLSTACK__PACKED(w))) {
-        mlstack__mm_iq_avx2(w, xq, y, B, o0, o1, scratch);
+        if (MLSTACK__W_HAS_IQP(w->wtype) && MLSTACK__PACKED(w)) mlstack__mm_iqp_vnni(w, xq, y, B, o0, o1);
+        else
+            mlstack__mm_iq_avx2(w, xq, y, B, o0, o1, scratch);
         return;
     }
     if (MLSTACK__W_IS_GGML(w->wtype)) { /* native GGML formats: KQ panels, or the AVX2 row dots (same bits) */
@@ -20108,7 +20392,7 @@ static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni",
                                                          mlstack__rmsnorm_avx512,
                                                          mlstack__swiglu_avx512,
                                                          MLSTACK__ATTN_AVX512,
-                                                         MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML};
+                                                         MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML | MLSTACK__PACKS_IQP};
 /* AVX512_BF16, opt-in (engine descriptor bf16_activations): BF16 weights from pair panels
    times activations rounded to bf16, two products per lane per vdpbf16ps, f32 accumulation:
    twice the multiplies per instruction of widening the weights, at the price of rounding
@@ -20216,14 +20500,15 @@ static MLSTACK__T_BF16 void mlstack__matmul_avx512_bf16(const mlstack__weight *w
     else
         mlstack__matmul_avx512(w, x, xq, y, B, o0, o1, scratch);
 }
-static const mlstack__kernels mlstack__kernels_avx512_bf16 = {"avx512+vnni+bf16dot",
-                                                              mlstack__matmul_avx512_bf16,
-                                                              mlstack__to_f32_avx512,
-                                                              mlstack__rmsnorm_avx512,
-                                                              mlstack__swiglu_avx512,
-                                                              MLSTACK__ATTN_AVX512,
-                                                              (MLSTACK__PACKS_ALL & ~(1u << MLSTACK__W_BF16)) |
-                                                                  MLSTACK__PACKS_GGML | MLSTACK__PACK_BF16_PAIRS};
+static const mlstack__kernels mlstack__kernels_avx512_bf16 = {
+    "avx512+vnni+bf16dot",
+    mlstack__matmul_avx512_bf16,
+    mlstack__to_f32_avx512,
+    mlstack__rmsnorm_avx512,
+    mlstack__swiglu_avx512,
+    MLSTACK__ATTN_AVX512,
+    (MLSTACK__PACKS_ALL & ~MLSTACK__PACK_BIT(MLSTACK__W_BF16)) | MLSTACK__PACKS_GGML | MLSTACK__PACKS_IQP |
+        MLSTACK__PACK_BF16_PAIRS};
 #endif
 static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512",
                                                                 mlstack__matmul_avx512_novnni,
@@ -20231,7 +20516,8 @@ static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512",
                                                                 mlstack__rmsnorm_avx512,
                                                                 mlstack__swiglu_avx512,
                                                                 MLSTACK__ATTN_AVX512,
-                                                                MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML};
+                                                                MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML |
+                                                                    MLSTACK__PACKS_IQP};
 /* The tables above for the dispatch (a function, so that a part build reaches them from the
    dispatch's part: PARTS in >>platform). bf16: the opt-in bf16-dot table, NULL when it is not compiled. */
 MLSTACK__FN const mlstack__kernels *mlstack__kernels_avx512_get(int vnni, int bf16) {
@@ -20535,15 +20821,16 @@ static const mlstack__kernels mlstack__kernels_amx = {"avx512+vnni+amx",
                                                       mlstack__rmsnorm_avx512,
                                                       mlstack__swiglu_avx512,
                                                       MLSTACK__ATTN_AVX512,
-                                                      MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML};
+                                                      MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML | MLSTACK__PACKS_IQP};
 static const mlstack__kernels mlstack__kernels_amx_bf16 = {"avx512+vnni+amx+bf16",
                                                            mlstack__matmul_amx_bf16,
                                                            mlstack__to_f32_avx512,
                                                            mlstack__rmsnorm_avx512,
                                                            mlstack__swiglu_avx512,
                                                            MLSTACK__ATTN_AVX512,
-                                                           (MLSTACK__PACKS_ALL & ~(1u << MLSTACK__W_BF16)) |
-                                                               MLSTACK__PACKS_GGML | MLSTACK__PACK_BF16_PAIRS};
+                                                           (MLSTACK__PACKS_ALL & ~MLSTACK__PACK_BIT(MLSTACK__W_BF16)) |
+                                                               MLSTACK__PACKS_GGML | MLSTACK__PACKS_IQP |
+                                                               MLSTACK__PACK_BF16_PAIRS};
 /* The tables above for the dispatch (see mlstack__kernels_avx512_get). */
 MLSTACK__FN const mlstack__kernels *mlstack__kernels_amx_get(int bf16) {
     return bf16 ? &mlstack__kernels_amx_bf16 : &mlstack__kernels_amx;
@@ -34286,7 +34573,7 @@ MLSTACK__FN void mlstack__model_hold_rows(mlstack_model *m, int hold) {
 
 /* Makes the P16 panels (>>kernels) of every projection whose type is in `packs`, once per
    model, on the engine's pool: the first engine whose kernels read panels pays the copy. */
-static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool, unsigned packs, mlstack_error *err) {
+static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool, uint64_t packs, mlstack_error *err) {
     mlstack_result r = MLSTACK_OK;
     int l, i;
     mlstack__lock(&mlstack__pack_lock);
@@ -41635,7 +41922,7 @@ static void *mlstack__rank_own(mlstack__rank *rk, size_t bytes) {
 /* The panels of w's rows that this rank's kernels read, made by the rank's own threads (so on
    a NUMA machine they are first touched where they are used). */
 static int mlstack__rank_pack(mlstack__rank *rk, mlstack__weight *w) {
-    unsigned packs = rk->k->packs;
+    uint64_t packs = rk->k->packs;
     size_t np = (size_t)mlstack__p16_panels(w->n_out);
     mlstack__pack_job j;
     if (w->n_out == 0) return 0;
@@ -41682,10 +41969,10 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
     const mlstack__shard *sh = &rk->sh;
     mlstack__weight head;
     int l, i, Dh = c->head_dim, h, quant, whole = e->n_ranks == 1;
-    unsigned need = MLSTACK__PACKS_ALL, have = rk->k->packs;
+    uint64_t need = MLSTACK__PACKS_ALL, have = rk->k->packs;
     /* ranks and stages slice rows, and kernels without panels for a type read its rows (rows that
        may have gone back: Q8_0 / Q4_1 quantized at open, any type copied at open) */
-    if (have & MLSTACK__PACK_BF16_PAIRS) have |= 1u << MLSTACK__W_BF16;
+    if (have & MLSTACK__PACK_BF16_PAIRS) have |= MLSTACK__PACK_BIT(MLSTACK__W_BF16);
     rk->holds_rows = !whole || (have & need) != need;
     if (rk->holds_rows) mlstack__model_hold_rows(m, 1);
     if (whole) {
