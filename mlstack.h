@@ -19531,14 +19531,13 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
                     acc[b][p] =
                         _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(xb->d)), acc[b][p]);
                 }
-                if (WT == MLSTACK__W_Q5_1 || KOW) {
-                    __m512 ow = h1; /* Q5_1: m; Q4_K, Q5_K: -(dmin * mn) */
-                    if (KOW)
-                        ow = _mm512_castsi512_ps(
-                            _mm512_xor_si512(_mm512_castps_si512(_mm512_mul_ps(h1, _mm512_cvtepi32_ps(sb))),
-                                             _mm512_set1_epi32((int)0x80000000u)));
+                if (WT == MLSTACK__W_Q5_1) /* acc = fma(m, x.s, acc) */
                     MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p] =
-                        _mm512_fmadd_ps(ow, _mm512_set1_ps(xk[(size_t)b * ldx].s), acc[b][p]);
+                        _mm512_fmadd_ps(h1, _mm512_set1_ps(xk[(size_t)b * ldx].s), acc[b][p]);
+                if (KOW) { /* acc = fma(-(dmin * mn), x.s, acc), the same rounding as fnmadd(dmin * mn, x.s, acc) */
+                    __m512 dm = _mm512_mul_ps(h1, _mm512_cvtepi32_ps(sb));
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p] =
+                        _mm512_fnmadd_ps(dm, _mm512_set1_ps(xk[(size_t)b * ldx].s), acc[b][p]);
                 }
                 if (WT == MLSTACK__W_Q2_K) {
                     __m512i ma =
