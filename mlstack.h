@@ -19894,14 +19894,13 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
                     acc[b][p] =
                         _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(xb->d)), acc[b][p]);
                 }
-                if (WT == MLSTACK__W_Q5_1 || KOW) {
-                    __m512 ow = h1; /* Q5_1: m; Q4_K, Q5_K: -(dmin * mn) */
-                    if (KOW)
-                        ow = _mm512_castsi512_ps(
-                            _mm512_xor_si512(_mm512_castps_si512(_mm512_mul_ps(h1, _mm512_cvtepi32_ps(sb))),
-                                             _mm512_set1_epi32((int)0x80000000u)));
+                if (WT == MLSTACK__W_Q5_1) /* acc = fma(m, x.s, acc) */
                     MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p] =
-                        _mm512_fmadd_ps(ow, _mm512_set1_ps(xk[(size_t)b * ldx].s), acc[b][p]);
+                        _mm512_fmadd_ps(h1, _mm512_set1_ps(xk[(size_t)b * ldx].s), acc[b][p]);
+                if (KOW) { /* acc = fma(-(dmin * mn), x.s, acc), the same rounding as fnmadd(dmin * mn, x.s, acc) */
+                    __m512 dm = _mm512_mul_ps(h1, _mm512_cvtepi32_ps(sb));
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p] =
+                        _mm512_fnmadd_ps(dm, _mm512_set1_ps(xk[(size_t)b * ldx].s), acc[b][p]);
                 }
                 if (WT == MLSTACK__W_Q2_K) {
                     __m512i ma =
@@ -19968,9 +19967,10 @@ static MLSTACK__T_VNNI void mlstack__mm_kqp_vnni(const mlstack__weight *w, const
             int rb = B - b < rbm ? B - b : rbm;
             const mlstack__q8x *xb = xq + (size_t)b * nb;
             mlstack__p16_pf pf = mlstack__p16_prefetch(wp, 4 * pb, nsb, b, B, rbm, p + 8 <= np);
-            /* one row (decode) too: without the look-ahead a Q6_K LM head streamed 5.7-8.5 GB/s,
-               with it 11-13 (Zen 4, 1 thread); Q8_0 / float panels keep theirs (not measured) */
-            if (B == 1) pf.ahead = 1024;
+            /* one row (decode): no software prefetch. A tile's panels are one forward stream, which
+               the hardware prefetcher follows; a 1 KiB look-ahead into L1 on top of it cost a
+               quarter of the rate from memory (Zen 4, 1 thread, CPU time: Q4_K 27.9 GB/s without,
+               21.5 with; Q6_K 27.3 vs 20.6) */
             float *yb = y + (size_t)b * ldy + (size_t)p * 16;
             const float *bb = w->bias ? w->bias + p * 16 : NULL;
 #define MLSTACK__KQP_ONE(WT_)                                                                                         \
