@@ -42125,10 +42125,16 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
     if (R > 1 && c->n_experts)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (mixture of experts) runs on one rank only", c->architecture);
-    if (R > 1 && c->n_recurrent) /* the state (>>kvcache) is one block per sequence, not sharded */
+    if (R > 1 && c->n_recurrent) { /* the state (>>kvcache) is one block per sequence, not sharded */
+        static const char *const kinds[MLSTACK__LAYER_KINDS_] = {
+            "attention", "gated short convolution", "Mamba2", "gated delta-net", "MLP", "attention + Mamba2"};
+        int l = 0;
+        while (l + 1 < c->n_layers && !mlstack__state_floats(c, c->layer_kind[l])) l++;
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "mlstack_engine_init: %s (recurrent layers, %d of %d) runs on one rank only",
-                             c->architecture, c->n_recurrent, c->n_layers);
+                             "mlstack_engine_init: %s runs on one rank only: its %d recurrent layers (layer %d: %s) "
+                             "keep a per-sequence state that is not sharded across ranks yet",
+                             c->architecture, c->n_recurrent, l, kinds[c->layer_kind[l]]);
+    }
     if (R > 1 &&
         (c->v_norm || c->var_heads)) /* shared KV, per-layer inputs, v norms and head sizes are not split yet */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s runs on one rank only",
