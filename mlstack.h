@@ -16237,11 +16237,13 @@ typedef struct mlstack__kernels {
     void (*rope_table)(float *cs, int Dh, int pos, const float *inv_freq);
     void (*rope_apply)(float *v, int Dh, const float *cs);
     /* the recurrent mixers' steps (mlstack__conv_step_scalar and mlstack__dn_rule_scalar state
-       the rule) */
+       the rule; mlstack__ssd_step_scalar Mamba2's) */
     void (*conv_step)(const float *w, const float *b, int K, float *win, size_t ld, const float *x, float *o, int n,
                       int silu);
     void (*dn_rule)(float *S, const float *k, const float *q, const float *v, float decay, float beta, int dk, int dv,
                     float *y);
+    void (*ssd_step)(float *S, const float *x, const float *B, const float *C, float dt, float dA, float D, int N,
+                     int P, float *y);
     uint64_t packs; /* bit 1 << wtype: matmul reads P16 panels of weights of that type when present */
 } mlstack__kernels;
 #define MLSTACK__PACK_BIT(wt) ((uint64_t)1 << (wt))
@@ -17453,7 +17455,7 @@ MLSTACK__FN void mlstack__from_f32(mlstack_dtype dt, const float *src, void *dst
 #define MLSTACK__ATTN_SCALAR                                                                                       \
     mlstack__attn_scores_scalar, mlstack__softmax_scalar, mlstack__attn_pv_scalar, mlstack__kv_chunk_scalar, NULL, \
         NULL, mlstack__from_f32, mlstack__quantize_rows, mlstack__rope_table, mlstack__rope_apply,                 \
-        mlstack__conv_step_scalar, mlstack__dn_rule_scalar
+        mlstack__conv_step_scalar, mlstack__dn_rule_scalar, mlstack__ssd_step_scalar
 
 MLSTACK__FN void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps);
 MLSTACK__FN void mlstack__swiglu_scalar(float *g, const float *u, int n);
@@ -17463,6 +17465,8 @@ MLSTACK__FN void mlstack__conv_step_scalar(const float *w, const float *b, int K
                                            float *o, int n, int silu);
 MLSTACK__FN void mlstack__dn_rule_scalar(float *S, const float *k, const float *q, const float *v, float decay,
                                          float beta, int dk, int dv, float *y);
+MLSTACK__FN void mlstack__ssd_step_scalar(float *S, const float *x, const float *B, const float *C, float dt, float dA,
+                                          float D, int N, int P, float *y);
 static const mlstack__kernels mlstack__kernels_scalar = {
     "scalar", mlstack__matmul_scalar, mlstack__to_f32, mlstack__rmsnorm, mlstack__swiglu_scalar, MLSTACK__ATTN_SCALAR,
     0};
@@ -17577,7 +17581,12 @@ MLSTACK__FN void mlstack__swiglu_scalar(float *g, const float *u, int n) {
        S = S decay; m = S^T k; d = (v - m) beta; S = S + k d^T; y = S^T q
        each column j of m and y one fma chain over rows i = 0 .. dk-1 in order, from +0.
    Channels and columns are independent, so a path runs any number of them at once with the same
-   bits; dn_rule takes columns in blocks that stay in cache from the decay pass to the read. */
+   bits; dn_rule takes columns in blocks that stay in cache from the decay pass to the read.
+   ssd_step: one Mamba2 head's SSD step, S (N, P) row-major (state n, head channel p):
+       for n = 0 .. N-1 in order: u = dt B[n]; S[n][p] = fma(S[n][p], dA, u x[p]);
+           acc[p] = fma(S[n][p], C[n], acc[p])   (from +0)
+       y[p] = fma(x[p], D, acc[p])
+   each channel one fma chain over n in order: vectors run channels side by side. */
 static void mlstack__conv_shift(float *win, size_t ld, const float *x, int n, int K) {
     int j;
     for (j = 0; j + 1 < K - 1; j++) memcpy(win + (size_t)j * ld, win + (size_t)(j + 1) * ld, sizeof(float) * (size_t)n);
@@ -17625,6 +17634,25 @@ MLSTACK__FN void mlstack__dn_rule_scalar(float *S, const float *k, const float *
                                          float beta, int dk, int dv, float *y) {
     int j0;
     for (j0 = 0; j0 < dv; j0 += 8) mlstack__dn_cols(S, k, q, v, decay, beta, dk, dv, y, j0, dv - j0 < 8 ? dv - j0 : 8);
+}
+/* ssd_step on the nc <= 8 channels from p0 (the scalar form, and the vector forms' last channels) */
+MLSTACK__FN void mlstack__ssd_cols(float *S, const float *x, const float *B, const float *C, float dt, float dA,
+                                   float D, int N, int P, float *y, int p0, int nc) {
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int n, j;
+    for (n = 0; n < N; n++) {
+        float *s = S + (size_t)n * P + p0, u = dt * B[n];
+        for (j = 0; j < nc; j++) {
+            s[j] = MLSTACK__FMAF(s[j], dA, u * x[p0 + j]);
+            acc[j] = MLSTACK__FMAF(s[j], C[n], acc[j]);
+        }
+    }
+    for (j = 0; j < nc; j++) y[p0 + j] = MLSTACK__FMAF(x[p0 + j], D, acc[j]);
+}
+MLSTACK__FN void mlstack__ssd_step_scalar(float *S, const float *x, const float *B, const float *C, float dt, float dA,
+                                          float D, int N, int P, float *y) {
+    int p0;
+    for (p0 = 0; p0 < P; p0 += 8) mlstack__ssd_cols(S, x, B, C, dt, dA, D, N, P, y, p0, P - p0 < 8 ? P - p0 : 8);
 }
 
 /* A double product rounded on its own, never fused into a following add (a volatile store is
@@ -19361,10 +19389,36 @@ static MLSTACK__T_AVX2 void mlstack__dn_rule_avx2(float *S, const float *k, cons
     for (; j0 + 8 <= dv; j0 += 8) mlstack__dn_cols_avx2(S, k, q, v, decay, beta, dk, dv, y, j0, 1);
     if (j0 < dv) mlstack__dn_cols(S, k, q, v, decay, beta, dk, dv, y, j0, dv - j0);
 }
+/* ssd_step on nv vectors of channels from p0 (nv <= 4, a constant where it is inlined) */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__ssd_cols_avx2(float *S, const float *x, const float *B,
+                                                                          const float *C, float dt, float dA, float D,
+                                                                          int N, int P, float *y, int p0, int nv) {
+    __m256 acc[4], xv[4], da = _mm256_set1_ps(dA);
+    int n, u;
+    for (u = 0; u < nv; u++) acc[u] = _mm256_setzero_ps(), xv[u] = _mm256_loadu_ps(x + p0 + 8 * u);
+    for (n = 0; n < N; n++) {
+        float *s = S + (size_t)n * P + p0;
+        __m256 b = _mm256_set1_ps(dt * B[n]), c = _mm256_set1_ps(C[n]);
+        for (u = 0; u < nv; u++) {
+            __m256 t = _mm256_fmadd_ps(_mm256_loadu_ps(s + 8 * u), da, _mm256_mul_ps(b, xv[u]));
+            _mm256_storeu_ps(s + 8 * u, t);
+            acc[u] = _mm256_fmadd_ps(t, c, acc[u]);
+        }
+    }
+    for (u = 0; u < nv; u++) _mm256_storeu_ps(y + p0 + 8 * u, _mm256_fmadd_ps(xv[u], _mm256_set1_ps(D), acc[u]));
+}
+static MLSTACK__T_AVX2 void mlstack__ssd_step_avx2(float *S, const float *x, const float *B, const float *C, float dt,
+                                                   float dA, float D, int N, int P, float *y) {
+    int p0 = 0;
+    for (; p0 + 32 <= P; p0 += 32) mlstack__ssd_cols_avx2(S, x, B, C, dt, dA, D, N, P, y, p0, 4);
+    for (; p0 + 8 <= P; p0 += 8) mlstack__ssd_cols_avx2(S, x, B, C, dt, dA, D, N, P, y, p0, 1);
+    if (p0 < P) mlstack__ssd_cols(S, x, B, C, dt, dA, D, N, P, y, p0, P - p0);
+}
 #define MLSTACK__ATTN_AVX2                                                                                           \
     mlstack__attn_scores_avx2, mlstack__softmax_avx2, mlstack__attn_pv_avx2, mlstack__kv_chunk_avx2,                 \
         mlstack__attn_scores_kv_avx2, mlstack__attn_pv_kv_avx2, mlstack__from_f32_avx2, mlstack__quantize_rows_avx2, \
-        mlstack__rope_table, mlstack__rope_apply_avx2, mlstack__conv_step_avx2, mlstack__dn_rule_avx2
+        mlstack__rope_table, mlstack__rope_apply_avx2, mlstack__conv_step_avx2, mlstack__dn_rule_avx2,               \
+        mlstack__ssd_step_avx2
 
 static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
                                                        mlstack__matmul_avx2,
@@ -20380,11 +20434,37 @@ MLSTACK__FN MLSTACK__T_AVX512 void mlstack__dn_rule_avx512(float *S, const float
     for (; j0 + 16 <= dv; j0 += 16) mlstack__dn_cols_avx512(S, k, q, v, decay, beta, dk, dv, y, j0, 1);
     for (; j0 < dv; j0 += 8) mlstack__dn_cols(S, k, q, v, decay, beta, dk, dv, y, j0, dv - j0 < 8 ? dv - j0 : 8);
 }
+/* ssd_step (>>kernels mlstack__ssd_step_scalar), 16 channels per vector: the AVX2 form's blocks */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__ssd_cols_avx512(float *S, const float *x, const float *B,
+                                                                              const float *C, float dt, float dA,
+                                                                              float D, int N, int P, float *y, int p0,
+                                                                              int nv) {
+    __m512 acc[4], xv[4], da = _mm512_set1_ps(dA);
+    int n, u;
+    for (u = 0; u < nv; u++) acc[u] = _mm512_setzero_ps(), xv[u] = _mm512_loadu_ps(x + p0 + 16 * u);
+    for (n = 0; n < N; n++) {
+        float *s = S + (size_t)n * P + p0;
+        __m512 b = _mm512_set1_ps(dt * B[n]), c = _mm512_set1_ps(C[n]);
+        for (u = 0; u < nv; u++) {
+            __m512 t = _mm512_fmadd_ps(_mm512_loadu_ps(s + 16 * u), da, _mm512_mul_ps(b, xv[u]));
+            _mm512_storeu_ps(s + 16 * u, t);
+            acc[u] = _mm512_fmadd_ps(t, c, acc[u]);
+        }
+    }
+    for (u = 0; u < nv; u++) _mm512_storeu_ps(y + p0 + 16 * u, _mm512_fmadd_ps(xv[u], _mm512_set1_ps(D), acc[u]));
+}
+MLSTACK__FN MLSTACK__T_AVX512 void mlstack__ssd_step_avx512(float *S, const float *x, const float *B, const float *C,
+                                                            float dt, float dA, float D, int N, int P, float *y) {
+    int p0 = 0;
+    for (; p0 + 64 <= P; p0 += 64) mlstack__ssd_cols_avx512(S, x, B, C, dt, dA, D, N, P, y, p0, 4);
+    for (; p0 + 16 <= P; p0 += 16) mlstack__ssd_cols_avx512(S, x, B, C, dt, dA, D, N, P, y, p0, 1);
+    for (; p0 < P; p0 += 8) mlstack__ssd_cols(S, x, B, C, dt, dA, D, N, P, y, p0, P - p0 < 8 ? P - p0 : 8);
+}
 #define MLSTACK__ATTN_AVX512                                                                                   \
     mlstack__attn_scores_avx512, mlstack__softmax_avx2, mlstack__attn_pv_avx512, mlstack__kv_chunk_avx2,       \
         mlstack__attn_scores_kv_avx2, mlstack__attn_pv_kv_avx2, mlstack__from_f32_avx512,                      \
         mlstack__quantize_rows_avx512, mlstack__rope_table, mlstack__rope_apply_avx2, mlstack__conv_step_avx2, \
-        mlstack__dn_rule_avx512
+        mlstack__dn_rule_avx512, mlstack__ssd_step_avx512
 
 static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni",
                                                          mlstack__matmul_avx512,
@@ -21813,10 +21893,36 @@ static void mlstack__dn_rule_neon(float *S, const float *k, const float *q, cons
     for (; j0 + 4 <= dv; j0 += 4) mlstack__dn_cols_neon(S, k, q, v, decay, beta, dk, dv, y, j0, 1);
     if (j0 < dv) mlstack__dn_cols(S, k, q, v, decay, beta, dk, dv, y, j0, dv - j0);
 }
+/* ssd_step on nv vectors of channels from p0 (nv <= 8, a constant where it is inlined) */
+static MLSTACK__ALWAYS_INLINE void mlstack__ssd_cols_neon(float *S, const float *x, const float *B, const float *C,
+                                                          float dt, float dA, float D, int N, int P, float *y, int p0,
+                                                          int nv) {
+    float32x4_t acc[8], xv[8], da = vdupq_n_f32(dA);
+    int n, u;
+    for (u = 0; u < nv; u++) acc[u] = vdupq_n_f32(0.0f), xv[u] = vld1q_f32(x + p0 + 4 * u);
+    for (n = 0; n < N; n++) {
+        float *s = S + (size_t)n * P + p0;
+        float32x4_t b = vdupq_n_f32(dt * B[n]), c = vdupq_n_f32(C[n]);
+        for (u = 0; u < nv; u++) {
+            float32x4_t t = vfmaq_f32(vmulq_f32(b, xv[u]), vld1q_f32(s + 4 * u), da);
+            vst1q_f32(s + 4 * u, t);
+            acc[u] = vfmaq_f32(acc[u], t, c);
+        }
+    }
+    for (u = 0; u < nv; u++) vst1q_f32(y + p0 + 4 * u, vfmaq_f32(acc[u], xv[u], vdupq_n_f32(D)));
+}
+static void mlstack__ssd_step_neon(float *S, const float *x, const float *B, const float *C, float dt, float dA,
+                                   float D, int N, int P, float *y) {
+    int p0 = 0;
+    for (; p0 + 32 <= P; p0 += 32) mlstack__ssd_cols_neon(S, x, B, C, dt, dA, D, N, P, y, p0, 8);
+    for (; p0 + 4 <= P; p0 += 4) mlstack__ssd_cols_neon(S, x, B, C, dt, dA, D, N, P, y, p0, 1);
+    if (p0 < P) mlstack__ssd_cols(S, x, B, C, dt, dA, D, N, P, y, p0, P - p0);
+}
 #define MLSTACK__ATTN_NEON                                                                                      \
     mlstack__attn_scores_neon, mlstack__softmax_neon, mlstack__attn_pv_neon, mlstack__kv_chunk_neon,            \
         mlstack__attn_scores_kv_neon, mlstack__attn_pv_kv_neon, mlstack__from_f32_neon, mlstack__quantize_rows, \
-        mlstack__rope_table, mlstack__rope_apply, mlstack__conv_step_neon, mlstack__dn_rule_neon
+        mlstack__rope_table, mlstack__rope_apply, mlstack__conv_step_neon, mlstack__dn_rule_neon,               \
+        mlstack__ssd_step_neon
 
 static const mlstack__kernels mlstack__kernels_neon = {"neon",
                                                        mlstack__matmul_neon,
@@ -40432,11 +40538,11 @@ static float mlstack__softplus(float x) { return x > 20.0f ? x : mlstack__log1p_
 static float mlstack__silu(float g) { return g / (1.0f + mlstack__exp_canon(-g)); }
 
 /* Mamba2, one token at a time, as transformers' recurrent step computes it. x = z (inner) | xBC
-   (conv_dim) | dt (H); state = conv window (K - 1, conv_dim) oldest first, then S (H, P, N).
+   (conv_dim) | dt (H); state = conv window (K - 1, conv_dim) oldest first, then S (H, N, P).
        c = silu(conv_bias + sum_k w_k window_k, the token's xBC last); window shifts by one
        x_h, B_g, C_g = c[h P ..], c[inner + g N ..], c[inner + G N + g N ..], g = h / (H / G)
-       dt = clamp(softplus(dt + dt_bias)); S_h = S_h exp(dt A_h) + (dt B_g) x_h   (outer, P x N)
-       y_h = S_h C_g + D_h x_h
+       dt = clamp(softplus(dt + dt_bias)); S_h = S_h exp(dt A_h) + (dt B_g) x_h   (outer, N x P)
+       y_h = S_h^T C_g + D_h x_h   (the kernels' ssd_step: per channel one fma chain over N)
    then y = RMSNorm(y * silu(z)) over norm_groups groups of inner, times the norm weight (or, by
    ssm.gate_norm, RMSNorm(y) * silu(z), or y * silu(z) without a norm: Falcon-H1). The
    units are the B/C groups with their heads (each group owns its channels of the window; with
@@ -40447,7 +40553,7 @@ static void mlstack__mix_mamba2(const mlstack_model *m, const mlstack__kernels *
                                 float *scratch) {
     const mlstack__ssm_cfg *s = &m->cfg.ssm;
     int K = s->conv, CD = s->conv_dim, P = s->head_dim, N = s->state, I = s->inner, G = s->groups;
-    int hpg = s->heads / G, gs = I / s->norm_groups, g0, g1, t, k, h, p, n, i;
+    int hpg = s->heads / G, gs = I / s->norm_groups, g0, g1, t, k, h, i;
     float *S = state + (size_t)(K - 1) * CD, *c = scratch;
     if (s->norm_groups % G) part = n_parts > 1 && part ? -1 : 0, n_parts = 1; /* the norm spans the groups */
     if (part < 0) return;
@@ -40466,14 +40572,7 @@ static void mlstack__mix_mamba2(const mlstack_model *m, const mlstack__kernels *
             float dt = mlstack__softplus(dtr[h] + L->ssm_dt_bias[h]), dA;
             dt = dt < s->dt_min ? s->dt_min : dt > s->dt_max ? s->dt_max : dt;
             dA = mlstack__exp_canon(dt * L->ssm_a[h]);
-            for (p = 0; p < P; p++) {
-                float *Sp = S + ((size_t)h * P + p) * N, acc = 0.0f;
-                for (n = 0; n < N; n++) {
-                    Sp[n] = MLSTACK__FMAF(Sp[n], dA, (dt * Bg[n]) * xh[p]);
-                    acc = MLSTACK__FMAF(Sp[n], Cg[n], acc);
-                }
-                yt[(size_t)h * P + p] = MLSTACK__FMAF(xh[p], L->ssm_d[h], acc);
-            }
+            kn->ssd_step(S + (size_t)h * N * P, xh, Bg, Cg, dt, dA, L->ssm_d[h], N, P, yt + (size_t)h * P);
         }
         for (k = g0 * hpg * P; k < g1 * hpg * P && s->gate_norm != MLSTACK__GATE_NORM_BEFORE; k++)
             yt[k] = yt[k] * mlstack__silu(z[k]);
@@ -42528,10 +42627,16 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
     if (R > 1 && c->n_experts)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (mixture of experts) runs on one rank only", c->architecture);
-    if (R > 1 && c->n_recurrent) /* the state (>>kvcache) is one block per sequence, not sharded */
+    if (R > 1 && c->n_recurrent) { /* the state (>>kvcache) is one block per sequence, not sharded */
+        static const char *const kinds[MLSTACK__LAYER_KINDS_] = {
+            "attention", "gated short convolution", "Mamba2", "gated delta-net", "MLP", "attention + Mamba2"};
+        int l = 0;
+        while (l + 1 < c->n_layers && !mlstack__state_floats(c, c->layer_kind[l])) l++;
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "mlstack_engine_init: %s (recurrent layers, %d of %d) runs on one rank only",
-                             c->architecture, c->n_recurrent, c->n_layers);
+                             "mlstack_engine_init: %s runs on one rank only: its %d recurrent layers (layer %d: %s) "
+                             "keep a per-sequence state that is not sharded across ranks yet",
+                             c->architecture, c->n_recurrent, l, kinds[c->layer_kind[l]]);
+    }
     if (R > 1 &&
         (c->v_norm || c->var_heads)) /* shared KV, per-layer inputs, v norms and head sizes are not split yet */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s runs on one rank only",

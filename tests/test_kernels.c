@@ -742,6 +742,29 @@ static void check_attn_chunk(const mlstack__kernels *k) {
     }
 }
 
+/* Mamba2's SSD step: the reference's bits (state and read) on head shapes with channel tails
+   (P = 64, 80, 13, 4, 1) and state sizes 128, 16, 3, 1, over three tokens. */
+static void check_ssd_step(const mlstack__kernels *k) {
+    static const int Ps[] = {64, 80, 13, 4, 1}, Ns[] = {128, 16, 3, 1, 16};
+    static float S0[128 * 80], S1[128 * 80];
+    float x[80], B[128], C[128], y0[80], y1[80];
+    int hi, i, t;
+    if (!TK_COMPARE(k, ssd_step)) return;
+    for (hi = 0; hi < 5; hi++) {
+        int P = Ps[hi], N = Ns[hi];
+        for (i = 0; i < N * P; i++) S0[i] = S1[i] = frand();
+        for (t = 0; t < 3; t++) {
+            float dt = 0.01f + 0.5f * frand() * frand(), dA = 0.5f + 0.5f * frand() * frand(), D = frand();
+            for (i = 0; i < 128; i++) B[i] = frand(), C[i] = frand();
+            for (i = 0; i < 80; i++) x[i] = frand() * 2.0f;
+            mlstack__ssd_step_scalar(S0, x, B, C, dt, dA, D, N, P, y0);
+            k->ssd_step(S1, x, B, C, dt, dA, D, N, P, y1);
+            CHECKF(!memcmp(y0, y1, sizeof(float) * (size_t)P) && !memcmp(S0, S1, sizeof(float) * (size_t)N * P),
+                   "%s ssd_step N %d P %d token %d differs from the reference", k->name, N, P, t);
+        }
+    }
+}
+
 /* The recurrent mixers' steps: the reference's bits for conv widths 1 to 5 over channel counts
    with vector tails (with and without bias and silu; the window moved on the same), and the
    delta rule on head shapes with column tails (the state, the read), over three tokens. */
@@ -775,6 +798,7 @@ static void check_mixer_steps(const mlstack__kernels *k) {
                    "%s dn_rule dk %d dv %d token %d differs from the reference", k->name, dk, dv, t);
         }
     }
+    check_ssd_step(k);
 }
 
 static void check_path(const mlstack__kernels *k) {
