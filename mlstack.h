@@ -18178,11 +18178,13 @@ static MLSTACK__T_AVX2 void mlstack__mxfp4_tile_avx2(const mlstack__weight *w, i
     for (r0 = 0; r0 < vt * 8; r0 += 8)
         for (j = 0; j < nj; j++) {
             float *tk = t + (size_t)(32 * j) * lds + r0;
-            MLSTACK__UNROLL for (k = 0; k < 32; k++) {
-                int kk = k & 15, off = 32 * (kk >> 1) + 16 * (k >> 4) + 8 * (kk & 1);
-                __m256 v = _mm256_cvtepi32_ps(
-                    _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(tb[r0 / 8][j] + off))));
-                _mm256_storeu_ps(tk + (size_t)k * lds, _mm256_mul_ps(v, d[r0 / 8][j]));
+            __m256 dv = d[r0 / 8][j];
+            int m, h;
+            MLSTACK__UNROLL for (m = 0; m < 8; m++) /* 32 bytes m: inputs 2m, 2m + 1, 16 + 2m, 17 + 2m */
+                MLSTACK__UNROLL for (h = 0; h < 4; h++) {
+                __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                    _mm_loadl_epi64((const __m128i *)(const void *)(tb[r0 / 8][j] + 32 * m + 8 * h))));
+                _mm256_storeu_ps(tk + (size_t)(2 * m + (h & 1) + 16 * (h >> 1)) * lds, _mm256_mul_ps(v, dv));
             }
         }
 }
