@@ -18131,7 +18131,7 @@ static MLSTACK__T_AVX2 void mlstack__mxfp4_tile_avx2(const mlstack__weight *w, i
                                                      float *t) {
     const __m128i tab = _mm_loadu_si128((const __m128i *)(const void *)mlstack__mxfp4_values), m4 = _mm_set1_epi8(0x0F);
     size_t lds = (size_t)vt * 8; /* floats per input */
-    int r0, j, r, k, nj = kn / 32;
+    int r0, j, r, nj = kn / 32;
     /* all the step's bytes transposed first, then widened: a load of 8 bytes just after the
        32-byte store that holds them is not forwarded (it waits for the store to retire) */
     unsigned char tb[8][MLSTACK__MXFP4_KC / 32][256];
