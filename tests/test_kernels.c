@@ -875,7 +875,7 @@ static void check_quantize_weight(void) {
 
 /* Native GGML formats (>>kernels: Q5_0, Q5_1, Q2_K .. Q6_K, MXFP4, the i-quants, TQ1_0, TQ2_0) on path k: rows of random block
    bytes with modest f16 scales (both signs), n_out 37, 83 and 128 (short groups of panels, a
-   partial panel, whole groups), B 1..9 and 17; from the rows and, where k packs the type, from
+   partial panel, whole groups), B 1..9 and 17 (MXFP4 also n_in 224); from the rows and, where k packs the type, from
    its KQ panels, whole and in two ranges of rows (a split across tasks). The same bits as the
    scalar reference, each row alone the bits it gets in a batch, and every result within the
    error that rounding the activations to int8 allows of the f32 dot with the dequantized
@@ -899,7 +899,9 @@ static void check_kq(const mlstack__kernels *k) {
     for (wi = 0; wi < (int)(sizeof wtypes / sizeof wtypes[0]); wi++)
         for (ni = 0; ni < 3; ni++)
             for (no = 0; no < 3; no++) {
-                int wt = wtypes[wi], n_in = n_ins[ni], n_out = n_outs[no], gt = wt - 16, nblk, bs, j;
+                /* MXFP4's x86 kernels step 64 inputs at a time: 224 ends on a half step */
+                int wt = wtypes[wi], n_in = wt == MLSTACK__W_MXFP4 && ni == 0 ? 224 : n_ins[ni], n_out = n_outs[no],
+                    gt = wt - 16, nblk, bs, j;
                 size_t rb = mlstack__row_bytes(wt, n_in);
                 unsigned char *wd = (unsigned char *)malloc(rb * n_out), *packed = NULL;
                 float *wf = (float *)malloc(sizeof(float) * n_out * n_in),
