@@ -39962,7 +39962,7 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
    w_in before, wo after) are the engine's batched matmuls, batch invariant as every matmul.
        void mix(m, k, L, state, x, y, n_tok, part, n_parts, scratch)
      m, L     the model and the layer (the kind's weights; conv and SSM parameters as f32)
-     k        the kernels (their conv_step and dn_rule: the same bits on every path)
+     k        the kernels (their conv_step, dn_rule and ssd_step: the same bits on every path)
      state    the layer's state of this sequence: mlstack__state_floats(cfg, L->kind) floats at
               L->state_off of the slot's block (>>kvcache), read and updated in place; zeros
               for a new sequence
