@@ -40588,7 +40588,7 @@ static int mlstack__sparse_up(mlstack__rank *rk, const mlstack__layer *L, const 
     const mlstack__weight *w = &L->w_up;
     mlstack__sparse_job j;
     int o, b, nf = L->w_gate.n_out, n = 0;
-    if (B > 4 || rk->n_ranks != 1 || !w->data || w->rows == MLSTACK__ROWS_GONE || w->bias || w->n_out != nf ||
+    if (B > 4 || rk->n_ranks != 1 || !w->data || w->rows != MLSTACK__ROWS_KEPT || w->bias || w->n_out != nf ||
         w->n_in % MLSTACK__QK || rk->model->cfg.mult.mlp_gate != 1.0f)
         return 0;
     mlstack__project(rk, in, B, 1, &L->w_gate, h, NULL, NULL, NULL, NULL);
