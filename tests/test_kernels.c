@@ -441,6 +441,58 @@ static void check_norm_act(const mlstack__kernels *k) {
     }
 }
 
+/* gelu_tanh (with and without u) and softcap: the scalar rule's bits, over arguments that reach
+   tanh's saturation (|v| > 9), zeros of both signs, and lengths with every tail */
+static void check_gelu_softcap(const mlstack__kernels *k) {
+    enum { N = 301 };
+    static float x[N], u[N], g0[N], g1[N], h0[N], h1[N], s0[N], s1[N];
+    int i, n, do_g = TK_COMPARE(k, gelu_tanh), do_s = TK_COMPARE(k, softcap);
+    for (i = 0; i < N; i++) x[i] = frand() * (i % 3 == 0 ? 12.0f : i % 3 == 1 ? 3.0f : 60.0f), u[i] = frand();
+    x[0] = 0.0f, x[1] = -0.0f, x[2] = 9.5f, x[3] = -9.5f, x[4] = 1e-30f;
+    for (n = 1; n <= N && (do_g || do_s); n += n < 20 ? 1 : 37) {
+        int bad_g = -1, bad_h = -1, bad_s = -1;
+        memcpy(g0, x, sizeof x), memcpy(g1, x, sizeof x), memcpy(h0, x, sizeof x), memcpy(h1, x, sizeof x);
+        memcpy(s0, x, sizeof x), memcpy(s1, x, sizeof x);
+        mlstack__gelu_tanh_scalar(g0, u, n), k->gelu_tanh(g1, u, n);
+        mlstack__gelu_tanh_scalar(h0, NULL, n), k->gelu_tanh(h1, NULL, n);
+        mlstack__softcap_scalar(s0, (size_t)n, 30.0f), k->softcap(s1, (size_t)n, 30.0f);
+        for (i = N - 1; i >= 0; i--) { /* past n: untouched */
+            if (memcmp(&g0[i], &g1[i], 4)) bad_g = i;
+            if (memcmp(&h0[i], &h1[i], 4)) bad_h = i;
+            if (memcmp(&s0[i], &s1[i], 4)) bad_s = i;
+        }
+        if (do_g)
+            CHECKF(bad_g < 0 && bad_h < 0, "%s gelu_tanh n=%d [%d, %d]: %.9g vs %.9g", k->name, n, bad_g, bad_h,
+                   g1[bad_g < 0 ? 0 : bad_g], g0[bad_g < 0 ? 0 : bad_g]);
+        if (do_s)
+            CHECKF(bad_s < 0, "%s softcap n=%d [%d]: %.9g vs %.9g", k->name, n, bad_s, s1[bad_s < 0 ? 0 : bad_s],
+                   s0[bad_s < 0 ? 0 : bad_s]);
+    }
+}
+
+/* AltUp's route, prediction and correction: the scalar rule's bits (n streams, D with tails) */
+static void check_altup(const mlstack__kernels *k) {
+    enum { NS = 5, DM = 45 };
+    static float X[NS * DM], c[NS * NS], x[DM], w[NS * DM], sc[NS], y0[NS * DM], y1[NS * DM];
+    float r0[NS], r1[NS];
+    int i, n, D, do_r = TK_COMPARE(k, altup_route), do_p = TK_COMPARE(k, altup_pred), do_c = TK_COMPARE(k, altup_corr);
+    for (i = 0; i < NS * DM; i++) X[i] = frand() * 4.0f, w[i] = frand();
+    for (i = 0; i < NS * NS; i++) c[i] = frand();
+    for (i = 0; i < DM; i++) x[i] = frand() * 3.0f;
+    for (i = 0; i < NS; i++) sc[i] = frand() + 1.0f;
+    for (n = 1; n <= NS && (do_r || do_p || do_c); n += 2)
+        for (D = 1; D <= DM; D += 11) {
+            mlstack__altup_route_scalar(x, w, n, D, 1.0f / D, r0), k->altup_route(x, w, n, D, 1.0f / D, r1);
+            if (do_r) CHECKF(!memcmp(r0, r1, sizeof(float) * n), "%s altup_route n=%d D=%d", k->name, n, D);
+            memset(y0, 0, sizeof y0), memset(y1, 0, sizeof y1);
+            mlstack__altup_pred_scalar(X, DM, n, c, y0, D), k->altup_pred(X, DM, n, c, y1, D);
+            if (do_p) CHECKF(!memcmp(y0, y1, sizeof y0), "%s altup_pred n=%d D=%d", k->name, n, D);
+            memset(y0, 0, sizeof y0), memset(y1, 0, sizeof y1);
+            mlstack__altup_corr_scalar(x, X, DM, n, n / 2, sc, y0, D), k->altup_corr(x, X, DM, n, n / 2, sc, y1, D);
+            if (do_c) CHECKF(!memcmp(y0, y1, sizeof y0), "%s altup_corr n=%d D=%d", k->name, n, D);
+        }
+}
+
 static void check_rope_ops(const mlstack__kernels *k) {
     int i;
     /* rotary embedding: table and rotation, the reference's bits (head dims with tails) */
@@ -742,6 +794,29 @@ static void check_attn_chunk(const mlstack__kernels *k) {
     }
 }
 
+/* Mamba2's SSD step: the reference's bits (state and read) on head shapes with channel tails
+   (P = 64, 80, 13, 4, 1) and state sizes 128, 16, 3, 1, over three tokens. */
+static void check_ssd_step(const mlstack__kernels *k) {
+    static const int Ps[] = {64, 80, 13, 4, 1}, Ns[] = {128, 16, 3, 1, 16};
+    static float S0[128 * 80], S1[128 * 80];
+    float x[80], B[128], C[128], y0[80], y1[80];
+    int hi, i, t;
+    if (!TK_COMPARE(k, ssd_step)) return;
+    for (hi = 0; hi < 5; hi++) {
+        int P = Ps[hi], N = Ns[hi];
+        for (i = 0; i < N * P; i++) S0[i] = S1[i] = frand();
+        for (t = 0; t < 3; t++) {
+            float dt = 0.01f + 0.5f * frand() * frand(), dA = 0.5f + 0.5f * frand() * frand(), D = frand();
+            for (i = 0; i < 128; i++) B[i] = frand(), C[i] = frand();
+            for (i = 0; i < 80; i++) x[i] = frand() * 2.0f;
+            mlstack__ssd_step_scalar(S0, x, B, C, dt, dA, D, N, P, y0);
+            k->ssd_step(S1, x, B, C, dt, dA, D, N, P, y1);
+            CHECKF(!memcmp(y0, y1, sizeof(float) * (size_t)P) && !memcmp(S0, S1, sizeof(float) * (size_t)N * P),
+                   "%s ssd_step N %d P %d token %d differs from the reference", k->name, N, P, t);
+        }
+    }
+}
+
 /* The recurrent mixers' steps: the reference's bits for conv widths 1 to 5 over channel counts
    with vector tails (with and without bias and silu; the window moved on the same), and the
    delta rule on head shapes with column tails (the state, the read), over three tokens. */
@@ -775,12 +850,15 @@ static void check_mixer_steps(const mlstack__kernels *k) {
                    "%s dn_rule dk %d dv %d token %d differs from the reference", k->name, dk, dv, t);
         }
     }
+    check_ssd_step(k);
 }
 
 static void check_path(const mlstack__kernels *k) {
     check_matmul(k);
     check_to_f32(k);
     check_norm_act(k);
+    check_gelu_softcap(k);
+    check_altup(k);
     check_rope_ops(k);
     check_quantize_rows(k);
     check_kv_from_f32(k);
@@ -849,9 +927,9 @@ static void check_quantize_weight(void) {
     }
 }
 
-/* Native GGML formats (>>kernels: Q5_0, Q5_1, Q2_K .. Q6_K, MXFP4, the i-quants) on path k: rows of random block
+/* Native GGML formats (>>kernels: Q5_0, Q5_1, Q2_K .. Q6_K, MXFP4, the i-quants, TQ1_0, TQ2_0) on path k: rows of random block
    bytes with modest f16 scales (both signs), n_out 37, 83 and 128 (short groups of panels, a
-   partial panel, whole groups), B 1..9 and 17; from the rows and, where k packs the type, from
+   partial panel, whole groups), B 1..9 and 17 (MXFP4 also n_in 224); from the rows and, where k packs the type, from
    its KQ panels, whole and in two ranges of rows (a split across tasks). The same bits as the
    scalar reference, each row alone the bits it gets in a batch, and every result within the
    error that rounding the activations to int8 allows of the f32 dot with the dequantized
@@ -861,11 +939,12 @@ static void check_kq(const mlstack__kernels *k) {
     static const int wtypes[] = {MLSTACK__W_Q5_1,    MLSTACK__W_Q2_K,    MLSTACK__W_Q3_K,   MLSTACK__W_Q4_K,
                                  MLSTACK__W_Q5_K,    MLSTACK__W_Q6_K,    MLSTACK__W_Q5_0,   MLSTACK__W_MXFP4,
                                  MLSTACK__W_IQ4_XS,  MLSTACK__W_IQ2_XXS, MLSTACK__W_IQ2_XS, MLSTACK__W_IQ2_S,
-                                 MLSTACK__W_IQ3_XXS, MLSTACK__W_IQ3_S,   MLSTACK__W_IQ1_S,  MLSTACK__W_IQ1_M};
+                                 MLSTACK__W_IQ3_XXS, MLSTACK__W_IQ3_S,   MLSTACK__W_IQ1_S,  MLSTACK__W_IQ1_M,
+                                 MLSTACK__W_TQ1_0,   MLSTACK__W_TQ2_0};
     /* f16 scale fields of each block: byte offset, count (MXFP4: its E8M0 byte; IQ1_M: the top
        nibbles of its scale words; both below) */
-    static const int sc_off[] = {0, 80, 108, 0, 0, 208, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                     sc_n[] = {2, 2, 1, 2, 2, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 0};
+    static const int sc_off[] = {0, 80, 108, 0, 0, 208, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 52, 64},
+                     sc_n[] = {2, 2, 1, 2, 2, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1};
     static const int n_ins[] = {256, 512, 1280}, n_outs[] = {37, 83, 128}, Bs[] = {1, 2, 3, 5, 9, 17};
     int wi, ni, no, bi, i, b, o, pk, mm_ref = (tk_fn)k->matmul == (tk_fn)tk_ref->matmul;
     /* the reference: its batch invariance and its bound against the dequantized product; every
@@ -874,7 +953,9 @@ static void check_kq(const mlstack__kernels *k) {
     for (wi = 0; wi < (int)(sizeof wtypes / sizeof wtypes[0]); wi++)
         for (ni = 0; ni < 3; ni++)
             for (no = 0; no < 3; no++) {
-                int wt = wtypes[wi], n_in = n_ins[ni], n_out = n_outs[no], gt = wt - 16, nblk, bs, j;
+                /* MXFP4's x86 kernels step 64 inputs at a time: 224 ends on a half step */
+                int wt = wtypes[wi], n_in = wt == MLSTACK__W_MXFP4 && ni == 0 ? 224 : n_ins[ni], n_out = n_outs[no],
+                    gt = wt - 16, nblk, bs, j;
                 size_t rb = mlstack__row_bytes(wt, n_in);
                 unsigned char *wd = (unsigned char *)malloc(rb * n_out), *packed = NULL;
                 float *wf = (float *)malloc(sizeof(float) * n_out * n_in),
