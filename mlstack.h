@@ -19157,8 +19157,9 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__scores_tile_avx2(con
 static int mlstack__heads_pass_avx2(int left) { return left == 4 ? 2 : left >= 3 ? 3 : left; }
 /* Vectors the next attention tile takes of nv left: 8, 4, 2 or 1, so that 3, 5, 6 and 7 (a
    chunk's last keys, a Dh that is not a multiple of 32) are made of those rather than compiled
-   each for itself (each shape is a compile; a tile only decides which scores or values are
-   computed together, never in what order: the same bits). */
+   each for itself; tiles of several heads take 4 (32 keys or values), what is left goes head by
+   head (each shape is a compile; a tile only decides which scores or values are computed
+   together, never in what order: the same bits). */
 static MLSTACK__ALWAYS_INLINE int mlstack__att_nv_avx2(int nv) { return nv >= 8 ? 8 : nv >= 4 ? 4 : nv >= 2 ? 2 : nv; }
 static MLSTACK__T_AVX2 void mlstack__attn_scores_avx2(const float *q, int G, int Dh, const float *kt, int n,
                                                       float scale, float *s) {
@@ -19168,18 +19169,22 @@ static MLSTACK__T_AVX2 void mlstack__attn_scores_avx2(const float *q, int G, int
         const float *qg = q + (size_t)g * Dh;
         float *sg = s + g * 32;
         for (v0 = 0; v0 < nv; v0 += tv) {
+            int h, hn;
             tv = mlstack__att_nv_avx2(nv - v0);
-#define MLSTACK__SCORES_AVX2(GH_, NV_)                                                            \
-    case (GH_) * 8 + (NV_):                                                                       \
-        mlstack__scores_tile_avx2(qg, Dh, kt + 8 * v0, n - 8 * v0, scale, sg + 8 * v0, GH_, NV_); \
+            hn = tv == 4 ? gh : 1; /* a chunk's last keys head by head */
+#define MLSTACK__SCORES_AVX2(GH_, NV_)                                                                                \
+    case (GH_) * 8 + (NV_):                                                                                           \
+        mlstack__scores_tile_avx2(qg + (size_t)h * Dh, Dh, kt + 8 * v0, n - 8 * v0, scale, sg + h * 32 + 8 * v0, GH_, \
+                                  NV_);                                                                               \
         break;
-            switch (gh * 8 + tv) {
-                /* clang-format off */
-                MLSTACK__SCORES_AVX2(3, 1) MLSTACK__SCORES_AVX2(3, 2) MLSTACK__SCORES_AVX2(3, 4)
-                MLSTACK__SCORES_AVX2(2, 1) MLSTACK__SCORES_AVX2(2, 2) MLSTACK__SCORES_AVX2(2, 4)
-                MLSTACK__SCORES_AVX2(1, 1) MLSTACK__SCORES_AVX2(1, 2) MLSTACK__SCORES_AVX2(1, 4)
-            default: break;
-                /* clang-format on */
+            for (h = 0; h < gh; h += hn) {
+                switch (hn * 8 + tv) {
+                    /* clang-format off */
+                    MLSTACK__SCORES_AVX2(3, 4) MLSTACK__SCORES_AVX2(2, 4)
+                    MLSTACK__SCORES_AVX2(1, 1) MLSTACK__SCORES_AVX2(1, 2) MLSTACK__SCORES_AVX2(1, 4)
+                default: break;
+                    /* clang-format on */
+                }
             }
 #undef MLSTACK__SCORES_AVX2
         }
@@ -19276,47 +19281,36 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__pv_heads_avx2(float 
     MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (i = 0; i < NV; i++)
         _mm256_storeu_ps(a + (size_t)h * Dh + 8 * i, acc[h][i]);
 }
+/* One head's values from d on (a: the head's Dh, p: its 32 weights), 64 at a time, the last
+   Dh mod 8 in a masked pass. */
+static MLSTACK__T_AVX2 void mlstack__pv_head_avx2(float *a, const float *p, const float *v, int Dh, int n, int d) {
+    while (d < Dh) {
+        int m = Dh - d >= 8 ? 8 * mlstack__att_nv_avx2((Dh - d) / 8) : Dh - d;
+#define MLSTACK__PV_AVX2(NV_) \
+    case NV_: mlstack__pv_tile_avx2(a + d, p, v + d, Dh, n, m, NV_); break;
+        switch (m < 8 ? 1 : m / 8) {
+            /* clang-format off */
+            MLSTACK__PV_AVX2(1) MLSTACK__PV_AVX2(2) MLSTACK__PV_AVX2(4) MLSTACK__PV_AVX2(8)
+        default: break;
+            /* clang-format on */
+        }
+#undef MLSTACK__PV_AVX2
+        d += m;
+    }
+}
 static MLSTACK__T_AVX2 void mlstack__attn_pv_avx2(float *acc, int G, int Dh, const float *p, const float *v, int n) {
     int g, d, gh, h;
-    for (g = 0; g < G; g += gh) { /* several heads a pass; a last head alone and Dh mod 8 values per head below */
+    for (g = 0; g < G; g += gh) { /* several heads 32 values a pass; the rest of each head alone */
         gh = mlstack__heads_pass_avx2(G - g);
-        if (gh == 1) break;
-        for (d = 0; d + 8 <= Dh;) {
-            int m = Dh - d >= 32 ? 32 : 8 * mlstack__att_nv_avx2((Dh - d) / 8);
+        for (d = 0; gh > 1 && d + 32 <= Dh; d += 32) {
             float *a = acc + (size_t)g * Dh + d;
             const float *pg = p + g * 32, *vd = v + d;
-#define MLSTACK__PV_HEADS_AVX2(GH_, NV_) \
-    case (GH_) * 8 + (NV_): mlstack__pv_heads_avx2(a, pg, vd, Dh, n, GH_, NV_); break;
-            switch (gh * 8 + m / 8) {
-                /* clang-format off */
-                MLSTACK__PV_HEADS_AVX2(2, 1) MLSTACK__PV_HEADS_AVX2(2, 2) MLSTACK__PV_HEADS_AVX2(2, 4)
-                MLSTACK__PV_HEADS_AVX2(3, 1) MLSTACK__PV_HEADS_AVX2(3, 2) MLSTACK__PV_HEADS_AVX2(3, 4)
-            default: break;
-                /* clang-format on */
-            }
-#undef MLSTACK__PV_HEADS_AVX2
-            d += m;
+            if (gh == 3) mlstack__pv_heads_avx2(a, pg, vd, Dh, n, 3, 4);
+            else
+                mlstack__pv_heads_avx2(a, pg, vd, Dh, n, 2, 4);
         }
-        if (d < Dh) /* the last Dh mod 8 values, head by head */
-            for (h = g; h < g + gh; h++)
-                mlstack__pv_tile_avx2(acc + (size_t)h * Dh + d, p + h * 32, v + d, Dh, n, Dh - d, 1);
+        for (h = g; h < g + gh; h++) mlstack__pv_head_avx2(acc + (size_t)h * Dh, p + h * 32, v, Dh, n, d);
     }
-    for (; g < G; g++)
-        for (d = 0; d < Dh;) {
-            int m = Dh - d >= 8 ? 8 * mlstack__att_nv_avx2((Dh - d) / 8) : Dh - d;
-            float *a = acc + (size_t)g * Dh + d;
-            const float *pg = p + g * 32, *vd = v + d;
-#define MLSTACK__PV_AVX2(NV_) \
-    case NV_: mlstack__pv_tile_avx2(a, pg, vd, Dh, n, m, NV_); break;
-            switch (m < 8 ? 1 : m / 8) {
-                /* clang-format off */
-                MLSTACK__PV_AVX2(1) MLSTACK__PV_AVX2(2) MLSTACK__PV_AVX2(4) MLSTACK__PV_AVX2(8)
-            default: break;
-                /* clang-format on */
-            }
-#undef MLSTACK__PV_AVX2
-            d += m;
-        }
 }
 /* Each run's keys converted a column of the page's transposed block at a time, 8 keys a
    vector, the last len mod 8 with a masked store: the load reads up to 7 values past the run,
@@ -19391,18 +19385,22 @@ mlstack__scores_kv_dt_avx2(const float *q, int G, int Dh, const unsigned char *c
         const float *qg = q + (size_t)g * Dh;
         float *sg = s + g * 32;
         for (v0 = 0; v0 < nv; v0 += tv) {
+            int h, hn;
             tv = mlstack__att_nv_avx2(nv - v0);
-#define MLSTACK__SKV_AVX2(GH_, NV_)                                                                          \
-    case (GH_) * 8 + (NV_):                                                                                  \
-        mlstack__scores_kv_tile_avx2(qg, Dh, kb + v0, col, n - 8 * v0, scale, sg + 8 * v0, f, GH_, NV_, DT); \
+            hn = tv == 4 ? gh : 1; /* a chunk's last keys head by head */
+#define MLSTACK__SKV_AVX2(GH_, NV_)                                                                                  \
+    case (GH_) * 8 + (NV_):                                                                                          \
+        mlstack__scores_kv_tile_avx2(qg + (size_t)h * Dh, Dh, kb + v0, col, n - 8 * v0, scale, sg + h * 32 + 8 * v0, \
+                                     f, GH_, NV_, DT);                                                               \
         break;
-            switch (gh * 8 + tv) {
-                /* clang-format off */
-                MLSTACK__SKV_AVX2(3, 1) MLSTACK__SKV_AVX2(3, 2) MLSTACK__SKV_AVX2(3, 4)
-                MLSTACK__SKV_AVX2(2, 1) MLSTACK__SKV_AVX2(2, 2) MLSTACK__SKV_AVX2(2, 4)
-                MLSTACK__SKV_AVX2(1, 1) MLSTACK__SKV_AVX2(1, 2) MLSTACK__SKV_AVX2(1, 4)
-            default: break;
-                /* clang-format on */
+            for (h = 0; h < gh; h += hn) {
+                switch (hn * 8 + tv) {
+                    /* clang-format off */
+                    MLSTACK__SKV_AVX2(3, 4) MLSTACK__SKV_AVX2(2, 4)
+                    MLSTACK__SKV_AVX2(1, 1) MLSTACK__SKV_AVX2(1, 2) MLSTACK__SKV_AVX2(1, 4)
+                default: break;
+                    /* clang-format on */
+                }
             }
 #undef MLSTACK__SKV_AVX2
         }
@@ -19463,7 +19461,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__pv_kv_dt_avx2(float 
                                                                           mlstack__fetch *f, const int DT) {
     const unsigned char *vb[MLSTACK__ATT_CHUNK + 1];
     const size_t es = DT == MLSTACK_DTYPE_F32 ? 4 : 2;
-    int g, gh, d, m, r;
+    int g, gh, d, m, r, h, hn;
     for (g = 0; g < G; g += gh) { /* three heads (or two) 32 values a pass, a head alone 64 */
         gh = mlstack__heads_pass_avx2(G - g);
         for (d = 0; d < Dh; d += m) {
@@ -19471,16 +19469,20 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__pv_kv_dt_avx2(float 
             const float *pg = p + g * 32;
             m = Dh - d < (gh == 1 ? 64 : 32) ? Dh - d : gh == 1 ? 64 : 32;
             if (m >= 8) m = 8 * mlstack__att_nv_avx2(m / 8);
+            hn = m < 32 ? 1 : gh; /* a Dh's last values (not a multiple of 32) head by head */
             for (r = 0; r < nr; r++) vb[r] = (const unsigned char *)v[r] + (size_t)d * es;
-#define MLSTACK__PKV_AVX2(GH_, NV_) \
-    case (GH_) * 16 + (NV_): mlstack__pv_kv_tile_avx2(a, Dh, pg, vb, len, nr, (size_t)Dh *es, f, GH_, NV_, DT); break;
-            switch (gh * 16 + m / 8) {
-                /* clang-format off */
-                MLSTACK__PKV_AVX2(3, 1) MLSTACK__PKV_AVX2(3, 2) MLSTACK__PKV_AVX2(3, 4)
-                MLSTACK__PKV_AVX2(2, 1) MLSTACK__PKV_AVX2(2, 2) MLSTACK__PKV_AVX2(2, 4)
-                MLSTACK__PKV_AVX2(1, 1) MLSTACK__PKV_AVX2(1, 2) MLSTACK__PKV_AVX2(1, 4) MLSTACK__PKV_AVX2(1, 8)
-            default: break;
-                /* clang-format on */
+#define MLSTACK__PKV_AVX2(GH_, NV_)                                                                                   \
+    case (GH_) * 16 + (NV_):                                                                                          \
+        mlstack__pv_kv_tile_avx2(a + (size_t)h * Dh, Dh, pg + h * 32, vb, len, nr, (size_t)Dh * es, f, GH_, NV_, DT); \
+        break;
+            for (h = 0; h < gh; h += hn) {
+                switch (hn * 16 + m / 8) {
+                    /* clang-format off */
+                    MLSTACK__PKV_AVX2(3, 4) MLSTACK__PKV_AVX2(2, 4)
+                    MLSTACK__PKV_AVX2(1, 1) MLSTACK__PKV_AVX2(1, 2) MLSTACK__PKV_AVX2(1, 4) MLSTACK__PKV_AVX2(1, 8)
+                default: break;
+                    /* clang-format on */
+                }
             }
 #undef MLSTACK__PKV_AVX2
         }
