@@ -2759,6 +2759,10 @@ enum {
     MLSTACK__OP_ADD,
     MLSTACK__OP_SWIGLU,
     MLSTACK__OP_MIXER,
+    MLSTACK__OP_ALTUP, /* Gemma 3n's AltUp routing, prediction and correction (not their matmuls) */
+    MLSTACK__OP_PLE, /* per-layer inputs: the table row, its norm and scale (not the matmuls) */
+    MLSTACK__OP_LAUREL, /* Laurel's residual sums */
+    MLSTACK__OP_GATE_CUT, /* activation sparsity's statistics and cut */
     MLSTACK__OP_COUNT_
 };
 
@@ -16244,6 +16248,16 @@ typedef struct mlstack__kernels {
                     float *y);
     void (*ssd_step)(float *S, const float *x, const float *B, const float *C, float dt, float dA, float D, int N,
                      int P, float *y);
+    /* g (n,) = gelu_tanh(g), times u (n,) where u is not NULL (the rule: mlstack__gelu_tanh_scalar) */
+    void (*gelu_tanh)(float *g, const float *u, int n);
+    /* v (n,) = cap tanh(v / cap) (logit soft-capping; the rule: mlstack__softcap_scalar) */
+    void (*softcap)(float *v, size_t n, float cap);
+    /* Gemma 3n's AltUp over n <= 16 streams of D values, stream j at X + j ld (the rules:
+       mlstack__altup_*_scalar): route r (n,) = the routers' sums; pred Y_i = X c_i + X_i;
+       corr Y_i = (x - P_a) s_i + P_i */
+    void (*altup_route)(const float *t, const float *w, int n, int D, float inv, float *r);
+    void (*altup_pred)(const float *X, size_t ld, int n, const float *c, float *Y, int D);
+    void (*altup_corr)(const float *x, const float *P, size_t ld, int n, int a, const float *s, float *Y, int D);
     uint64_t packs; /* bit 1 << wtype: matmul reads P16 panels of weights of that type when present */
 } mlstack__kernels;
 #define MLSTACK__PACK_BIT(wt) ((uint64_t)1 << (wt))
@@ -16255,8 +16269,7 @@ typedef struct mlstack__kernels {
 #define MLSTACK__PACKS_GGML                                                                                         \
     (MLSTACK__PACK_BIT(MLSTACK__W_Q5_0) | MLSTACK__PACK_BIT(MLSTACK__W_Q5_1) | MLSTACK__PACK_BIT(MLSTACK__W_Q2_K) | \
      MLSTACK__PACK_BIT(MLSTACK__W_Q3_K) | MLSTACK__PACK_BIT(MLSTACK__W_Q4_K) | MLSTACK__PACK_BIT(MLSTACK__W_Q5_K) | \
-     MLSTACK__PACK_BIT(MLSTACK__W_Q6_K) | \
-     MLSTACK__PACK_BIT(MLSTACK__W_TQ1_0) | MLSTACK__PACK_BIT(MLSTACK__W_TQ2_0))
+     MLSTACK__PACK_BIT(MLSTACK__W_Q6_K) | MLSTACK__PACK_BIT(MLSTACK__W_TQ1_0) | MLSTACK__PACK_BIT(MLSTACK__W_TQ2_0))
 
 /* MLSTACK__FMAF(a, b, c): a * b + c rounded once, as C99's fmaf must be. One instruction where
    the target has FMA; glibc's and Apple's fmaf where it does not; elsewhere our own (MinGW's
@@ -17455,8 +17468,15 @@ MLSTACK__FN void mlstack__from_f32(mlstack_dtype dt, const float *src, void *dst
 #define MLSTACK__ATTN_SCALAR                                                                                       \
     mlstack__attn_scores_scalar, mlstack__softmax_scalar, mlstack__attn_pv_scalar, mlstack__kv_chunk_scalar, NULL, \
         NULL, mlstack__from_f32, mlstack__quantize_rows, mlstack__rope_table, mlstack__rope_apply,                 \
-        mlstack__conv_step_scalar, mlstack__dn_rule_scalar, mlstack__ssd_step_scalar
+        mlstack__conv_step_scalar, mlstack__dn_rule_scalar, mlstack__ssd_step_scalar, mlstack__gelu_tanh_scalar,   \
+        mlstack__softcap_scalar, mlstack__altup_route_scalar, mlstack__altup_pred_scalar, mlstack__altup_corr_scalar
 
+MLSTACK__FN void mlstack__altup_route_scalar(const float *t, const float *w, int n, int D, float inv, float *r);
+MLSTACK__FN void mlstack__altup_pred_scalar(const float *X, size_t ld, int n, const float *c, float *Y, int D);
+MLSTACK__FN void mlstack__altup_corr_scalar(const float *x, const float *P, size_t ld, int n, int a, const float *s,
+                                            float *Y, int D);
+MLSTACK__FN void mlstack__gelu_tanh_scalar(float *g, const float *u, int n);
+MLSTACK__FN void mlstack__softcap_scalar(float *v, size_t n, float cap);
 MLSTACK__FN void mlstack__rmsnorm(float *out, const float *x, const float *w, int n, float eps);
 MLSTACK__FN void mlstack__swiglu_scalar(float *g, const float *u, int n);
 MLSTACK__FN void mlstack__rope_table(float *cs, int Dh, int pos, const float *inv_freq);
@@ -17571,6 +17591,58 @@ MLSTACK__FN void mlstack__rmsnorm(float *out, const float *x, const float *w, in
 MLSTACK__FN void mlstack__swiglu_scalar(float *g, const float *u, int n) {
     int i;
     for (i = 0; i < n; i++) g[i] = g[i] / (1.0f + mlstack__exp_canon(-g[i])) * u[i];
+}
+
+/* GELU, tanh approximation (gelu_pytorch_tanh): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+   with the canonical tanh, each step rounded as written (x^3 as (x x) x, one fma for the inner
+   sum, 0.5 x before the last product); times u where u is not NULL. Every element on its own,
+   so a vector path computes the same bits by the same steps lane by lane. */
+MLSTACK__FN void mlstack__gelu_tanh_scalar(float *g, const float *u, int n) {
+    int i;
+    for (i = 0; i < n; i++) {
+        float x = g[i], x3 = x * x * x, inner, th;
+        inner = MLSTACK__FMAF(0.044715f, x3, x);
+        inner = 0.7978845608028654f * inner;
+        th = mlstack__tanh_canon(inner);
+        th = 1.0f + th;
+        th = 0.5f * x * th;
+        g[i] = u ? th * u[i] : th;
+    }
+}
+/* AltUp (Gemma 3n, >>forward): r[i] = one fma chain over d in order, from +0, of (t[d] inv)
+   w[i D + d] (the product t[d] inv rounded first); Y_i[d] = (an fma chain over j of X_j[d]
+   c[i n + j], from +0) + X_i[d]; corr: Y_i[d] = fma(x[d] - P_a[d], s[i], P_i[d]). Every d on
+   its own, so a vector path takes d in lanes with the same bits. */
+MLSTACK__FN void mlstack__altup_route_scalar(const float *t, const float *w, int n, int D, float inv, float *r) {
+    int i, d;
+    for (i = 0; i < n; i++) {
+        float acc = 0;
+        for (d = 0; d < D; d++) acc = MLSTACK__FMAF(t[d] * inv, w[(size_t)i * D + d], acc);
+        r[i] = acc;
+    }
+}
+MLSTACK__FN void mlstack__altup_pred_scalar(const float *X, size_t ld, int n, const float *c, float *Y, int D) {
+    int i, j, d;
+    for (i = 0; i < n; i++)
+        for (d = 0; d < D; d++) {
+            float acc = 0;
+            for (j = 0; j < n; j++) acc = MLSTACK__FMAF(X[j * ld + d], c[i * n + j], acc);
+            Y[i * ld + d] = acc + X[i * ld + d];
+        }
+}
+MLSTACK__FN void mlstack__altup_corr_scalar(const float *x, const float *P, size_t ld, int n, int a, const float *s,
+                                            float *Y, int D) {
+    int i, d;
+    for (i = 0; i < n; i++)
+        for (d = 0; d < D; d++) Y[i * ld + d] = MLSTACK__FMAF(x[d] - P[a * ld + d], s[i], P[i * ld + d]);
+}
+/* v (n,) = cap tanh(v / cap): the quotient and the product each rounded once */
+MLSTACK__FN void mlstack__softcap_scalar(float *v, size_t n, float cap) {
+    size_t i;
+    for (i = 0; i < n; i++) {
+        float t = mlstack__tanh_canon(v[i] / cap);
+        v[i] = t * cap;
+    }
 }
 
 /* Kernels of the recurrent mixers (>>forward). Shapes: n channels of a causal depthwise conv of
@@ -18927,6 +18999,72 @@ static MLSTACK__T_AVX2 void mlstack__swiglu_avx2(float *g, const float *u, int n
     }
 }
 
+/* gelu_tanh (g * u where u is not NULL) by mlstack__gelu_tanh_scalar's steps, 8 lanes at a time
+   (tanh: sign(v) (1 - 2 / (e^2|v| + 1)), 1 past |v| > 9; the tail masked as in swiglu). */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256 mlstack__tanh256(__m256 v) {
+    const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f);
+    __m256 a = _mm256_andnot_ps(sign, v), e = mlstack__exp256(_mm256_mul_ps(two, a)), t;
+    t = _mm256_sub_ps(one, _mm256_div_ps(two, _mm256_add_ps(e, one)));
+    t = _mm256_blendv_ps(t, one, _mm256_cmp_ps(a, _mm256_set1_ps(9.0f), _CMP_GT_OQ));
+    return _mm256_blendv_ps(t, _mm256_xor_ps(t, sign), _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
+}
+static MLSTACK__T_AVX2 void mlstack__gelu_tanh_avx2(float *g, const float *u, int n) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    int i;
+    for (i = 0; i < n; i += 8) {
+        __m256 x = mlstack__ld8_part_avx2(g + i, n - i), v, t;
+        v = _mm256_fmadd_ps(_mm256_set1_ps(0.044715f), _mm256_mul_ps(_mm256_mul_ps(x, x), x), x);
+        t = mlstack__tanh256(_mm256_mul_ps(_mm256_set1_ps(0.7978845608028654f), v));
+        t = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), _mm256_add_ps(one, t));
+        if (u) t = _mm256_mul_ps(t, mlstack__ld8_part_avx2(u + i, n - i));
+        mlstack__st8_part_avx2(g + i, n - i, t);
+    }
+}
+/* AltUp's steps by mlstack__altup_*_scalar's rules: the router's n chains side by side (fmaf is
+   one instruction here), the streams 8 values of d at a time */
+static MLSTACK__T_AVX2 void mlstack__altup_route_avx2(const float *t, const float *w, int n, int D, float inv,
+                                                      float *r) {
+    float acc[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    int i, d;
+    for (d = 0; d < D; d++) {
+        float v = t[d] * inv;
+        for (i = 0; i < n; i++) /* one fma, rounded once (not the C library's fmaf: MinGW's is not) */
+            acc[i] = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(v), _mm_set_ss(w[(size_t)i * D + d]), _mm_set_ss(acc[i])));
+    }
+    for (i = 0; i < n; i++) r[i] = acc[i];
+}
+static MLSTACK__T_AVX2 void mlstack__altup_pred_avx2(const float *X, size_t ld, int n, const float *c, float *Y,
+                                                     int D) {
+    int i, j, d;
+    for (i = 0; i < n; i++)
+        for (d = 0; d < D; d += 8) {
+            __m256 acc = _mm256_setzero_ps();
+            for (j = 0; j < n; j++)
+                acc = _mm256_fmadd_ps(mlstack__ld8_part_avx2(X + j * ld + d, D - d), _mm256_set1_ps(c[i * n + j]), acc);
+            mlstack__st8_part_avx2(Y + i * ld + d, D - d,
+                                   _mm256_add_ps(acc, mlstack__ld8_part_avx2(X + i * ld + d, D - d)));
+        }
+}
+static MLSTACK__T_AVX2 void mlstack__altup_corr_avx2(const float *x, const float *P, size_t ld, int n, int a,
+                                                     const float *s, float *Y, int D) {
+    int i, d;
+    for (i = 0; i < n; i++)
+        for (d = 0; d < D; d += 8) {
+            __m256 e =
+                _mm256_sub_ps(mlstack__ld8_part_avx2(x + d, D - d), mlstack__ld8_part_avx2(P + a * ld + d, D - d));
+            mlstack__st8_part_avx2(
+                Y + i * ld + d, D - d,
+                _mm256_fmadd_ps(e, _mm256_set1_ps(s[i]), mlstack__ld8_part_avx2(P + i * ld + d, D - d)));
+        }
+}
+static MLSTACK__T_AVX2 void mlstack__softcap_avx2(float *v, size_t n, float cap) {
+    const __m256 c = _mm256_set1_ps(cap);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(v + i, _mm256_mul_ps(mlstack__tanh256(_mm256_div_ps(_mm256_loadu_ps(v + i), c)), c));
+    if (i < n) mlstack__softcap_scalar(v + i, n - i, cap);
+}
+
 /* The canonical 16 partial sums (>>kernels) as two registers: lanes 0..7 and 8..15, added
    (p[i] + p[i + 8]), then folded as one. */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 float mlstack__fold16_avx2(__m256 lo, __m256 hi) {
@@ -19019,8 +19157,9 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__scores_tile_avx2(con
 static int mlstack__heads_pass_avx2(int left) { return left == 4 ? 2 : left >= 3 ? 3 : left; }
 /* Vectors the next attention tile takes of nv left: 8, 4, 2 or 1, so that 3, 5, 6 and 7 (a
    chunk's last keys, a Dh that is not a multiple of 32) are made of those rather than compiled
-   each for itself (each shape is a compile; a tile only decides which scores or values are
-   computed together, never in what order: the same bits). */
+   each for itself; tiles of several heads take 4 (32 keys or values), what is left goes head by
+   head (each shape is a compile; a tile only decides which scores or values are computed
+   together, never in what order: the same bits). */
 static MLSTACK__ALWAYS_INLINE int mlstack__att_nv_avx2(int nv) { return nv >= 8 ? 8 : nv >= 4 ? 4 : nv >= 2 ? 2 : nv; }
 static MLSTACK__T_AVX2 void mlstack__attn_scores_avx2(const float *q, int G, int Dh, const float *kt, int n,
                                                       float scale, float *s) {
@@ -19030,18 +19169,22 @@ static MLSTACK__T_AVX2 void mlstack__attn_scores_avx2(const float *q, int G, int
         const float *qg = q + (size_t)g * Dh;
         float *sg = s + g * 32;
         for (v0 = 0; v0 < nv; v0 += tv) {
+            int h, hn;
             tv = mlstack__att_nv_avx2(nv - v0);
-#define MLSTACK__SCORES_AVX2(GH_, NV_)                                                            \
-    case (GH_) * 8 + (NV_):                                                                       \
-        mlstack__scores_tile_avx2(qg, Dh, kt + 8 * v0, n - 8 * v0, scale, sg + 8 * v0, GH_, NV_); \
+            hn = tv == 4 ? gh : 1; /* a chunk's last keys head by head */
+#define MLSTACK__SCORES_AVX2(GH_, NV_)                                                                                \
+    case (GH_) * 8 + (NV_):                                                                                           \
+        mlstack__scores_tile_avx2(qg + (size_t)h * Dh, Dh, kt + 8 * v0, n - 8 * v0, scale, sg + h * 32 + 8 * v0, GH_, \
+                                  NV_);                                                                               \
         break;
-            switch (gh * 8 + tv) {
-                /* clang-format off */
-                MLSTACK__SCORES_AVX2(3, 1) MLSTACK__SCORES_AVX2(3, 2) MLSTACK__SCORES_AVX2(3, 4)
-                MLSTACK__SCORES_AVX2(2, 1) MLSTACK__SCORES_AVX2(2, 2) MLSTACK__SCORES_AVX2(2, 4)
-                MLSTACK__SCORES_AVX2(1, 1) MLSTACK__SCORES_AVX2(1, 2) MLSTACK__SCORES_AVX2(1, 4)
-            default: break;
-                /* clang-format on */
+            for (h = 0; h < gh; h += hn) {
+                switch (hn * 8 + tv) {
+                    /* clang-format off */
+                    MLSTACK__SCORES_AVX2(3, 4) MLSTACK__SCORES_AVX2(2, 4)
+                    MLSTACK__SCORES_AVX2(1, 1) MLSTACK__SCORES_AVX2(1, 2) MLSTACK__SCORES_AVX2(1, 4)
+                default: break;
+                    /* clang-format on */
+                }
             }
 #undef MLSTACK__SCORES_AVX2
         }
@@ -19138,47 +19281,36 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__pv_heads_avx2(float 
     MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (i = 0; i < NV; i++)
         _mm256_storeu_ps(a + (size_t)h * Dh + 8 * i, acc[h][i]);
 }
+/* One head's values from d on (a: the head's Dh, p: its 32 weights), 64 at a time, the last
+   Dh mod 8 in a masked pass. */
+static MLSTACK__T_AVX2 void mlstack__pv_head_avx2(float *a, const float *p, const float *v, int Dh, int n, int d) {
+    while (d < Dh) {
+        int m = Dh - d >= 8 ? 8 * mlstack__att_nv_avx2((Dh - d) / 8) : Dh - d;
+#define MLSTACK__PV_AVX2(NV_) \
+    case NV_: mlstack__pv_tile_avx2(a + d, p, v + d, Dh, n, m, NV_); break;
+        switch (m < 8 ? 1 : m / 8) {
+            /* clang-format off */
+            MLSTACK__PV_AVX2(1) MLSTACK__PV_AVX2(2) MLSTACK__PV_AVX2(4) MLSTACK__PV_AVX2(8)
+        default: break;
+            /* clang-format on */
+        }
+#undef MLSTACK__PV_AVX2
+        d += m;
+    }
+}
 static MLSTACK__T_AVX2 void mlstack__attn_pv_avx2(float *acc, int G, int Dh, const float *p, const float *v, int n) {
     int g, d, gh, h;
-    for (g = 0; g < G; g += gh) { /* several heads a pass; a last head alone and Dh mod 8 values per head below */
+    for (g = 0; g < G; g += gh) { /* several heads 32 values a pass; the rest of each head alone */
         gh = mlstack__heads_pass_avx2(G - g);
-        if (gh == 1) break;
-        for (d = 0; d + 8 <= Dh;) {
-            int m = Dh - d >= 32 ? 32 : 8 * mlstack__att_nv_avx2((Dh - d) / 8);
+        for (d = 0; gh > 1 && d + 32 <= Dh; d += 32) {
             float *a = acc + (size_t)g * Dh + d;
             const float *pg = p + g * 32, *vd = v + d;
-#define MLSTACK__PV_HEADS_AVX2(GH_, NV_) \
-    case (GH_) * 8 + (NV_): mlstack__pv_heads_avx2(a, pg, vd, Dh, n, GH_, NV_); break;
-            switch (gh * 8 + m / 8) {
-                /* clang-format off */
-                MLSTACK__PV_HEADS_AVX2(2, 1) MLSTACK__PV_HEADS_AVX2(2, 2) MLSTACK__PV_HEADS_AVX2(2, 4)
-                MLSTACK__PV_HEADS_AVX2(3, 1) MLSTACK__PV_HEADS_AVX2(3, 2) MLSTACK__PV_HEADS_AVX2(3, 4)
-            default: break;
-                /* clang-format on */
-            }
-#undef MLSTACK__PV_HEADS_AVX2
-            d += m;
+            if (gh == 3) mlstack__pv_heads_avx2(a, pg, vd, Dh, n, 3, 4);
+            else
+                mlstack__pv_heads_avx2(a, pg, vd, Dh, n, 2, 4);
         }
-        if (d < Dh) /* the last Dh mod 8 values, head by head */
-            for (h = g; h < g + gh; h++)
-                mlstack__pv_tile_avx2(acc + (size_t)h * Dh + d, p + h * 32, v + d, Dh, n, Dh - d, 1);
+        for (h = g; h < g + gh; h++) mlstack__pv_head_avx2(acc + (size_t)h * Dh, p + h * 32, v, Dh, n, d);
     }
-    for (; g < G; g++)
-        for (d = 0; d < Dh;) {
-            int m = Dh - d >= 8 ? 8 * mlstack__att_nv_avx2((Dh - d) / 8) : Dh - d;
-            float *a = acc + (size_t)g * Dh + d;
-            const float *pg = p + g * 32, *vd = v + d;
-#define MLSTACK__PV_AVX2(NV_) \
-    case NV_: mlstack__pv_tile_avx2(a, pg, vd, Dh, n, m, NV_); break;
-            switch (m < 8 ? 1 : m / 8) {
-                /* clang-format off */
-                MLSTACK__PV_AVX2(1) MLSTACK__PV_AVX2(2) MLSTACK__PV_AVX2(4) MLSTACK__PV_AVX2(8)
-            default: break;
-                /* clang-format on */
-            }
-#undef MLSTACK__PV_AVX2
-            d += m;
-        }
 }
 /* Each run's keys converted a column of the page's transposed block at a time, 8 keys a
    vector, the last len mod 8 with a masked store: the load reads up to 7 values past the run,
@@ -19253,18 +19385,22 @@ mlstack__scores_kv_dt_avx2(const float *q, int G, int Dh, const unsigned char *c
         const float *qg = q + (size_t)g * Dh;
         float *sg = s + g * 32;
         for (v0 = 0; v0 < nv; v0 += tv) {
+            int h, hn;
             tv = mlstack__att_nv_avx2(nv - v0);
-#define MLSTACK__SKV_AVX2(GH_, NV_)                                                                          \
-    case (GH_) * 8 + (NV_):                                                                                  \
-        mlstack__scores_kv_tile_avx2(qg, Dh, kb + v0, col, n - 8 * v0, scale, sg + 8 * v0, f, GH_, NV_, DT); \
+            hn = tv == 4 ? gh : 1; /* a chunk's last keys head by head */
+#define MLSTACK__SKV_AVX2(GH_, NV_)                                                                                  \
+    case (GH_) * 8 + (NV_):                                                                                          \
+        mlstack__scores_kv_tile_avx2(qg + (size_t)h * Dh, Dh, kb + v0, col, n - 8 * v0, scale, sg + h * 32 + 8 * v0, \
+                                     f, GH_, NV_, DT);                                                               \
         break;
-            switch (gh * 8 + tv) {
-                /* clang-format off */
-                MLSTACK__SKV_AVX2(3, 1) MLSTACK__SKV_AVX2(3, 2) MLSTACK__SKV_AVX2(3, 4)
-                MLSTACK__SKV_AVX2(2, 1) MLSTACK__SKV_AVX2(2, 2) MLSTACK__SKV_AVX2(2, 4)
-                MLSTACK__SKV_AVX2(1, 1) MLSTACK__SKV_AVX2(1, 2) MLSTACK__SKV_AVX2(1, 4)
-            default: break;
-                /* clang-format on */
+            for (h = 0; h < gh; h += hn) {
+                switch (hn * 8 + tv) {
+                    /* clang-format off */
+                    MLSTACK__SKV_AVX2(3, 4) MLSTACK__SKV_AVX2(2, 4)
+                    MLSTACK__SKV_AVX2(1, 1) MLSTACK__SKV_AVX2(1, 2) MLSTACK__SKV_AVX2(1, 4)
+                default: break;
+                    /* clang-format on */
+                }
             }
 #undef MLSTACK__SKV_AVX2
         }
@@ -19325,7 +19461,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__pv_kv_dt_avx2(float 
                                                                           mlstack__fetch *f, const int DT) {
     const unsigned char *vb[MLSTACK__ATT_CHUNK + 1];
     const size_t es = DT == MLSTACK_DTYPE_F32 ? 4 : 2;
-    int g, gh, d, m, r;
+    int g, gh, d, m, r, h, hn;
     for (g = 0; g < G; g += gh) { /* three heads (or two) 32 values a pass, a head alone 64 */
         gh = mlstack__heads_pass_avx2(G - g);
         for (d = 0; d < Dh; d += m) {
@@ -19333,16 +19469,20 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__pv_kv_dt_avx2(float 
             const float *pg = p + g * 32;
             m = Dh - d < (gh == 1 ? 64 : 32) ? Dh - d : gh == 1 ? 64 : 32;
             if (m >= 8) m = 8 * mlstack__att_nv_avx2(m / 8);
+            hn = m < 32 ? 1 : gh; /* a Dh's last values (not a multiple of 32) head by head */
             for (r = 0; r < nr; r++) vb[r] = (const unsigned char *)v[r] + (size_t)d * es;
-#define MLSTACK__PKV_AVX2(GH_, NV_) \
-    case (GH_) * 16 + (NV_): mlstack__pv_kv_tile_avx2(a, Dh, pg, vb, len, nr, (size_t)Dh *es, f, GH_, NV_, DT); break;
-            switch (gh * 16 + m / 8) {
-                /* clang-format off */
-                MLSTACK__PKV_AVX2(3, 1) MLSTACK__PKV_AVX2(3, 2) MLSTACK__PKV_AVX2(3, 4)
-                MLSTACK__PKV_AVX2(2, 1) MLSTACK__PKV_AVX2(2, 2) MLSTACK__PKV_AVX2(2, 4)
-                MLSTACK__PKV_AVX2(1, 1) MLSTACK__PKV_AVX2(1, 2) MLSTACK__PKV_AVX2(1, 4) MLSTACK__PKV_AVX2(1, 8)
-            default: break;
-                /* clang-format on */
+#define MLSTACK__PKV_AVX2(GH_, NV_)                                                                                   \
+    case (GH_) * 16 + (NV_):                                                                                          \
+        mlstack__pv_kv_tile_avx2(a + (size_t)h * Dh, Dh, pg + h * 32, vb, len, nr, (size_t)Dh * es, f, GH_, NV_, DT); \
+        break;
+            for (h = 0; h < gh; h += hn) {
+                switch (hn * 16 + m / 8) {
+                    /* clang-format off */
+                    MLSTACK__PKV_AVX2(3, 4) MLSTACK__PKV_AVX2(2, 4)
+                    MLSTACK__PKV_AVX2(1, 1) MLSTACK__PKV_AVX2(1, 2) MLSTACK__PKV_AVX2(1, 4) MLSTACK__PKV_AVX2(1, 8)
+                default: break;
+                    /* clang-format on */
+                }
             }
 #undef MLSTACK__PKV_AVX2
         }
@@ -19494,7 +19634,8 @@ static MLSTACK__T_AVX2 void mlstack__ssd_step_avx2(float *S, const float *x, con
     mlstack__attn_scores_avx2, mlstack__softmax_avx2, mlstack__attn_pv_avx2, mlstack__kv_chunk_avx2,                 \
         mlstack__attn_scores_kv_avx2, mlstack__attn_pv_kv_avx2, mlstack__from_f32_avx2, mlstack__quantize_rows_avx2, \
         mlstack__rope_table, mlstack__rope_apply_avx2, mlstack__conv_step_avx2, mlstack__dn_rule_avx2,               \
-        mlstack__ssd_step_avx2
+        mlstack__ssd_step_avx2, mlstack__gelu_tanh_avx2, mlstack__softcap_avx2, mlstack__altup_route_avx2,           \
+        mlstack__altup_pred_avx2, mlstack__altup_corr_avx2
 
 static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
                                                        mlstack__matmul_avx2,
@@ -20540,7 +20681,8 @@ MLSTACK__FN MLSTACK__T_AVX512 void mlstack__ssd_step_avx512(float *S, const floa
     mlstack__attn_scores_avx512, mlstack__softmax_avx2, mlstack__attn_pv_avx512, mlstack__kv_chunk_avx2,       \
         mlstack__attn_scores_kv_avx2, mlstack__attn_pv_kv_avx2, mlstack__from_f32_avx512,                      \
         mlstack__quantize_rows_avx512, mlstack__rope_table, mlstack__rope_apply_avx2, mlstack__conv_step_avx2, \
-        mlstack__dn_rule_avx512, mlstack__ssd_step_avx512
+        mlstack__dn_rule_avx512, mlstack__ssd_step_avx512, mlstack__gelu_tanh_avx2, mlstack__softcap_avx2,     \
+        mlstack__altup_route_avx2, mlstack__altup_pred_avx2, mlstack__altup_corr_avx2
 
 static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni",
                                                          mlstack__matmul_avx512,
@@ -21994,11 +22136,12 @@ static void mlstack__ssd_step_neon(float *S, const float *x, const float *B, con
     for (; p0 + 4 <= P; p0 += 4) mlstack__ssd_cols_neon(S, x, B, C, dt, dA, D, N, P, y, p0, 1);
     if (p0 < P) mlstack__ssd_cols(S, x, B, C, dt, dA, D, N, P, y, p0, P - p0);
 }
-#define MLSTACK__ATTN_NEON                                                                                      \
-    mlstack__attn_scores_neon, mlstack__softmax_neon, mlstack__attn_pv_neon, mlstack__kv_chunk_neon,            \
-        mlstack__attn_scores_kv_neon, mlstack__attn_pv_kv_neon, mlstack__from_f32_neon, mlstack__quantize_rows, \
-        mlstack__rope_table, mlstack__rope_apply, mlstack__conv_step_neon, mlstack__dn_rule_neon,               \
-        mlstack__ssd_step_neon
+#define MLSTACK__ATTN_NEON                                                                                       \
+    mlstack__attn_scores_neon, mlstack__softmax_neon, mlstack__attn_pv_neon, mlstack__kv_chunk_neon,             \
+        mlstack__attn_scores_kv_neon, mlstack__attn_pv_kv_neon, mlstack__from_f32_neon, mlstack__quantize_rows,  \
+        mlstack__rope_table, mlstack__rope_apply, mlstack__conv_step_neon, mlstack__dn_rule_neon,                \
+        mlstack__ssd_step_neon, mlstack__gelu_tanh_scalar, mlstack__softcap_scalar, mlstack__altup_route_scalar, \
+        mlstack__altup_pred_scalar, mlstack__altup_corr_scalar
 
 static const mlstack__kernels mlstack__kernels_neon = {"neon",
                                                        mlstack__matmul_neon,
@@ -39551,6 +39694,7 @@ typedef struct mlstack__scratch {
        projection back (B, D) */
     float *ple, *ple_g, *ple_y;
     float *alt, *alt_pred, *alt_t, *alt_r, *laurel, *laurel_t; /* Gemma 3n (>>forward AltUp) */
+    int *sparse_rows; /* Gemma 3n: the FFN rows a sparse layer's cut keeps (mlstack__sparse_up) */
 } mlstack__scratch;
 
 /* One rank's share of the model: ranges [first, end) of each split dimension. */
@@ -40263,15 +40407,6 @@ static void mlstack__residual_add(mlstack__rank *rk, float *x, const float *y, i
    >>kernels: a product that feeds a sum is an explicit fmaf, every other operation rounds once,
    so no ISA path or compiler setting (-ffp-contract) changes a bit ---- */
 
-/* GELU, tanh approximation (gelu_pytorch_tanh): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
-static float mlstack__gelu_tanh(float x) {
-    float x3 = x * x * x, inner, th;
-    inner = MLSTACK__FMAF(0.044715f, x3, x);
-    inner = 0.7978845608028654f * inner;
-    th = mlstack__tanh_canon(inner);
-    th = 1.0f + th;
-    return 0.5f * x * th;
-}
 /* GELU, exact: 0.5 x (1 + erf(x / sqrt(2))) */
 static float mlstack__gelu_erf(float x) {
     float e = mlstack__erf_canon(x * 0.7071067811865476f);
@@ -40306,14 +40441,6 @@ static float mlstack__xielu(float x, const float *p) {
     t = mlstack__expm1_canon(m) - x;
     return MLSTACK__FMAF(t, p[1], p[2] * x);
 }
-/* s (n,) = cap tanh(s / cap) */
-static void mlstack__softcap(float *v, size_t n, float cap) {
-    size_t i;
-    for (i = 0; i < n; i++) {
-        float t = mlstack__tanh_canon(v[i] / cap);
-        v[i] = t * cap;
-    }
-}
 
 /* g (B, n) = act(g) * u: SiLU through the kernel table, the others here (xIELU with the
    layer's parameters j->w); u NULL (MLPs without a gate): g = act(g) */
@@ -40322,14 +40449,14 @@ static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
     size_t i, N = (size_t)(b1 - b0) * (size_t)j->n, o = (size_t)b0 * (size_t)j->n;
     float *g = j->out + o;
     const float *u = j->x ? j->x + o : NULL;
-    if (act == MLSTACK__ACT_XIELU) {
+    if (act == MLSTACK__ACT_GELU_TANH) { /* the kernel table's (Gemma) */
+        j->rk->k->gelu_tanh(g, u, (int)N);
+    } else if (act == MLSTACK__ACT_XIELU) {
         for (i = 0; i < N; i++) g[i] = u ? mlstack__xielu(g[i], j->w) * u[i] : mlstack__xielu(g[i], j->w);
     } else if (!u) {
         for (i = 0; i < N; i++) {
             float x = g[i], e;
-            if (act == MLSTACK__ACT_GELU_TANH) g[i] = mlstack__gelu_tanh(x);
-            else if (act == MLSTACK__ACT_GELU)
-                g[i] = mlstack__gelu_erf(x);
+            if (act == MLSTACK__ACT_GELU) g[i] = mlstack__gelu_erf(x);
             else if (act == MLSTACK__ACT_RELU2)
                 g[i] = x > 0 ? x * x : 0.0f;
             else {
@@ -40358,7 +40485,7 @@ static void mlstack__act_part(const mlstack__rows_job *j, int b0, int b1) {
         }
     } else {
         for (i = 0; i < N; i++) {
-            float a = act == MLSTACK__ACT_GELU_TANH ? mlstack__gelu_tanh(g[i]) : mlstack__gelu_erf(g[i]);
+            float a = mlstack__gelu_erf(g[i]);
             g[i] = a * u[i];
         }
     }
@@ -40540,7 +40667,7 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
    w_in before, wo after) are the engine's batched matmuls, batch invariant as every matmul.
        void mix(m, k, L, state, x, y, n_tok, part, n_parts, scratch)
      m, L     the model and the layer (the kind's weights; conv and SSM parameters as f32)
-     k        the kernels (their conv_step and dn_rule: the same bits on every path)
+     k        the kernels (their conv_step, dn_rule and ssd_step: the same bits on every path)
      state    the layer's state of this sequence: mlstack__state_floats(cfg, L->kind) floats at
               L->state_off of the slot's block (>>kvcache), read and updated in place; zeros
               for a new sequence
@@ -40917,6 +41044,7 @@ static void mlstack__ple_inputs(mlstack__rank *rk, const mlstack_batch_row *rows
     int b, l;
     size_t i, o;
     mlstack__project(rk, rk->s.x, B, 1, &m->ple_proj, rk->s.ple, NULL, NULL, NULL, NULL);
+    MLSTACK__PROF_BEGIN(rk->pool, PLE);
     for (b = 0; b < B; b++) {
         float *p = rk->s.ple + (size_t)b * LP;
         const unsigned char *row =
@@ -40931,6 +41059,7 @@ static void mlstack__ple_inputs(mlstack__rank *rk, const mlstack_batch_row *rows
                 p[o + i] = MLSTACK__FMAF(tok[i], m->ple_scale, p[o + i]) * half;
         }
     }
+    MLSTACK__PROF_END(rk->pool, PLE, -1, NULL, B);
 }
 
 /* A layer's per-layer input update (Gemma 4 / 3n, one rank): out (B, D) = RMSNorm((act(src Wg)
@@ -40943,9 +41072,11 @@ static void mlstack__ple_update(mlstack__rank *rk, const mlstack__layer *L, cons
     int b;
     mlstack__project(rk, src, B, 1, &L->w_ple_gate, s->ple_g, NULL, NULL, NULL, NULL);
     mlstack__swiglu_rows(rk, s->ple_g, NULL, B, (int)P, l);
+    MLSTACK__PROF_BEGIN(rk->pool, PLE);
     for (b = 0; b < B; b++)
         for (i = 0; i < P; i++)
             s->ple_g[(size_t)b * P + i] *= s->ple[((size_t)b * (size_t)c->n_layers + (size_t)l) * P + i];
+    MLSTACK__PROF_END(rk->pool, PLE, l, NULL, 0);
     mlstack__project(rk, s->ple_g, B, 1, &L->w_ple_proj, s->ple_y, NULL, NULL, NULL, NULL);
     mlstack__rmsnorm_rows(rk, out, s->ple_y, L->ple_norm, NULL, B, l);
 }
@@ -40996,61 +41127,60 @@ static void mlstack__altup_rescale(float *p, float target, int D) {
 /* r (B, n) = tanh((rmsnorm(x) / D) Wrouter^T) of rows x (B, D). */
 static void mlstack__altup_route(mlstack__rank *rk, const mlstack__layer *L, const float *x, float *r, int B, int l) {
     const mlstack__config *c = &rk->model->cfg;
-    int n = c->altup_n, D = c->n_embd, b, i, d;
+    int n = c->altup_n, D = c->n_embd, b, i;
     float inv = (float)(1.0 / D), *t = rk->s.alt_t;
     mlstack__rmsnorm_rows(rk, t, x, L->alt_router_norm, NULL, B, l);
-    for (b = 0; b < B; b++)
-        for (i = 0; i < n; i++) {
-            const float *xr = t + (size_t)b * D, *w = L->alt_router + (size_t)i * D;
-            float acc = 0;
-            for (d = 0; d < D; d++) acc = MLSTACK__FMAF(xr[d] * inv, w[d], acc);
-            r[b * n + i] = mlstack__tanh_canon(acc);
-        }
+    MLSTACK__PROF_BEGIN(rk->pool, ALTUP);
+    for (b = 0; b < B; b++) {
+        rk->k->altup_route(t + (size_t)b * D, L->alt_router, n, D, inv, r + b * n);
+        for (i = 0; i < n; i++) r[b * n + i] = mlstack__tanh_canon(r[b * n + i]);
+    }
+    MLSTACK__PROF_END(rk->pool, ALTUP, l, NULL, 0);
 }
 /* The streams' prediction into s->alt_pred; x = the active one's. */
 static void mlstack__altup_predict(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
     const mlstack__config *c = &rk->model->cfg;
     mlstack__scratch *s = &rk->s;
-    int n = c->altup_n, D = c->n_embd, b, i, j, d, k;
+    int n = c->altup_n, D = c->n_embd, b, j, k;
     size_t BD = (size_t)B * (size_t)D;
     float coef[16 * 16];
     mlstack__altup_route(rk, L, s->alt + (size_t)c->altup_active * BD, s->alt_r, B, l);
+    MLSTACK__PROF_BEGIN(rk->pool, ALTUP);
     for (b = 0; b < B; b++) {
         for (k = 0; k < n * n; k++) {
             float acc = 0;
             for (j = 0; j < n; j++) acc = MLSTACK__FMAF(L->alt_pred[k * n + j], s->alt_r[b * n + j], acc);
             coef[k] = acc;
         }
-        for (i = 0; i < n; i++)
-            for (d = 0; d < D; d++) {
-                float acc = 0;
-                for (j = 0; j < n; j++) acc = MLSTACK__FMAF(s->alt[j * BD + (size_t)b * D + d], coef[i * n + j], acc);
-                s->alt_pred[i * BD + (size_t)b * D + d] = acc + s->alt[i * BD + (size_t)b * D + d];
-            }
+        rk->k->altup_pred(s->alt + (size_t)b * D, BD, n, coef, s->alt_pred + (size_t)b * D, D);
     }
     memcpy(s->x, s->alt_pred + (size_t)c->altup_active * BD, sizeof(float) * BD);
+    MLSTACK__PROF_END(rk->pool, ALTUP, l, NULL, B);
 }
 /* The correction of the predicted streams by the layer's output x into s->alt, then the
    per-layer input's update of the active stream added to streams 1 .. n - 1. */
 static void mlstack__altup_correct(mlstack__rank *rk, const mlstack__layer *L, int B, int l) {
     const mlstack__config *c = &rk->model->cfg;
     mlstack__scratch *s = &rk->s;
-    int n = c->altup_n, D = c->n_embd, a = c->altup_active, b, i, j, d;
+    int n = c->altup_n, D = c->n_embd, a = c->altup_active, b, i, j;
     size_t BD = (size_t)B * (size_t)D, o;
     mlstack__altup_route(rk, L, s->x, s->alt_r, B, l);
-    for (b = 0; b < B; b++)
+    MLSTACK__PROF_BEGIN(rk->pool, ALTUP);
+    for (b = 0; b < B; b++) {
+        float sc[16];
         for (i = 0; i < n; i++) {
             float acc = 0;
             for (j = 0; j < n; j++) acc = MLSTACK__FMAF(L->alt_corr[i * n + j], s->alt_r[b * n + j], acc);
-            acc = acc + 1.0f;
-            for (d = 0; d < D; d++) {
-                o = (size_t)b * D + (size_t)d;
-                s->alt[i * BD + o] = MLSTACK__FMAF(s->x[o] - s->alt_pred[a * BD + o], acc, s->alt_pred[i * BD + o]);
-            }
+            sc[i] = acc + 1.0f;
         }
+        o = (size_t)b * D;
+        rk->k->altup_corr(s->x + o, s->alt_pred + o, BD, n, a, sc, s->alt + o, D);
+    }
+    if (L->w_ple_gate.data)
+        for (o = 0; o < BD; o++)
+            s->alt_t[o] = L->alt_scale ? s->alt[a * BD + o] * L->alt_scale[o % (size_t)D] : s->alt[a * BD + o];
+    MLSTACK__PROF_END(rk->pool, ALTUP, l, NULL, B);
     if (!L->w_ple_gate.data) return;
-    for (o = 0; o < BD; o++)
-        s->alt_t[o] = L->alt_scale ? s->alt[a * BD + o] * L->alt_scale[o % (size_t)D] : s->alt[a * BD + o];
     mlstack__ple_update(rk, L, s->alt_t, s->xn, B, l);
     for (i = 1; i < n; i++) mlstack__residual_add(rk, s->alt + i * BD, s->xn, B, l);
 }
@@ -41061,21 +41191,26 @@ static void mlstack__laurel(mlstack__rank *rk, const mlstack__layer *L, int B, i
     mlstack__project(rk, s->xn, B, 1, &L->laurel_l, s->laurel_t, NULL, NULL, NULL, NULL);
     mlstack__project(rk, s->laurel_t, B, 1, &L->laurel_r, s->laurel, NULL, NULL, NULL, NULL);
     mlstack__rmsnorm_rows(rk, s->laurel, s->laurel, L->laurel_norm, NULL, B, l);
+    MLSTACK__PROF_BEGIN(rk->pool, LAUREL);
     for (i = 0; i < n; i++) s->laurel[i] = s->xn[i] + s->laurel[i];
+    MLSTACK__PROF_END(rk->pool, LAUREL, l, NULL, B);
 }
 /* x = (x + laurel) / sqrt(2), after attention's residual. */
 static void mlstack__laurel_mix(mlstack__rank *rk, int B) {
     mlstack__scratch *s = &rk->s;
     size_t i, n = (size_t)B * (size_t)rk->model->cfg.n_embd;
+    MLSTACK__PROF_BEGIN(rk->pool, LAUREL);
     for (i = 0; i < n; i++) {
         float t = s->x[i] + s->laurel[i];
         s->x[i] = t / 1.41421356f;
     }
+    MLSTACK__PROF_END(rk->pool, LAUREL, -1, NULL, B);
 }
 /* Activation sparsity of a layer's gate rows h (B, n): each cut at mean + sparse_k std (std
    biased, statistics in double, rounded), relu(h - cut). */
-static void mlstack__gate_cut(const mlstack__layer *L, float *h, int B, int n) {
+static void mlstack__gate_cut(mlstack__rank *rk, const mlstack__layer *L, float *h, int B, int n, int l) {
     int b, i;
+    MLSTACK__PROF_BEGIN(rk->pool, GATE_CUT);
     for (b = 0; b < B; b++) {
         float *g = h + (size_t)b * n, mean, sd, cut;
         double sum = 0, sq = 0;
@@ -41092,7 +41227,72 @@ static void mlstack__gate_cut(const mlstack__layer *L, float *h, int B, int n) {
             g[i] = v > 0 ? v : 0.0f;
         }
     }
+    MLSTACK__PROF_END(rk->pool, GATE_CUT, l, NULL, B);
 }
+/* A sparse layer's gate and up projections at a few rows (Gemma 3n decoding, one rank): after
+   the cut most of the gate h is 0, and act(0) u = 0 for any finite u, so only the rows of Wup
+   that some row's cut keeps are computed (from the stored rows, a task per 16), the others set
+   to 0. The product differs from the full one at most in the sign of a zero, which neither the
+   activation blocks nor an fma chain from +0 can see: the same bits, ~5% of Wup read. 1 when
+   done (h cut, s->up filled), 0 when the full projections are to run (more rows, no stored
+   rows, or the cut keeps over a quarter). */
+typedef struct mlstack__sparse_job {
+    mlstack__rank *rk;
+    const mlstack__weight *w;
+    const float *x;
+    const mlstack__q8x *xq;
+    const int *rows;
+    int n, B;
+} mlstack__sparse_job;
+static void mlstack__sparse_up_task(void *ctx, int task, int n_tasks, int thread) {
+    const mlstack__sparse_job *j = (const mlstack__sparse_job *)ctx;
+    const mlstack__weight *w = j->w;
+    mlstack__weight one = *w;
+    int i, b, i1 = (task + 1) * 16 < j->n ? (task + 1) * 16 : j->n, nb = w->n_in / MLSTACK__QK;
+    (void)n_tasks;
+    one.packed = one.packed_dp = NULL, one.n_out = 1, one.bias = NULL;
+    for (i = task * 16; i < i1; i++) {
+        int o = j->rows[i];
+        one.data = (const unsigned char *)w->data + (size_t)o * w->row_bytes;
+        for (b = 0; b < j->B; b++) /* a row at a time: y is (B, n_out) */
+            j->rk->k->matmul(&one, j->x + (size_t)b * w->n_in, j->xq ? j->xq + (size_t)b * nb : NULL,
+                             j->rk->s.up + (size_t)b * w->n_out + o, 1, 0, 1,
+                             j->rk->s.mm + (size_t)thread * MLSTACK__MM_SCRATCH(w->n_in));
+    }
+}
+static int mlstack__sparse_up(mlstack__rank *rk, const mlstack__layer *L, const float *in, float *h, int B, int l) {
+    const mlstack__weight *w = &L->w_up;
+    mlstack__sparse_job j;
+    int o, b, nf = L->w_gate.n_out, n = 0;
+    if (B > 4 || rk->n_ranks != 1 || !w->data || w->rows != MLSTACK__ROWS_KEPT || w->bias || w->n_out != nf ||
+        w->n_in % MLSTACK__QK || rk->model->cfg.mult.mlp_gate != 1.0f)
+        return 0;
+    mlstack__project(rk, in, B, 1, &L->w_gate, h, NULL, NULL, NULL, NULL);
+    mlstack__gate_cut(rk, L, h, B, nf, l);
+    for (o = 0; o < nf; o++) {
+        for (b = 0; b < B && h[(size_t)b * nf + o] == 0.0f; b++) {}
+        if (b < B) rk->s.sparse_rows[n++] = o;
+    }
+    if (n > nf / 4) { /* dense after all: the whole product (the same bits) */
+        mlstack__project(rk, in, B, 1, w, rk->s.up, NULL, NULL, NULL, NULL);
+        return 1;
+    }
+    MLSTACK__PROF_BEGIN(rk->pool, MATMUL);
+    memset(rk->s.up, 0, sizeof(float) * (size_t)B * (size_t)nf);
+    j.rk = rk, j.w = w, j.x = in, j.rows = rk->s.sparse_rows, j.n = n, j.B = B, j.xq = NULL;
+    if (MLSTACK__W_IS_BLOCK(w->wtype)) {
+        rk->k->quantize_rows(in, rk->s.xq, B, w->n_in);
+        j.xq = rk->s.xq;
+    }
+    if (n) mlstack__pool_run(rk->pool, mlstack__sparse_up_task, &j, (n + 15) / 16);
+    if (rk->pool->prof) { /* the profile's cost: the n rows read ("weight": no name) */
+        mlstack__weight read = *w;
+        read.n_out = n;
+        MLSTACK__PROF_END(rk->pool, MATMUL, -1, &read, B);
+    }
+    return 1;
+}
+
 /* The streams from the embeddings x: X_0 = x, X_i = x Wproj_i rescaled to x's RMS. */
 static void mlstack__altup_embed(mlstack__rank *rk, int B) {
     const mlstack__config *c = &rk->model->cfg;
@@ -41102,9 +41302,11 @@ static void mlstack__altup_embed(mlstack__rank *rk, int B) {
     memcpy(s->alt, s->x, sizeof(float) * BD);
     for (i = 1; i < c->altup_n; i++) {
         mlstack__project(rk, s->x, B, 1, &rk->model->alt_proj[i - 1], s->alt + i * BD, NULL, NULL, NULL, NULL);
+        MLSTACK__PROF_BEGIN(rk->pool, ALTUP);
         for (b = 0; b < B; b++)
             mlstack__altup_rescale(s->alt + i * BD + (size_t)b * D, sqrtf(mlstack__mean_sq(s->x + (size_t)b * D, D)),
                                    D);
+        MLSTACK__PROF_END(rk->pool, ALTUP, -1, NULL, 0);
     }
 }
 /* x = the mean of X_0 and each X_i Wunembed_i rescaled to X_0's RMS. */
@@ -41117,9 +41319,11 @@ static void mlstack__altup_unembed(mlstack__rank *rk, int B) {
     for (i = 1; i < c->altup_n; i++) {
         mlstack__project(rk, s->alt + i * BD, B, 1, &rk->model->alt_proj[c->altup_n - 2 + i], s->alt_t, NULL, NULL,
                          NULL, NULL);
+        MLSTACK__PROF_BEGIN(rk->pool, ALTUP);
         for (b = 0; b < B; b++)
             mlstack__altup_rescale(s->alt_t + (size_t)b * D, sqrtf(mlstack__mean_sq(s->alt + (size_t)b * D, D)), D);
         for (o = 0; o < BD; o++) s->x[o] = s->x[o] + s->alt_t[o];
+        MLSTACK__PROF_END(rk->pool, ALTUP, -1, NULL, 0);
     }
     for (o = 0; o < BD; o++) s->x[o] = s->x[o] / (float)c->altup_n;
 }
@@ -41326,10 +41530,12 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
             mlstack__residual_add(rk, s->x, L->post_ffn_norm ? s->xn : s->moe_acc, B, l);
             continue;
         }
-        if (L->w_up.data) {
+        if (L->sparse && mlstack__sparse_up(rk, L, in, h, B, l)) { /* Gemma 3n, few rows */
+            mlstack__swiglu_rows(rk, h, s->up, B, nf, l);
+        } else if (L->w_up.data) {
             mlstack__project(rk, in, B, 2, &L->w_gate, h, &L->w_up, s->up, NULL, NULL);
             if (c->mult.mlp_gate != 1.0f) mlstack__scaled(h, h, c->mult.mlp_gate, (size_t)B * nf); /* Falcon-H1 */
-            if (L->sparse) mlstack__gate_cut(L, h, B, nf); /* Gemma 3n (one rank) */
+            if (L->sparse) mlstack__gate_cut(rk, L, h, B, nf, l); /* Gemma 3n (one rank) */
             mlstack__swiglu_rows(rk, h, s->up, B, rk->sh.f1 - rk->sh.f0, l);
         } else { /* no gate: act(xn W1) */
             mlstack__project(rk, in, B, 1, &L->w_gate, h, NULL, NULL, NULL, NULL);
@@ -41409,7 +41615,7 @@ static int mlstack__forward_chunk(mlstack__rank *rk, const mlstack_batch_row *ro
             if (y && c->logits_div != 1.0f) /* Granite: logits / logits_scaling */
                 for (i = 0; i < nl; i++) y[i] /= c->logits_div;
             if (y && c->mult.logits != 1.0f) mlstack__scaled(y, y, c->mult.logits, nl); /* Falcon-H1 */
-            if (y && c->final_softcap > 0) mlstack__softcap(y, nl, c->final_softcap);
+            if (y && c->final_softcap > 0) rk->k->softcap(y, nl, c->final_softcap);
             if (mlstack__exchange(rk, MLSTACK__X_VOCAB, full, y, n, 0)) return -1;
         }
     }
@@ -42313,7 +42519,8 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
          !(s->alt_pred = mlstack__falloc(B * (size_t)c->altup_n, (size_t)c->n_embd)) ||
          !(s->alt_t = mlstack__falloc(B, (size_t)c->n_embd)) || !(s->alt_r = mlstack__falloc(B, (size_t)c->altup_n)) ||
          !(s->laurel = mlstack__falloc(B, (size_t)c->n_embd)) ||
-         !(s->laurel_t = mlstack__falloc(B, (size_t)c->laurel_rank))))
+         !(s->laurel_t = mlstack__falloc(B, (size_t)c->laurel_rank)) ||
+         !(s->sparse_rows = (int *)mlstack__calloc((size_t)(sh->f1 - sh->f0) + 1, sizeof(int)))))
         return MLSTACK_ERR_NO_MEMORY;
     if (c->n_experts) { /* MoE scratch (>>forward) */
         size_t fm = (size_t)(c->moe_ff > c->shared_ff ? c->moe_ff : c->shared_ff), D = (size_t)c->n_embd;
@@ -42396,6 +42603,7 @@ static void mlstack__rank_release(mlstack_engine *e, mlstack__rank *rk) {
     mlstack__aligned_free(s->moe_w);
     MLSTACK_FREE(s->moe_idx);
     MLSTACK_FREE(s->moe_rows);
+    MLSTACK_FREE(s->sparse_rows);
     mlstack__aligned_free(s->dn_g);
     mlstack__aligned_free(s->mla_q), mlstack__aligned_free(s->mla_x);
     mlstack__aligned_free(s->mla_y), mlstack__aligned_free(s->mla_o);
@@ -44750,8 +44958,9 @@ MLSTACK_API void mlstack_engine_free(mlstack_engine *e) {
 
 enum { MLSTACK__PEV_OP = 0, MLSTACK__PEV_POOL = 1, MLSTACK__PEV_WORK = 2 };
 
-static const char *const mlstack__op_names[MLSTACK__OP_COUNT_] = {"eval",    "sample",    "embed", "rmsnorm", "matmul",
-                                                                  "rope_kv", "attention", "add",   "swiglu",  "mixer"};
+static const char *const mlstack__op_names[MLSTACK__OP_COUNT_] = {"eval",    "sample",    "embed",  "rmsnorm", "matmul",
+                                                                  "rope_kv", "attention", "add",    "swiglu",  "mixer",
+                                                                  "altup",   "ple",       "laurel", "gate_cut"};
 
 typedef struct mlstack__prof_ev {
     uint64_t t0, t1; /* ns since profile_start */
@@ -44835,6 +45044,18 @@ static void mlstack__prof_cost(const struct mlstack__prof *pr, int op, const voi
     case MLSTACK__OP_RMSNORM: *bytes = 4 * (2 * b * D + D), *flops = 4 * b * D; break;
     case MLSTACK__OP_ADD: *bytes = 12 * b * D, *flops = b * D; break;
     case MLSTACK__OP_SWIGLU: *bytes = 12 * b * F, *flops = 5 * b * F; break;
+    case MLSTACK__OP_GATE_CUT: *bytes = 12 * b * F, *flops = 5 * b * F; break;
+    case MLSTACK__OP_LAUREL: *bytes = 12 * b * D, *flops = 2 * b * D; break;
+    case MLSTACK__OP_ALTUP: { /* the streams read and written once, n^2 products per element */
+        uint64_t n = (uint64_t)(c->altup_n > 1 ? c->altup_n : 1);
+        *bytes = 8 * b * n * D, *flops = 2 * b * n * n * D;
+        break;
+    }
+    case MLSTACK__OP_PLE: { /* the table's row at its stored size, the inputs read and written */
+        uint64_t lp = (uint64_t)c->n_layers * (uint64_t)c->ple_dim;
+        *bytes = b * lp * (8 + (uint64_t)mlstack__dtype_sizes[m->ple_dtype]), *flops = 6 * b * lp;
+        break;
+    }
     case MLSTACK__OP_ROPE_KV: /* q, k read and written, v read, k and v written to the cache */
         *bytes = 4 * b * (2 * qd + 5 * kvd),
         *flops = 3 * b * (qd + kvd) + (c->qk_norm != MLSTACK__QK_NORM_NONE ? 4 * b * (qd + kvd) : 0);

@@ -1212,7 +1212,7 @@ static int mlc_forward(mlstack_engine *e, mlc_engine *g, const mlstack_batch_row
             size_t i, nl = (size_t)n_log * (size_t)V;
             for (i = 0; i < nl; i++) dst[i] /= c->logits_div;
         }
-        if (c->final_softcap > 0) mlstack__softcap(dst, (size_t)n_log * (size_t)V, c->final_softcap);
+        if (c->final_softcap > 0) mlstack__softcap_scalar(dst, (size_t)n_log * (size_t)V, c->final_softcap);
     }
     return mlc_last_error() ? -1 : 0;
 }

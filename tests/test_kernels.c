@@ -441,6 +441,58 @@ static void check_norm_act(const mlstack__kernels *k) {
     }
 }
 
+/* gelu_tanh (with and without u) and softcap: the scalar rule's bits, over arguments that reach
+   tanh's saturation (|v| > 9), zeros of both signs, and lengths with every tail */
+static void check_gelu_softcap(const mlstack__kernels *k) {
+    enum { N = 301 };
+    static float x[N], u[N], g0[N], g1[N], h0[N], h1[N], s0[N], s1[N];
+    int i, n, do_g = TK_COMPARE(k, gelu_tanh), do_s = TK_COMPARE(k, softcap);
+    for (i = 0; i < N; i++) x[i] = frand() * (i % 3 == 0 ? 12.0f : i % 3 == 1 ? 3.0f : 60.0f), u[i] = frand();
+    x[0] = 0.0f, x[1] = -0.0f, x[2] = 9.5f, x[3] = -9.5f, x[4] = 1e-30f;
+    for (n = 1; n <= N && (do_g || do_s); n += n < 20 ? 1 : 37) {
+        int bad_g = -1, bad_h = -1, bad_s = -1;
+        memcpy(g0, x, sizeof x), memcpy(g1, x, sizeof x), memcpy(h0, x, sizeof x), memcpy(h1, x, sizeof x);
+        memcpy(s0, x, sizeof x), memcpy(s1, x, sizeof x);
+        mlstack__gelu_tanh_scalar(g0, u, n), k->gelu_tanh(g1, u, n);
+        mlstack__gelu_tanh_scalar(h0, NULL, n), k->gelu_tanh(h1, NULL, n);
+        mlstack__softcap_scalar(s0, (size_t)n, 30.0f), k->softcap(s1, (size_t)n, 30.0f);
+        for (i = N - 1; i >= 0; i--) { /* past n: untouched */
+            if (memcmp(&g0[i], &g1[i], 4)) bad_g = i;
+            if (memcmp(&h0[i], &h1[i], 4)) bad_h = i;
+            if (memcmp(&s0[i], &s1[i], 4)) bad_s = i;
+        }
+        if (do_g)
+            CHECKF(bad_g < 0 && bad_h < 0, "%s gelu_tanh n=%d [%d, %d]: %.9g vs %.9g", k->name, n, bad_g, bad_h,
+                   g1[bad_g < 0 ? 0 : bad_g], g0[bad_g < 0 ? 0 : bad_g]);
+        if (do_s)
+            CHECKF(bad_s < 0, "%s softcap n=%d [%d]: %.9g vs %.9g", k->name, n, bad_s, s1[bad_s < 0 ? 0 : bad_s],
+                   s0[bad_s < 0 ? 0 : bad_s]);
+    }
+}
+
+/* AltUp's route, prediction and correction: the scalar rule's bits (n streams, D with tails) */
+static void check_altup(const mlstack__kernels *k) {
+    enum { NS = 5, DM = 45 };
+    static float X[NS * DM], c[NS * NS], x[DM], w[NS * DM], sc[NS], y0[NS * DM], y1[NS * DM];
+    float r0[NS], r1[NS];
+    int i, n, D, do_r = TK_COMPARE(k, altup_route), do_p = TK_COMPARE(k, altup_pred), do_c = TK_COMPARE(k, altup_corr);
+    for (i = 0; i < NS * DM; i++) X[i] = frand() * 4.0f, w[i] = frand();
+    for (i = 0; i < NS * NS; i++) c[i] = frand();
+    for (i = 0; i < DM; i++) x[i] = frand() * 3.0f;
+    for (i = 0; i < NS; i++) sc[i] = frand() + 1.0f;
+    for (n = 1; n <= NS && (do_r || do_p || do_c); n += 2)
+        for (D = 1; D <= DM; D += 11) {
+            mlstack__altup_route_scalar(x, w, n, D, 1.0f / D, r0), k->altup_route(x, w, n, D, 1.0f / D, r1);
+            if (do_r) CHECKF(!memcmp(r0, r1, sizeof(float) * n), "%s altup_route n=%d D=%d", k->name, n, D);
+            memset(y0, 0, sizeof y0), memset(y1, 0, sizeof y1);
+            mlstack__altup_pred_scalar(X, DM, n, c, y0, D), k->altup_pred(X, DM, n, c, y1, D);
+            if (do_p) CHECKF(!memcmp(y0, y1, sizeof y0), "%s altup_pred n=%d D=%d", k->name, n, D);
+            memset(y0, 0, sizeof y0), memset(y1, 0, sizeof y1);
+            mlstack__altup_corr_scalar(x, X, DM, n, n / 2, sc, y0, D), k->altup_corr(x, X, DM, n, n / 2, sc, y1, D);
+            if (do_c) CHECKF(!memcmp(y0, y1, sizeof y0), "%s altup_corr n=%d D=%d", k->name, n, D);
+        }
+}
+
 static void check_rope_ops(const mlstack__kernels *k) {
     int i;
     /* rotary embedding: table and rotation, the reference's bits (head dims with tails) */
@@ -805,6 +857,8 @@ static void check_path(const mlstack__kernels *k) {
     check_matmul(k);
     check_to_f32(k);
     check_norm_act(k);
+    check_gelu_softcap(k);
+    check_altup(k);
     check_rope_ops(k);
     check_quantize_rows(k);
     check_kv_from_f32(k);
