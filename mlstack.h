@@ -20372,7 +20372,6 @@ static MLSTACK__T_VNNI void mlstack__mm_iqp_vnni(const mlstack__weight *w, const
             mlstack__p16_pf pf = mlstack__p16_prefetch(wp, 4 * pb, nsb, b, B, 3, p + 8 <= np);
             float *yb = y + (size_t)b * ldy + (size_t)p * 16;
             const float *bb = w->bias ? w->bias + p * 16 : NULL;
-            if (B == 1) pf.ahead = 1024; /* as the KQ panels' one-row look-ahead */
             if (ro != 4) { /* a short group's panels: one activation row at a time */
                 for (j = 0; j < ro; j++)
                     for (i = 0; i < rb; i++)
