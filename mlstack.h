@@ -15861,7 +15861,7 @@ typedef enum mlstack__wtype {
     MLSTACK__W_Q4_K = 16 + 12,
     MLSTACK__W_Q5_K = 16 + 13,
     MLSTACK__W_Q6_K = 16 + 14,
-    /* the i-quants: row kernels only (no KQ panels), like MXFP4 */
+    /* the i-quants: row kernels, and IQ panels (below) for IQ4_XS and IQ2_XXS on the x86 tables */
     MLSTACK__W_IQ2_XXS = 16 + 16,
     MLSTACK__W_IQ2_XS = 16 + 17,
     MLSTACK__W_IQ3_XXS = 16 + 18,
@@ -15870,7 +15870,7 @@ typedef enum mlstack__wtype {
     MLSTACK__W_IQ2_S = 16 + 22,
     MLSTACK__W_IQ4_XS = 16 + 23,
     MLSTACK__W_IQ1_M = 16 + 29,
-    /* the ternary formats (BitNet b1.58): row kernels only, as the i-quants */
+    /* the ternary formats (BitNet b1.58): KQ panels (both in one layout, below) on the vector paths */
     MLSTACK__W_TQ1_0 = 16 + 34,
     MLSTACK__W_TQ2_0 = 16 + 35,
     MLSTACK__W_MXFP4 = 16 + 39 /* row kernels only (no KQ panels): the rows stay mapped as stored */
@@ -15883,8 +15883,10 @@ typedef enum mlstack__wtype {
 #define MLSTACK__W_IS_GGML(wt)                                                                                     \
     ((wt) == MLSTACK__W_Q5_0 || (wt) == MLSTACK__W_Q5_1 || ((wt) >= MLSTACK__W_Q2_K && (wt) <= MLSTACK__W_Q6_K) || \
      (wt) == MLSTACK__W_MXFP4 || MLSTACK__W_IS_IQ(wt))
-/* Whether a kernel table's `packs` bits (below) name wtype (types past bit 31 have no panels). */
-#define MLSTACK__PACKS_HAS(packs, wt) ((wt) < 32 && ((packs) >> (wt) & 1u))
+/* Whether wtype is a ternary format (TQ1_0, TQ2_0: one KQ panel layout for both, below). */
+#define MLSTACK__W_IS_TQ(wt) ((wt) == MLSTACK__W_TQ1_0 || (wt) == MLSTACK__W_TQ2_0)
+/* Whether a kernel table's `packs` bits (below, 64 of them: every wtype is below 64) name wtype. */
+#define MLSTACK__PACKS_HAS(packs, wt) ((wt) < 64 && ((packs) >> (wt) & 1u))
 /* Whether weights of wtype meet Q8 activation blocks (every block format). */
 #define MLSTACK__W_IS_BLOCK(wt) \
     ((wt) == MLSTACK__W_Q8_0 || (wt) == MLSTACK__W_Q4_1 || (MLSTACK__W_IS_GGML(wt) && (wt) != MLSTACK__W_MXFP4))
@@ -16030,7 +16032,7 @@ typedef struct mlstack__weight {
    but per pair of inputs kp, gp x 16 x 2 values, value (kp, r, l, t) = W[64 * group + 16r + l]
    [2kp + t], an odd n_in padded with a zero input; the kernel table asks for them with
    MLSTACK__PACK_BF16_PAIRS in `packs`. */
-/* KQ panels: the native GGML formats (Q5_0, Q5_1, Q2_K .. Q6_K) as P16 panels, made once from
+/* KQ panels: the native GGML formats (Q5_0, Q5_1, Q2_K .. Q6_K, TQ1_0, TQ2_0) as P16 panels, made once from
    the rows, so that kernels multiply one broadcast activation by 16 outputs (each lane its own
    output's accumulator) instead of decoding every row on every call. They hold exactly the
    integers and f16 fields of mlstack__kq_decode's groups, and a kernel forms dw, ow from them by
@@ -16050,46 +16052,58 @@ typedef struct mlstack__weight {
          six runs lie in the order the kernels read them (MLSTACK__KQP_SLOT: nibble 0, high 0,
          nibble 1, 2, high 1, nibble 3), so that the stream only moves forward.
        nsc x gp x 16 int8 scales (Q4_K, Q5_K: sc, mn; Q3_K, Q6_K: sa, sb; Q2_K: sa, sb, ma, mb)
+   The ternary formats (TQ1_0 and TQ2_0, the same panels: trits are trits) keep 2-bit fields:
+     header d (gp x 16 f16); per group j: 2 x gp crumb runs of 64 bytes, bits 2u of byte 4l + t
+     of run (c, r) = q[4 (4c + u) + t] + 1 (the trit plus one, 0..2; a TQ2_0 field as stored);
+     no scales. A kernel starts each group's int32 dot at -sum(x.q) (qoff 1), so isum = the
+     trits' dot, and takes the rule's one step acc = fma(isum, d * x.d, acc) (dw = d).
    Bytes per weight (one panel, 16 outputs x 256 inputs): Q4_K 0.578 (GGUF 0.5625), Q5_K 1.078
    (0.6875), Q6_K 0.820 (0.8203; 1.070 with byte runs, before), Q3_K 0.570 (0.4297), Q2_K 0.641
-   (0.3281), Q5_1 1.125 (0.75), Q5_0 1.0625 (0.6875). */
+   (0.3281), Q5_1 1.125 (0.75), Q5_0 1.0625 (0.6875), TQ1_0 / TQ2_0 0.2578 (0.2109 / 0.2578). */
 typedef struct mlstack__kqp_fmt {
-    int ng, nib, split, qoff, nh, nsc, hb; /* groups per super-block; nibbles; sa != sb; q offset; f16 headers;
-                                              scales; 2-bit high runs */
+    int ng, nib, split, qoff, nh, nsc, hb, cr; /* groups per super-block; nibbles; sa != sb; q offset; f16
+                                                  headers; scales; 2-bit high runs; 2-bit crumb runs */
 } mlstack__kqp_fmt;
 /* The same facts as constants of a format WT, for the kernels' tiles (WT a compile-time constant
-   there, so every test on them folds away): NG, NIB, SPLIT, QOFF, NH, NSC as above, QR the q
-   runs of a group (4 nibble, 8 byte), HB the 2-bit high runs after them (Q6_K 2, else 0), KOW
-   whether ow = -(dmin * mn) (Q4_K, Q5_K). */
-#define MLSTACK__KQP_CONSTS(WT)                                                                           \
-    const int NG = (WT) == MLSTACK__W_Q5_0 || (WT) == MLSTACK__W_Q5_1 ? 1 : 8,                            \
-              NIB = (WT) == MLSTACK__W_Q4_K || (WT) == MLSTACK__W_Q3_K || (WT) == MLSTACK__W_Q2_K ||      \
-                    (WT) == MLSTACK__W_Q6_K,                                                              \
-              SPLIT = (WT) == MLSTACK__W_Q6_K || (WT) == MLSTACK__W_Q3_K || (WT) == MLSTACK__W_Q2_K,      \
-              QOFF = (WT) == MLSTACK__W_Q6_K   ? 32                                                       \
-                     : (WT) == MLSTACK__W_Q3_K ? 4                                                        \
-                     : (WT) == MLSTACK__W_Q5_0 ? 16                                                       \
-                                               : 0,                                                       \
-              NH = (WT) == MLSTACK__W_Q5_0 || (WT) == MLSTACK__W_Q6_K || (WT) == MLSTACK__W_Q3_K ? 1 : 2, \
-              NSC = (WT) == MLSTACK__W_Q2_K ? 4                                                           \
-                    : NG == 8               ? 2                                                           \
-                                            : 0,                                                                        \
-              QR = NIB ? 4 : 8, HB = (WT) == MLSTACK__W_Q6_K ? 2 : 0,                                     \
-              KOW = (WT) == MLSTACK__W_Q4_K || (WT) == MLSTACK__W_Q5_K
+   there, so every test on them folds away): NG, NIB, SPLIT, QOFF, NH, NSC as above, CR the
+   ternary crumbs, QR the q runs of a group (2 crumb, 4 nibble, 8 byte), HB the 2-bit high runs
+   after them (Q6_K 2, else 0), KOW whether ow = -(dmin * mn) (Q4_K, Q5_K). */
+#define MLSTACK__KQP_CONSTS(WT)                                                                      \
+    const int NG = (WT) == MLSTACK__W_Q5_0 || (WT) == MLSTACK__W_Q5_1 ? 1 : 8,                       \
+              NIB = (WT) == MLSTACK__W_Q4_K || (WT) == MLSTACK__W_Q3_K || (WT) == MLSTACK__W_Q2_K || \
+                    (WT) == MLSTACK__W_Q6_K,                                                         \
+              SPLIT = (WT) == MLSTACK__W_Q6_K || (WT) == MLSTACK__W_Q3_K || (WT) == MLSTACK__W_Q2_K, \
+              QOFF = (WT) == MLSTACK__W_Q6_K   ? 32                                                  \
+                     : (WT) == MLSTACK__W_Q3_K ? 4                                                   \
+                     : (WT) == MLSTACK__W_Q5_0 ? 16                                                  \
+                     : MLSTACK__W_IS_TQ(WT)    ? 1                                                   \
+                                               : 0,                                                     \
+              NH = (WT) == MLSTACK__W_Q5_0 || (WT) == MLSTACK__W_Q6_K || (WT) == MLSTACK__W_Q3_K ||  \
+                           MLSTACK__W_IS_TQ(WT)                                                      \
+                       ? 1                                                                           \
+                       : 2,                                                                          \
+              CR = MLSTACK__W_IS_TQ(WT),                                                             \
+              NSC = (WT) == MLSTACK__W_Q2_K ? 4                                                      \
+                    : NG == 8 && !CR        ? 2                                                      \
+                                            : 0,                                                            \
+              QR = CR    ? 2                                                                         \
+                   : NIB ? 4                                                                         \
+                         : 8,                                                                        \
+              HB = (WT) == MLSTACK__W_Q6_K ? 2 : 0, KOW = (WT) == MLSTACK__W_Q4_K || (WT) == MLSTACK__W_Q5_K
 /* Where run g of a group lies (in runs from the group's start): g < 4 a nibble run, 4 + h high
    run h, with HB high runs; else (no high runs) g itself. */
 #define MLSTACK__KQP_SLOT(HB, g) ((HB) ? ((g) < 4 ? (g) + ((g) + 1) / 2 : 3 * ((g) - 4) + 1) : (g))
 MLSTACK__FN mlstack__kqp_fmt mlstack__kqp_fmt_of(int wtype) {
     MLSTACK__KQP_CONSTS(wtype);
     mlstack__kqp_fmt f;
-    f.ng = NG, f.nib = NIB, f.split = SPLIT, f.qoff = QOFF, f.nh = NH, f.nsc = NSC, f.hb = HB;
+    f.ng = NG, f.nib = NIB, f.split = SPLIT, f.qoff = QOFF, f.nh = NH, f.nsc = NSC, f.hb = HB, f.cr = CR;
     (void)QR, (void)KOW;
     return f;
 }
 /* Bytes of one super-block of one panel. */
 MLSTACK__FN size_t mlstack__kqp_sb_bytes(int wtype) {
     mlstack__kqp_fmt f = mlstack__kqp_fmt_of(wtype);
-    return (size_t)f.nh * 32 + (size_t)f.ng * ((size_t)((f.nib ? 4 : 8) + f.hb) * 64 + (size_t)f.nsc * 16);
+    return (size_t)f.nh * 32 + (size_t)f.ng * ((size_t)((f.cr ? 2 : f.nib ? 4 : 8) + f.hb) * 64 + (size_t)f.nsc * 16);
 }
 #define MLSTACK__P16 16
 #define MLSTACK__PACK_BF16_PAIRS (1u << 16)
@@ -16101,6 +16115,8 @@ MLSTACK__FN size_t mlstack__p16_bytes(int wtype, int n_in) { /* one panel */
     case MLSTACK__W_Q8_0: return nb * (512 + 32);
     case MLSTACK__W_Q4_1: return nb * (256 + 64);
     default:
+        if (wtype == MLSTACK__W_IQ4_XS || wtype == MLSTACK__W_IQ2_XXS) /* IQ panels (below) */
+            return (size_t)(n_in / 256) * (32 + 8 * (256 + 16));
         if (MLSTACK__W_IS_GGML(wtype))
             return (size_t)(n_in / mlstack__wtype_block(wtype)) * mlstack__kqp_sb_bytes(wtype);
         return (size_t)n_in * 32;
@@ -16121,7 +16137,12 @@ MLSTACK__FN size_t mlstack__p16_pair_bytes(int n_in) { return (size_t)((n_in + 1
 /* Group `grp` of w's panels (pair panels when `pairs`, BF16 only) into dst, the start of the
    whole packed copy. */
 MLSTACK__FN void mlstack__kqp_pack_group(const mlstack__weight *w, int grp, unsigned char *dst);
+MLSTACK__FN void mlstack__iqp_pack_group(const mlstack__weight *w, int grp, unsigned char *dst);
 MLSTACK__FN void mlstack__p16_pack_group(const mlstack__weight *w, int grp, int pairs, unsigned char *dst) {
+    if (w->wtype == MLSTACK__W_IQ4_XS || w->wtype == MLSTACK__W_IQ2_XXS) { /* IQ panels */
+        mlstack__iqp_pack_group(w, grp, dst);
+        return;
+    }
     if (MLSTACK__W_IS_GGML(w->wtype)) {
         mlstack__kqp_pack_group(w, grp, dst);
         return;
@@ -16220,11 +16241,13 @@ typedef struct mlstack__kernels {
     void (*rope_table)(float *cs, int Dh, int pos, const float *inv_freq);
     void (*rope_apply)(float *v, int Dh, const float *cs);
     /* the recurrent mixers' steps (mlstack__conv_step_scalar and mlstack__dn_rule_scalar state
-       the rule) */
+       the rule; mlstack__ssd_step_scalar Mamba2's) */
     void (*conv_step)(const float *w, const float *b, int K, float *win, size_t ld, const float *x, float *o, int n,
                       int silu);
     void (*dn_rule)(float *S, const float *k, const float *q, const float *v, float decay, float beta, int dk, int dv,
                     float *y);
+    void (*ssd_step)(float *S, const float *x, const float *B, const float *C, float dt, float dA, float D, int N,
+                     int P, float *y);
     /* g (n,) = gelu_tanh(g), times u (n,) where u is not NULL (the rule: mlstack__gelu_tanh_scalar) */
     void (*gelu_tanh)(float *g, const float *u, int n);
     /* v (n,) = cap tanh(v / cap) (logit soft-capping; the rule: mlstack__softcap_scalar) */
@@ -16235,14 +16258,18 @@ typedef struct mlstack__kernels {
     void (*altup_route)(const float *t, const float *w, int n, int D, float inv, float *r);
     void (*altup_pred)(const float *X, size_t ld, int n, const float *c, float *Y, int D);
     void (*altup_corr)(const float *x, const float *P, size_t ld, int n, int a, const float *s, float *Y, int D);
-    unsigned packs; /* bit 1 << wtype: matmul reads P16 panels of weights of that type when present */
+    uint64_t packs; /* bit 1 << wtype: matmul reads P16 panels of weights of that type when present */
 } mlstack__kernels;
-#define MLSTACK__PACKS_FLOAT ((1u << MLSTACK__W_F32) | (1u << MLSTACK__W_F16) | (1u << MLSTACK__W_BF16))
-#define MLSTACK__PACKS_ALL (MLSTACK__PACKS_FLOAT | (1u << MLSTACK__W_Q8_0) | (1u << MLSTACK__W_Q4_1))
+#define MLSTACK__PACK_BIT(wt) ((uint64_t)1 << (wt))
+#define MLSTACK__PACKS_FLOAT \
+    (MLSTACK__PACK_BIT(MLSTACK__W_F32) | MLSTACK__PACK_BIT(MLSTACK__W_F16) | MLSTACK__PACK_BIT(MLSTACK__W_BF16))
+#define MLSTACK__PACKS_ALL \
+    (MLSTACK__PACKS_FLOAT | MLSTACK__PACK_BIT(MLSTACK__W_Q8_0) | MLSTACK__PACK_BIT(MLSTACK__W_Q4_1))
 /* The native GGML formats' KQ panels (every vector table: AVX2, AVX-512, AMX, NEON). */
-#define MLSTACK__PACKS_GGML                                                                                  \
-    ((1u << MLSTACK__W_Q5_0) | (1u << MLSTACK__W_Q5_1) | (1u << MLSTACK__W_Q2_K) | (1u << MLSTACK__W_Q3_K) | \
-     (1u << MLSTACK__W_Q4_K) | (1u << MLSTACK__W_Q5_K) | (1u << MLSTACK__W_Q6_K))
+#define MLSTACK__PACKS_GGML                                                                                         \
+    (MLSTACK__PACK_BIT(MLSTACK__W_Q5_0) | MLSTACK__PACK_BIT(MLSTACK__W_Q5_1) | MLSTACK__PACK_BIT(MLSTACK__W_Q2_K) | \
+     MLSTACK__PACK_BIT(MLSTACK__W_Q3_K) | MLSTACK__PACK_BIT(MLSTACK__W_Q4_K) | MLSTACK__PACK_BIT(MLSTACK__W_Q5_K) | \
+     MLSTACK__PACK_BIT(MLSTACK__W_Q6_K) | MLSTACK__PACK_BIT(MLSTACK__W_TQ1_0) | MLSTACK__PACK_BIT(MLSTACK__W_TQ2_0))
 
 /* MLSTACK__FMAF(a, b, c): a * b + c rounded once, as C99's fmaf must be. One instruction where
    the target has FMA; glibc's and Apple's fmaf where it does not; elsewhere our own (MinGW's
@@ -17078,6 +17105,8 @@ static int mlstack__kqp_hoff(int wtype, int h) {
     case MLSTACK__W_Q6_K: return 208;
     case MLSTACK__W_Q3_K: return 108;
     case MLSTACK__W_Q2_K: return 80 + 2 * h;
+    case MLSTACK__W_TQ1_0: return 52;
+    case MLSTACK__W_TQ2_0: return 64;
     default: return 2 * h; /* Q5_0, Q5_1, Q4_K, Q5_K */
     }
 }
@@ -17085,14 +17114,87 @@ static int mlstack__kqp_hoff(int wtype, int h) {
 /* Group `grp` of w's KQ panels (native GGML formats, layout above) into dst, the start of the
    whole packed copy: each super-block of each row decoded by the reference decoder, and its
    integers and f16 fields placed in the row's lane. */
+/* One TQ1_0 block's trits (layout in >>ggmlquant) as TQ2_0's 64 bytes of 2-bit fields t + 1:
+   element 128 h + 32 l + m in bits 2 l of byte 32 h + m. Digit n of byte c is the integer part
+   of 3 (c 3^n mod 256) / 256 (mlstack__tq1_trit + 1), taken for 4 bytes at once in the 16-bit
+   lanes of a 64-bit word (c 3^n <= 20655, its low byte times 3 <= 765: no lane overflows), the
+   same integers on every CPU. Bytes 0..31 hold elements 32 n + m (fields n < 4 of bytes m,
+   field 0 of 32 + m), bytes 32..47 elements 160 + 16 n + m' (field 1 + n / 2 of byte 32 + 16 (n
+   mod 2) + m'), bytes 48..51 elements 240 + 4 n + j (field 3 of byte 48 + 4 n + j). */
+static void mlstack__tq1_fields(const unsigned char *b, unsigned char *f) {
+    static const unsigned char pow3[5] = {1, 3, 9, 27, 81};
+    uint32_t o[16] = {0};
+    int n, m, k;
+    for (m = 0; m < 52; m += 4) {
+        uint64_t x = (uint64_t)b[m] | (uint64_t)b[m + 1] << 16 | (uint64_t)b[m + 2] << 32 | (uint64_t)b[m + 3] << 48;
+        for (n = 0; n < (m < 48 ? 5 : 4); n++) {
+            uint64_t t = ((((x * pow3[n]) & 0x00FF00FF00FF00FFull) * 3) >> 8) & 0x0003000300030003ull;
+            uint32_t d;
+            t |= t >> 8;
+            d = ((uint32_t)t & 0xFFFFu) | ((uint32_t)(t >> 16) & 0xFFFF0000u); /* digit k in byte k */
+            if (m < 32) o[n < 4 ? m / 4 : 8 + m / 4] |= d << (n < 4 ? 2 * n : 0);
+            else if (m < 48)
+                o[8 + 4 * (n & 1) + (m - 32) / 4] |= d << (2 * (1 + (n >> 1)));
+            else
+                o[12 + n] |= d << 6;
+        }
+    }
+    for (k = 0; k < 16; k++)
+        f[4 * k] = (unsigned char)o[k], f[4 * k + 1] = (unsigned char)(o[k] >> 8),
+              f[4 * k + 2] = (unsigned char)(o[k] >> 16), f[4 * k + 3] = (unsigned char)(o[k] >> 24);
+}
+/* Group `grp` of a ternary weight's KQ panels (layout in >>kernels) into dst: a TQ2_0 group's
+   32 fields of 4-input run 4c + u lie at bytes 32 (j / 4) + 16c + 4u .. + 3, bits 2 (j % 4),
+   so each output word of a crumb run is 4 shifted and masked words of the block (TQ1_0 blocks
+   are first turned into those fields). The same bytes as mlstack__kqp_pack_group's layout. */
+static void mlstack__tqp_pack_group(const mlstack__weight *w, int grp, unsigned char *dst) {
+    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), sbp = mlstack__kqp_sb_bytes(w->wtype);
+    int tq1 = w->wtype == MLSTACK__W_TQ1_0, bsz = tq1 ? 54 : 66, hoff = tq1 ? 52 : 64;
+    int np = mlstack__p16_panels(w->n_out), p0 = grp * MLSTACK__P16_GROUP, r, l, s, j, c, u, nsb = w->n_in / 256;
+    int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP;
+    unsigned char *d = dst + (size_t)p0 * pb, f[64];
+    uint32_t wd[16];
+    memset(d, 0, (size_t)gp * pb);
+    for (r = 0; r < gp; r++)
+        for (l = 0; l < MLSTACK__P16 && 16 * (p0 + r) + l < w->n_out; l++) {
+            const unsigned char *row = (const unsigned char *)w->data + (size_t)(16 * (p0 + r) + l) * w->row_bytes;
+            for (s = 0; s < nsb; s++) {
+                const unsigned char *b = row + (size_t)s * (size_t)bsz, *q2 = b;
+                unsigned char *sb = d + (size_t)s * gp * sbp;
+                if (tq1) mlstack__tq1_fields(b, f), q2 = f;
+                memcpy(sb + (size_t)r * 32 + 2 * l, b + hoff, 2);
+                for (j = 0; j < 16; j++)
+                    wd[j] = (uint32_t)q2[4 * j] | (uint32_t)q2[4 * j + 1] << 8 | (uint32_t)q2[4 * j + 2] << 16 |
+                            (uint32_t)q2[4 * j + 3] << 24;
+                for (j = 0; j < 8; j++)
+                    for (c = 0; c < 2; c++) {
+                        unsigned char *o =
+                            sb + (size_t)gp * 32 + (size_t)j * gp * 128 + ((size_t)c * gp + r) * 64 + 4 * l;
+                        uint32_t v = 0;
+                        for (u = 0; u < 4; u++)
+                            v |= ((wd[8 * (j >> 2) + 4 * c + u] >> (2 * (j & 3))) & 0x03030303u) << (2 * u);
+                        o[0] = (unsigned char)v, o[1] = (unsigned char)(v >> 8), o[2] = (unsigned char)(v >> 16),
+                        o[3] = (unsigned char)(v >> 24);
+                    }
+            }
+        }
+}
+
 MLSTACK__FN void mlstack__kqp_pack_group(const mlstack__weight *w, int grp, unsigned char *dst) {
     mlstack__kqp_fmt f = mlstack__kqp_fmt_of(w->wtype);
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), sbp = mlstack__kqp_sb_bytes(w->wtype);
     size_t bsz = mlstack__ggml_types[w->wtype - 16].size;
-    int np = mlstack__p16_panels(w->n_out), p0 = grp * MLSTACK__P16_GROUP, r, l, s, j, g, t, h, qr = f.nib ? 4 : 8;
+    int np = mlstack__p16_panels(w->n_out), p0 = grp * MLSTACK__P16_GROUP, r, l, s, j, g, t, h,
+        qr = f.cr    ? 2
+             : f.nib ? 4
+                     : 8;
     int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP, nsb = w->n_in / (32 * f.ng);
     size_t gsz = (size_t)gp * ((size_t)(qr + f.hb) * 64 + (size_t)f.nsc * 16);
     unsigned char *d = dst + (size_t)p0 * pb;
+    if (f.cr) {
+        mlstack__tqp_pack_group(w, grp, dst);
+        return;
+    }
     memset(d, 0, (size_t)gp * pb);
     for (r = 0; r < gp; r++)
         for (l = 0; l < MLSTACK__P16 && 16 * (p0 + r) + l < w->n_out; l++) {
@@ -17130,6 +17232,60 @@ MLSTACK__FN void mlstack__kqp_pack_group(const mlstack__weight *w, int grp, unsi
                     if (w->wtype == MLSTACK__W_Q4_K || w->wtype == MLSTACK__W_Q5_K) /* mn, read as the decoder does */
                         v[1] = j < 4 ? b[8 + j] & 63 : (b[8 + j] >> 4) | ((b[4 + j] >> 6) << 4);
                     for (t = 0; t < f.nsc; t++) sc[((size_t)t * gp + r) * 16 + l] = (unsigned char)(int8_t)v[t];
+                }
+            }
+        }
+}
+
+/* IQ panels: the i-quants whose groups, as the reference decoder gives them, hold at most 16
+   distinct values and one scale (sa = sb) -- IQ4_XS (the IQ4_NL levels) and IQ2_XXS (+-8, +-25,
+   +-43 after its grid and sign lookups) -- as P16 panels of 4-bit codes into a 16-entry table
+   of those values (mlstack__iqp_values), made once from the rows so that no call looks up a grid
+   or a sign again. In a group of gp panels (as above), per 256-input block s, in order:
+     gp x 16 f16 d (the block's header)
+     per group j of 32 inputs: 4 x gp runs of 64 bytes, byte 4l + t of run (g, r) = the code of
+       input 4g + t (low nibble) and of input 16 + 4g + t (high nibble) of output 16r + l (the
+       nibble runs of the KQ panels), then gp x 16 int8 scales sa
+   A kernel looks the codes up by a byte shuffle, forms the group's exact integer dot times sa,
+   and the rule's steps with dw = d * mlstack__iqp_dmul (the decoder's own f32 product: IQ4_XS 1,
+   IQ2_XXS 0.125). Bytes per weight: 2208 / 4096 = 0.539 (files: IQ4_XS 0.531, IQ2_XXS 0.258). */
+#define MLSTACK__W_HAS_IQP(wt) ((wt) == MLSTACK__W_IQ4_XS || (wt) == MLSTACK__W_IQ2_XXS)
+#define MLSTACK__PACKS_IQP (MLSTACK__PACK_BIT(MLSTACK__W_IQ4_XS) | MLSTACK__PACK_BIT(MLSTACK__W_IQ2_XXS))
+#define MLSTACK__IQP_SB (32 + 8 * (256 + 16)) /* bytes of one 256-input block of one panel */
+static const int8_t mlstack__iqp_iq2_values[16] = {8, 25, 43, 0, 0, 0, 0, 0, -8, -25, -43, 0, 0, 0, 0, 0};
+MLSTACK__FN const int8_t *mlstack__iqp_values(int wtype) {
+    return wtype == MLSTACK__W_IQ4_XS ? mlstack__iq4nl_values : mlstack__iqp_iq2_values;
+}
+MLSTACK__FN float mlstack__iqp_dmul(int wtype) { return wtype == MLSTACK__W_IQ4_XS ? 1.0f : 0.125f; }
+
+/* Group `grp` of w's IQ panels (layout above) into dst, the start of the whole packed copy:
+   each block of each row decoded by the reference decoder, its values coded by the table. */
+MLSTACK__FN void mlstack__iqp_pack_group(const mlstack__weight *w, int grp, unsigned char *dst) {
+    const int8_t *vals = mlstack__iqp_values(w->wtype);
+    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), bsz = mlstack__ggml_types[w->wtype - 16].size;
+    int np = mlstack__p16_panels(w->n_out), p0 = grp * MLSTACK__P16_GROUP, r, l, s, j, t, nsb = w->n_in / 256;
+    int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP;
+    size_t gsz = (size_t)gp * (256 + 16);
+    unsigned char *d = dst + (size_t)p0 * pb, code[256];
+    memset(code, 0, sizeof code);
+    for (t = 15; t >= 0; t--) code[(unsigned char)vals[t]] = (unsigned char)t;
+    memset(d, 0, (size_t)gp * pb);
+    for (r = 0; r < gp; r++)
+        for (l = 0; l < MLSTACK__P16 && 16 * (p0 + r) + l < w->n_out; l++) {
+            const unsigned char *row = (const unsigned char *)w->data + (size_t)(16 * (p0 + r) + l) * w->row_bytes;
+            for (s = 0; s < nsb; s++) {
+                const unsigned char *b = row + (size_t)s * bsz;
+                unsigned char *sb = d + (size_t)s * gp * MLSTACK__IQP_SB;
+                mlstack__kqg gr[8];
+                mlstack__kq_decode(w->wtype, b, 256, gr);
+                memcpy(sb + (size_t)r * 32 + 2 * l, b, 2); /* d: the first field of both blocks */
+                for (j = 0; j < 8; j++) {
+                    unsigned char *q = sb + (size_t)gp * 32 + (size_t)j * gsz, pk[16];
+                    for (t = 0; t < 16; t++)
+                        pk[t] = (unsigned char)(code[(unsigned char)gr[j].q[t]] | code[(unsigned char)gr[j].q[16 + t]]
+                                                                                      << 4);
+                    for (t = 0; t < 4; t++) memcpy(q + ((size_t)t * gp + r) * 64 + 4 * l, pk + 4 * t, 4);
+                    q[(size_t)gp * 256 + (size_t)r * 16 + l] = (unsigned char)(int8_t)gr[j].sa;
                 }
             }
         }
@@ -17312,8 +17468,8 @@ MLSTACK__FN void mlstack__from_f32(mlstack_dtype dt, const float *src, void *dst
 #define MLSTACK__ATTN_SCALAR                                                                                       \
     mlstack__attn_scores_scalar, mlstack__softmax_scalar, mlstack__attn_pv_scalar, mlstack__kv_chunk_scalar, NULL, \
         NULL, mlstack__from_f32, mlstack__quantize_rows, mlstack__rope_table, mlstack__rope_apply,                 \
-        mlstack__conv_step_scalar, mlstack__dn_rule_scalar, mlstack__gelu_tanh_scalar, mlstack__softcap_scalar,    \
-        mlstack__altup_route_scalar, mlstack__altup_pred_scalar, mlstack__altup_corr_scalar
+        mlstack__conv_step_scalar, mlstack__dn_rule_scalar, mlstack__ssd_step_scalar, mlstack__gelu_tanh_scalar,   \
+        mlstack__softcap_scalar, mlstack__altup_route_scalar, mlstack__altup_pred_scalar, mlstack__altup_corr_scalar
 
 MLSTACK__FN void mlstack__altup_route_scalar(const float *t, const float *w, int n, int D, float inv, float *r);
 MLSTACK__FN void mlstack__altup_pred_scalar(const float *X, size_t ld, int n, const float *c, float *Y, int D);
@@ -17329,6 +17485,8 @@ MLSTACK__FN void mlstack__conv_step_scalar(const float *w, const float *b, int K
                                            float *o, int n, int silu);
 MLSTACK__FN void mlstack__dn_rule_scalar(float *S, const float *k, const float *q, const float *v, float decay,
                                          float beta, int dk, int dv, float *y);
+MLSTACK__FN void mlstack__ssd_step_scalar(float *S, const float *x, const float *B, const float *C, float dt, float dA,
+                                          float D, int N, int P, float *y);
 static const mlstack__kernels mlstack__kernels_scalar = {
     "scalar", mlstack__matmul_scalar, mlstack__to_f32, mlstack__rmsnorm, mlstack__swiglu_scalar, MLSTACK__ATTN_SCALAR,
     0};
@@ -17402,7 +17560,9 @@ static void mlstack__matmul_n(mlstack__pool *pool, const mlstack__kernels *k, fl
     for (i = 0; i < n; i++) {
         j.w[i] = w[i];
         j.y[i] = y[i];
-        j.rows_per_task[i] = MLSTACK__USES_P16(k, w[i]) ? MLSTACK__P16_GROUP * MLSTACK__P16 : 16;
+        /* MXFP4: a group of 64 outputs per task, as the x86 kernels decode them (>>avx2) */
+        j.rows_per_task[i] =
+            MLSTACK__USES_P16(k, w[i]) || w[i]->wtype == MLSTACK__W_MXFP4 ? MLSTACK__P16_GROUP * MLSTACK__P16 : 16;
         j.first_task[i + 1] = j.first_task[i] + (w[i]->n_out + j.rows_per_task[i] - 1) / j.rows_per_task[i];
         quant |= MLSTACK__W_IS_BLOCK(w[i]->wtype);
     }
@@ -17495,7 +17655,12 @@ MLSTACK__FN void mlstack__softcap_scalar(float *v, size_t n, float cap) {
        S = S decay; m = S^T k; d = (v - m) beta; S = S + k d^T; y = S^T q
        each column j of m and y one fma chain over rows i = 0 .. dk-1 in order, from +0.
    Channels and columns are independent, so a path runs any number of them at once with the same
-   bits; dn_rule takes columns in blocks that stay in cache from the decay pass to the read. */
+   bits; dn_rule takes columns in blocks that stay in cache from the decay pass to the read.
+   ssd_step: one Mamba2 head's SSD step, S (N, P) row-major (state n, head channel p):
+       for n = 0 .. N-1 in order: u = dt B[n]; S[n][p] = fma(S[n][p], dA, u x[p]);
+           acc[p] = fma(S[n][p], C[n], acc[p])   (from +0)
+       y[p] = fma(x[p], D, acc[p])
+   each channel one fma chain over n in order: vectors run channels side by side. */
 static void mlstack__conv_shift(float *win, size_t ld, const float *x, int n, int K) {
     int j;
     for (j = 0; j + 1 < K - 1; j++) memcpy(win + (size_t)j * ld, win + (size_t)(j + 1) * ld, sizeof(float) * (size_t)n);
@@ -17543,6 +17708,25 @@ MLSTACK__FN void mlstack__dn_rule_scalar(float *S, const float *k, const float *
                                          float beta, int dk, int dv, float *y) {
     int j0;
     for (j0 = 0; j0 < dv; j0 += 8) mlstack__dn_cols(S, k, q, v, decay, beta, dk, dv, y, j0, dv - j0 < 8 ? dv - j0 : 8);
+}
+/* ssd_step on the nc <= 8 channels from p0 (the scalar form, and the vector forms' last channels) */
+MLSTACK__FN void mlstack__ssd_cols(float *S, const float *x, const float *B, const float *C, float dt, float dA,
+                                   float D, int N, int P, float *y, int p0, int nc) {
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int n, j;
+    for (n = 0; n < N; n++) {
+        float *s = S + (size_t)n * P + p0, u = dt * B[n];
+        for (j = 0; j < nc; j++) {
+            s[j] = MLSTACK__FMAF(s[j], dA, u * x[p0 + j]);
+            acc[j] = MLSTACK__FMAF(s[j], C[n], acc[j]);
+        }
+    }
+    for (j = 0; j < nc; j++) y[p0 + j] = MLSTACK__FMAF(x[p0 + j], D, acc[j]);
+}
+MLSTACK__FN void mlstack__ssd_step_scalar(float *S, const float *x, const float *B, const float *C, float dt, float dA,
+                                          float D, int N, int P, float *y) {
+    int p0;
+    for (p0 = 0; p0 < P; p0 += 8) mlstack__ssd_cols(S, x, B, C, dt, dA, D, N, P, y, p0, P - p0 < 8 ? P - p0 : 8);
 }
 
 /* A double product rounded on its own, never fused into a following add (a volatile store is
@@ -17817,7 +18001,9 @@ mlstack__p16f_tile_avx2(const unsigned char *wp, size_t lds, const float *x, siz
 }
 
 /* Float weights in steps of MLSTACK__MM_KC inputs, partial sums parked in y between steps.
-   Rows in blocks of 6: 6 x 2 vectors (one panel) for prefill, 2 x 4, and 1 x the whole group.
+   Rows in blocks of 6: 6 x 2 vectors (one panel) for prefill, 3 x 2, 2 x 4, and 1 x the whole
+   group; 5 x 2, and 4 rows as 2 + 2 (mlstack__p16_rows_avx2); 2 rows' last 2 vectors of a
+   short group (outputs not a multiple of 64) as two 1 x 2.
    F16/BF16 panels are converted as the tiles read them, at any row count: the conversion runs
    beside the FMAs, and a copy converted once per step and shared by the rows' blocks was no
    faster even at 512 rows once the tile loop got lean and BF16 took 16 values a load (SmolLM2
@@ -17836,15 +18022,19 @@ mlstack__p16f_tile_avx2(const unsigned char *wp, size_t lds, const float *x, siz
    81-89 against 74-80 tokens/s with the fetch). SmolLM2-135M on a 2-core Zen 3, 2 threads, 8
    sequences, best of 3 alternated runs: F32 207 -> 270 tokens/s with the in-order fetch, F16
    333 -> 354; then with the leaner tile loop F16 327 -> 388, BF16 342 -> 373, F32 261 -> 277.
-   F32 at 7-32 rows steps 64 inputs (16 KB of a group's panels, as F16's 128): the later
+   F32 at 4 and 7-32 rows steps 64 inputs (16 KB of a group's panels, as F16's 128): the later
    blocks of rows then re-read the step from L1, not L2 (one 1536 x 576 matrix, 8 rows, one
    thread: 221-227 -> 200-206 us; the SmolLM2-135M-Instruct folder, F32, 2 threads, best of
    4 alternated runs: 8 sequences 327-340 -> 354-366 tokens/s, 32 sequences 407 -> 418). With
-   one block (1-6 rows) nothing is re-read and the shorter fetch distance lost 5%; at 64 and
+   one block (1-3, 5 or 6 rows) nothing is re-read and the shorter fetch distance lost 5%; at 64 and
    more rows (prefill) the sums parked in y twice as often cost what the reuse saves (pp512
    650 against 622 tokens/s); F16 and BF16 in 64-input steps lost 1-4%. */
 /* vectors a tile of these rows spans */
 #define MLSTACK__P16F_STEP_AVX2(rows) ((rows) == 1 ? 8 : (rows) == 2 ? 4 : 2)
+/* The rows a float tile takes of a block's rb left: 4 go as 2 + 2 (two 2 x 4 tiles, not a 4 x 2
+   compiled for that: as fast with F32 in 64-input steps, F16 faster, BF16 within 3% on
+   cached weights); 5 keep their tile (3 + 2 was 8-22% slower). */
+static MLSTACK__ALWAYS_INLINE int mlstack__p16_rows_avx2(int rb) { return rb == 4 ? 2 : rb; }
 #define MLSTACK__P16F_AVX2_FN(WT_, RB_, NV_)                                                                       \
     static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__p16f_avx2_##WT_##_##RB_##_##NV_(                        \
         const unsigned char *wp, size_t lds, const float *x, size_t ldx, float *y, size_t ldy, int kn, int resume, \
@@ -17853,8 +18043,7 @@ mlstack__p16f_tile_avx2(const unsigned char *wp, size_t lds, const float *x, siz
     }
 /* clang-format off */
 #define MLSTACK__P16F_AVX2_ALL(F, WT_) \
-    F(WT_, 6, 2) F(WT_, 5, 2) F(WT_, 4, 2) F(WT_, 3, 2) F(WT_, 2, 4) F(WT_, 2, 2) \
-    F(WT_, 1, 8) F(WT_, 1, 2)
+    F(WT_, 6, 2) F(WT_, 5, 2) F(WT_, 3, 2) F(WT_, 2, 4) F(WT_, 1, 8) F(WT_, 1, 2)
 #define MLSTACK__P16F_AVX2_SHAPES(F) \
     MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_F32) MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_F16) \
     MLSTACK__P16F_AVX2_ALL(F, MLSTACK__W_BF16)
@@ -17862,15 +18051,19 @@ MLSTACK__P16F_AVX2_SHAPES(MLSTACK__P16F_AVX2_FN)
 /* clang-format on */
 static MLSTACK__T_AVX2 void mlstack__mm_p16f_rows_avx2(const mlstack__weight *w, const float *x, float *y, int B,
                                                        int o0, int o1) {
-    int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, v0, nvec, es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
-    int kc = es == 4 && B > 6 && B <= 32 ? MLSTACK__MM_KC / 2 : MLSTACK__MM_KC; /* inputs a step */
+    int n = w->n_in, np = mlstack__p16_panels(w->n_out), p, k0, b, rb, v0, nvec,
+        es = w->wtype == MLSTACK__W_F32 ? 4 : 2;
+    int kc = es == 4 && (B > 6 || B == 4) && B <= 32 ? MLSTACK__MM_KC / 2 : MLSTACK__MM_KC; /* inputs a step */
     size_t pb = mlstack__p16_bytes(w->wtype, n), ldy = (size_t)w->n_out;
     for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
         int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, nv = o1 - p * 16;
         int vt = 2 * ((nv + 15) / 16 < gp ? (nv + 15) / 16 : gp); /* vectors to compute */
         size_t lds = (size_t)gp * 16 * (size_t)es, pfs; /* bytes per input */
         int npass = 0; /* passes over each step, every block of rows together */
-        for (b = 0; b < B; b += 6) npass += mlstack__tile_passes(vt, MLSTACK__P16F_STEP_AVX2(B - b), B - b);
+        for (b = 0; b < B; b += rb) {
+            rb = mlstack__p16_rows_avx2(B - b < 6 ? B - b : 6);
+            npass += mlstack__tile_passes(vt, MLSTACK__P16F_STEP_AVX2(rb), rb);
+        }
         pfs = (lds + (size_t)npass - 1) / (size_t)npass; /* per input: the step's bytes over all passes */
         for (k0 = 0; k0 < n; k0 += kc) {
             int kn = n - k0 < kc ? n - k0 : kc, resume = k0 > 0;
@@ -17878,25 +18071,32 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16f_rows_avx2(const mlstack__weight *w,
             const unsigned char *src = w->packed + (size_t)p * pb + (size_t)k0 * lds;
             size_t ahead = (size_t)kn * lds; /* this step's bytes: the next step starts there */
             int pass = 0;
-            for (b = 0; b < B; b += 6) {
-                int rb = B - b < 6 ? B - b : 6, step = MLSTACK__P16F_STEP_AVX2(rb);
+            for (b = 0; b < B; b += rb) {
                 const float *xb = x + (size_t)b * n + k0;
+                int step;
+                rb = mlstack__p16_rows_avx2(B - b < 6 ? B - b : 6);
+                step = MLSTACK__P16F_STEP_AVX2(rb);
                 for (v0 = 0; v0 < vt; v0 += nvec, pass++) {
-                    float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
                     const float *bb = bias ? bias + 8 * v0 : NULL;
                     const unsigned char *pf = B > 2 || es == 2 ? src + ahead + (size_t)pass * (size_t)kn * pfs : NULL;
                     const unsigned char *wv = src + (size_t)v0 * 8 * es;
+                    int i, r;
                     nvec = mlstack__tile_nvec(vt - v0, step, rb);
+                    r = rb == 2 && nvec < step ? 1 : rb; /* a 2 x 2 end as two 1 x 2 (the first fetches) */
+                    for (i = 0; i < rb; i += r, pf = NULL) {
+                        const float *xi = xb + (size_t)i * n;
+                        float *yb = y + (size_t)(b + i) * ldy + (size_t)p * 16 + 8 * v0;
 #define MLSTACK__P16F_AVX2(WT_, RB_, NV_)                                                                          \
     case (WT_) * 128 + (RB_) * 16 + (NV_):                                                                         \
-        mlstack__p16f_avx2_##WT_##_##RB_##_##NV_(wv, lds, xb, (size_t)n, yb, ldy, kn, resume, bb, nv - 8 * v0, pf, \
+        mlstack__p16f_avx2_##WT_##_##RB_##_##NV_(wv, lds, xi, (size_t)n, yb, ldy, kn, resume, bb, nv - 8 * v0, pf, \
                                                  pfs);                                                             \
         break;
-                    switch (w->wtype * 128 + rb * 16 + nvec) {
-                        MLSTACK__P16F_AVX2_SHAPES(MLSTACK__P16F_AVX2)
-                    default: break;
-                    }
+                        switch (w->wtype * 128 + r * 16 + nvec) {
+                            MLSTACK__P16F_AVX2_SHAPES(MLSTACK__P16F_AVX2)
+                        default: break;
+                        }
 #undef MLSTACK__P16F_AVX2
+                    }
                 }
             }
         }
@@ -18186,56 +18386,130 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__kq_decode_avx2(int wtype, const unsign
     }
 }
 
-/* MXFP4 rows by the float rule (>>kernels), 8 outputs at a time, one lane each: their exact f32
-   weights laid out (n_in, 8) in scratch (8 n_in floats), then per activation row one FMA chain
-   per lane in input order, + bias: the scalar reference's bits. */
-MLSTACK__FN MLSTACK__T_AVX2 void mlstack__mm_mxfp4_avx2(const mlstack__weight *w, const float *x, float *y, int B,
-                                                        int o0, int o1, float *tile) {
+/* MXFP4 rows by the float rule (>>kernels): a group's rows decoded per step into the F32 panel
+   layout of >>kernels (per input, the group's outputs side by side) and multiplied there by the
+   register-blocked float tiles the P16 panels use (mlstack__p16f_tile_avx2): one FMA chain per
+   output in input order, + bias, the scalar reference's bits. The rows stay as stored (mapped
+   experts: no copy outlives the call); a step's tile is MLSTACK__MXFP4_KC inputs x 64 outputs
+   (16 KB, in L1 while every block of activation rows reads it). Per 8 rows and block of 32: the
+   nibbles through the value table by a byte shuffle, the 8 x 32 bytes transposed by three rounds
+   of unpacks, then per input 8 bytes widened, converted and multiplied by the rows' dw (each
+   weight (float)q * dw, exact). Before (8 rows decoded a whole row at a time into a scratch
+   tile by scalar stores, 4 activation rows' chains at once), gpt-oss-20b's 4-layer shape at pp64
+   spent 6.9 s of 7.5 in its experts' matmuls (one thread, 7 GFLOP/s). */
+#define MLSTACK__MXFP4_KC 64
+static MLSTACK__T_AVX2 void mlstack__mxfp4_tile_avx2(const mlstack__weight *w, int o, int no, int k0, int kn, int vt,
+                                                     float *t) {
     const __m128i tab = _mm_loadu_si128((const __m128i *)(const void *)mlstack__mxfp4_values), m4 = _mm_set1_epi8(0x0F);
-    int n = w->n_in, nb = n / 32, o, r, k, i, b;
-    for (o = o0; o < o1; o += 8) {
-        int nr = o1 - o < 8 ? o1 - o : 8;
-        float bias[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (r = 0; r < 8; r++) {
-            const unsigned char *blk = (const unsigned char *)w->data + (size_t)(o + (r < nr ? r : 0)) * w->row_bytes;
-            if (r < nr && w->bias) bias[r] = w->bias[o + r];
-            for (k = 0; k < nb; k++, blk += 17) {
-                int8_t q[32];
-                __m128i qs = _mm_loadu_si128((const __m128i *)(const void *)(blk + 1));
-                __m256 d = _mm256_set1_ps(r < nr ? mlstack__e8m0_half(blk[0]) : 0.0f);
-                float v[32];
-                _mm_storeu_si128((__m128i *)(void *)q, _mm_shuffle_epi8(tab, _mm_and_si128(qs, m4)));
-                _mm_storeu_si128((__m128i *)(void *)(q + 16),
-                                 _mm_shuffle_epi8(tab, _mm_and_si128(_mm_srli_epi16(qs, 4), m4)));
-                for (i = 0; i < 32; i += 8)
-                    _mm256_storeu_ps(v + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
-                                                              _mm_loadl_epi64((const __m128i *)(const void *)(q + i)))),
-                                                          d));
-                for (i = 0; i < 32; i++) tile[(size_t)(32 * k + i) * 8 + r] = v[i];
+    size_t lds = (size_t)vt * 8; /* floats per input */
+    int r0, j, r, nj = kn / 32;
+    /* all the step's bytes transposed first, then widened: a load of 8 bytes just after the
+       32-byte store that holds them is not forwarded (it waits for the store to retire) */
+    unsigned char tb[8][MLSTACK__MXFP4_KC / 32][256];
+    __m256 d[8][MLSTACK__MXFP4_KC / 32];
+    for (r0 = 0; r0 < vt * 8; r0 += 8)
+        for (j = 0; j < nj; j++) {
+            __m256i q[8], a[8], c;
+            float dw[8];
+            MLSTACK__UNROLL for (r = 0; r < 8; r++) {
+                if (r0 + r < no) {
+                    const unsigned char *blk = (const unsigned char *)w->data + (size_t)(o + r0 + r) * w->row_bytes +
+                                               (size_t)(k0 / 32 + j) * 17;
+                    __m128i qs = _mm_loadu_si128((const __m128i *)(const void *)(blk + 1));
+                    if (j == 0 && k0 + 2 * MLSTACK__MXFP4_KC < w->n_in) { /* the rows two steps on */
+                        MLSTACK__PREFETCH(blk + 2 * 17 * MLSTACK__MXFP4_KC / 32);
+                        MLSTACK__PREFETCH(blk + 2 * 17 * MLSTACK__MXFP4_KC / 32 + 17 * MLSTACK__MXFP4_KC / 32 - 1);
+                    }
+                    q[r] = _mm256_set_m128i(_mm_shuffle_epi8(tab, _mm_and_si128(_mm_srli_epi16(qs, 4), m4)),
+                                            _mm_shuffle_epi8(tab, _mm_and_si128(qs, m4)));
+                    dw[r] = mlstack__e8m0_half(blk[0]);
+                } else {
+                    q[r] = _mm256_setzero_si256(), dw[r] = 0.0f;
+                }
+            }
+            d[r0 / 8][j] = _mm256_setr_ps(dw[0], dw[1], dw[2], dw[3], dw[4], dw[5], dw[6], dw[7]);
+            /* row r's input k at byte k of q[r] (lane 1: k >= 16); after the unpacks the m-th
+               32 bytes hold rows 0-7 of inputs 2m and 2m + 1 in lane 0's halves, of 16 + those
+               in lane 1's */
+            MLSTACK__UNROLL for (r = 0; r < 4; r++) a[2 * r] = _mm256_unpacklo_epi8(q[2 * r], q[2 * r + 1]),
+                                                          a[2 * r + 1] = _mm256_unpackhi_epi8(q[2 * r], q[2 * r + 1]);
+            MLSTACK__UNROLL for (r = 0; r < 2; r++) {
+                q[4 * r] = _mm256_unpacklo_epi16(a[r], a[2 + r]), q[4 * r + 1] = _mm256_unpackhi_epi16(a[r], a[2 + r]);
+                q[4 * r + 2] = _mm256_unpacklo_epi16(a[4 + r], a[6 + r]),
+                          q[4 * r + 3] = _mm256_unpackhi_epi16(a[4 + r], a[6 + r]);
+            }
+            MLSTACK__UNROLL for (r = 0; r < 4; r++) {
+                int s = 4 * (r >> 1) + (r & 1); /* rows 0-3's quad for inputs 4r.. (q[s]), rows 4-7's (q[s + 2]) */
+                c = _mm256_unpacklo_epi32(q[s], q[s + 2]);
+                _mm256_storeu_si256((__m256i *)(void *)(tb[r0 / 8][j] + 64 * r), c);
+                c = _mm256_unpackhi_epi32(q[s], q[s + 2]);
+                _mm256_storeu_si256((__m256i *)(void *)(tb[r0 / 8][j] + 64 * r + 32), c);
             }
         }
-        for (b = 0; b < B; b += 4) { /* 4 activation rows at once: 4 independent chains */
-            int nb4 = B - b < 4 ? B - b : 4, j;
-            const float *x0 = x + (size_t)b * n, *x1 = x0 + (nb4 > 1 ? n : 0), *x2 = x0 + (nb4 > 2 ? 2 * n : 0),
-                        *x3 = x0 + (nb4 > 3 ? 3 * n : 0);
-            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-            float out[4][8];
-            for (k = 0; k < n; k++) {
-                __m256 t = _mm256_loadu_ps(tile + (size_t)k * 8);
-                a0 = _mm256_fmadd_ps(t, _mm256_broadcast_ss(x0 + k), a0);
-                a1 = _mm256_fmadd_ps(t, _mm256_broadcast_ss(x1 + k), a1);
-                a2 = _mm256_fmadd_ps(t, _mm256_broadcast_ss(x2 + k), a2);
-                a3 = _mm256_fmadd_ps(t, _mm256_broadcast_ss(x3 + k), a3);
+    for (r0 = 0; r0 < vt * 8; r0 += 8)
+        for (j = 0; j < nj; j++) {
+            float *tk = t + (size_t)(32 * j) * lds + r0;
+            __m256 dv = d[r0 / 8][j];
+            int m, h;
+            MLSTACK__UNROLL for (m = 0; m < 8; m++) /* 32 bytes m: inputs 2m, 2m + 1, 16 + 2m, 17 + 2m */
+                MLSTACK__UNROLL for (h = 0; h < 4; h++) {
+                __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                    _mm_loadl_epi64((const __m128i *)(const void *)(tb[r0 / 8][j] + 32 * m + 8 * h))));
+                _mm256_storeu_ps(tk + (size_t)(2 * m + (h & 1) + 16 * (h >> 1)) * lds, _mm256_mul_ps(v, dv));
             }
-            if (w->bias) {
-                __m256 bv = _mm256_loadu_ps(bias);
-                a0 = _mm256_add_ps(a0, bv), a1 = _mm256_add_ps(a1, bv), a2 = _mm256_add_ps(a2, bv);
-                a3 = _mm256_add_ps(a3, bv);
+        }
+}
+#define MLSTACK__MXFP4_AVX2_FN(RB_, NV_)                                                                            \
+    static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__mxfp4_avx2_##RB_##_##NV_(                                \
+        const unsigned char *wp, size_t lds, const float *x, size_t ldx, float *y, size_t ldy, int kn, int resume,  \
+        const float *bias, int nvt) {                                                                               \
+        mlstack__p16f_tile_avx2(wp, lds, x, ldx, y, ldy, kn, resume, bias, nvt, NULL, 0, RB_, NV_, MLSTACK__W_F32); \
+    }
+MLSTACK__MXFP4_AVX2_FN(6, 2)
+MLSTACK__MXFP4_AVX2_FN(3, 2)
+MLSTACK__MXFP4_AVX2_FN(2, 2)
+MLSTACK__MXFP4_AVX2_FN(1, 8)
+MLSTACK__MXFP4_AVX2_FN(1, 2)
+#undef MLSTACK__MXFP4_AVX2_FN
+/* y rows [o0, o1) of an MXFP4 weight (above): groups of 64 outputs, steps of MLSTACK__MXFP4_KC
+   inputs (partial sums parked in y between steps, exactly resumable), activation rows in blocks
+   of 6 x 2 vectors (5 as 3 + 2, 4 as 2 + 2), one row as 1 x 8. Scratch: 64 x KC floats. */
+MLSTACK__FN MLSTACK__T_AVX2 void mlstack__mm_mxfp4_avx2(const mlstack__weight *w, const float *x, float *y, int B,
+                                                        int o0, int o1, float *scratch) {
+    int n = w->n_in, o, k0, b, rb, v0, nvec;
+    size_t ldy = (size_t)w->n_out;
+    for (o = o0; o < o1; o += 64) {
+        int no = o1 - o < 64 ? o1 - o : 64, vt = 2 * ((no + 15) / 16);
+        size_t lds = (size_t)vt * 32; /* bytes per input */
+        for (k0 = 0; k0 < n; k0 += MLSTACK__MXFP4_KC) {
+            int kn = n - k0 < MLSTACK__MXFP4_KC ? n - k0 : MLSTACK__MXFP4_KC, resume = k0 > 0;
+            const float *bias = k0 + kn == n && w->bias ? w->bias + o : NULL;
+            mlstack__mxfp4_tile_avx2(w, o, no, k0, kn, vt, scratch);
+            for (b = 0; b < B; b += rb) {
+                rb = B - b >= 6 ? 6 : B - b == 5 ? 3 : B - b == 4 ? 2 : B - b;
+                for (v0 = 0; v0 < vt; v0 += nvec) {
+                    const unsigned char *wv = (const unsigned char *)(const void *)scratch + (size_t)v0 * 32;
+                    const float *xb = x + (size_t)b * (size_t)n + k0, *bb = bias ? bias + 8 * v0 : NULL;
+                    float *yb = y + (size_t)b * ldy + o + 8 * v0;
+                    int nvt = no - 8 * v0;
+                    nvec = rb == 1 && vt - v0 >= 8 ? 8 : 2;
+                    switch (rb * 16 + nvec) {
+                    case 6 * 16 + 2:
+                        mlstack__mxfp4_avx2_6_2(wv, lds, xb, (size_t)n, yb, ldy, kn, resume, bb, nvt);
+                        break;
+                    case 3 * 16 + 2:
+                        mlstack__mxfp4_avx2_3_2(wv, lds, xb, (size_t)n, yb, ldy, kn, resume, bb, nvt);
+                        break;
+                    case 2 * 16 + 2:
+                        mlstack__mxfp4_avx2_2_2(wv, lds, xb, (size_t)n, yb, ldy, kn, resume, bb, nvt);
+                        break;
+                    case 1 * 16 + 8:
+                        mlstack__mxfp4_avx2_1_8(wv, lds, xb, (size_t)n, yb, ldy, kn, resume, bb, nvt);
+                        break;
+                    default: mlstack__mxfp4_avx2_1_2(wv, lds, xb, (size_t)n, yb, ldy, kn, resume, bb, nvt); break;
+                    }
+                }
             }
-            _mm256_storeu_ps(out[0], a0), _mm256_storeu_ps(out[1], a1), _mm256_storeu_ps(out[2], a2);
-            _mm256_storeu_ps(out[3], a3);
-            for (j = 0; j < nb4; j++)
-                for (r = 0; r < nr; r++) y[(size_t)(b + j) * w->n_out + o + r] = out[j][r];
         }
     }
 }
@@ -18397,6 +18671,22 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
                         (const __m256i *)(const void *)(gq + MLSTACK__KQP_SLOT(HB, g) * rs + (size_t)v * 32));
                     __m256i lo = NIB ? _mm256_and_si256(raw, lo4) : raw;
                     __m256i hi = NIB ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4) : raw;
+                    if (CR) { /* ternary crumbs (<= 3): 4 vpmaddubsw summed in int16 (|sum| <= 3048) */
+                        __m256i cu[4];
+                        int u;
+                        MLSTACK__UNROLL for (u = 0; u < 4; u++) cu[u] = _mm256_and_si256(
+                            u ? _mm256_srl_epi16(raw, _mm_cvtsi32_si128(2 * u)) : raw, _mm256_set1_epi8(3));
+                        MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                            __m256i t16 = _mm256_setzero_si256();
+                            MLSTACK__UNROLL for (u = 0; u < 4; u++) {
+                                int32_t x4;
+                                memcpy(&x4, xk[(size_t)b * ldx].q + 16 * g + 4 * u, 4);
+                                t16 = _mm256_add_epi16(t16, _mm256_maddubs_epi16(cu[u], _mm256_set1_epi32(x4)));
+                            }
+                            ia[b][v] = _mm256_add_epi32(ia[b][v], _mm256_madd_epi16(t16, ones));
+                        }
+                        continue;
+                    }
                     if (HB) { /* Q6_K's 2-bit tops (layout in >>kernels), an even run's moved up to an odd one's */
                         __m256i t = _mm256_loadu_si256(
                             (const __m256i *)(const void *)(gq + MLSTACK__KQP_SLOT(HB, 4 + g / 2) * rs +
@@ -18473,11 +18763,12 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
 }
 
 /* y rows [o0, o1) (o0 on a group of panels) from w's KQ panels, in tiles of 2 rows x 4
-   vectors (2 x 2 for formats with two sums per group, whose second sums would spill) or 1 row
-   x the whole group. A 1 x 4 tile for the two-sum formats paid each group's activation sums and
-   broadcasts twice per group of panels: 1 x 8 streams a 4096 x 16384 Q6_K matrix at one row in
-   4.5-5.4 ms instead of 5.7-8.0 (Q3_K, Q2_K 10-15% faster), as fast as Q8_0 of the same bytes,
-   on a Zen 3 core. */
+   vectors (2 x 2 for formats with two sums per group, whose second sums would spill) or 1
+   row x the whole group; a group's last 2 vectors (a matrix whose outputs are not a multiple
+   of 64) go one row at a time in the 1 x 2 tile, not a 2 x 2 compiled for that. A 1 x 4 tile
+   for the two-sum formats paid each group's activation sums and broadcasts twice per group
+   of panels: 1 x 8 streams a 4096 x 16384 Q6_K matrix at one row in 4.5-5.4 ms instead of
+   5.7-8.0 (Q3_K, Q2_K 10-15% faster), as fast as Q8_0 of the same bytes, on a Zen 3 core. */
 #define MLSTACK__KQP_AVX2_FN(WT_, RB_, NV_)                                                                         \
     static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__kqp_avx2_##WT_##_##RB_##_##NV_(                          \
         const unsigned char *wp, int gp, int v0, const mlstack__q8x *xq, size_t ldx, int nsb, float *y, size_t ldy, \
@@ -18485,19 +18776,20 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
         mlstack__kqp_tile_avx2(wp, gp, v0, xq, ldx, nsb, y, ldy, bias, nvt, WT_, RB_, NV_);                         \
     }
 /* clang-format off */
-#define MLSTACK__KQP_AVX2_ALL(F, WT_) F(WT_, 2, 4) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 2)
+#define MLSTACK__KQP_AVX2_ALL(F, WT_) F(WT_, 2, 4) F(WT_, 1, 8) F(WT_, 1, 2)
 #define MLSTACK__KQP_AVX2_SPLIT(F, WT_) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 2)
 #define MLSTACK__KQP_AVX2_SHAPES(F) \
     MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_0) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_1) \
     MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q4_K) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_K) \
     MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q2_K) MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q3_K) \
-    MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q6_K)
+    MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q6_K) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_TQ2_0)
 MLSTACK__KQP_AVX2_SHAPES(MLSTACK__KQP_AVX2_FN)
 /* clang-format on */
 static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                  int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), np = mlstack__p16_panels(w->n_out);
-    int split = mlstack__kqp_fmt_of(w->wtype).split, wt = w->wtype, p, b, v0, nvec;
+    int split = mlstack__kqp_fmt_of(w->wtype).split, p, b, v0, nvec;
+    int wt = w->wtype == MLSTACK__W_TQ1_0 ? MLSTACK__W_TQ2_0 : w->wtype; /* one ternary panel layout */
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     const unsigned char *packed = MLSTACK__PACKED(w);
     for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
@@ -18509,18 +18801,23 @@ static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const
             int rb = B - b < 2 ? B - b : 2, step = split ? (rb == 1 ? 8 : 2) : (rb == 1 ? 8 : 4);
             const mlstack__q8x *xb = xq + (size_t)b * nb;
             for (v0 = 0; v0 < vt; v0 += nvec) {
-                float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
                 const float *bb = bias ? bias + 8 * v0 : NULL;
+                int i, r;
                 nvec = mlstack__tile_nvec(vt - v0, step, rb);
+                r = nvec < step ? 1 : rb; /* a 2 x 2 end of the one-sum formats as two 1 x 2 */
+                for (i = 0; i < rb; i += r) {
+                    const mlstack__q8x *xi = xb + (size_t)i * nb;
+                    float *yb = y + (size_t)(b + i) * ldy + (size_t)p * 16 + 8 * v0;
 #define MLSTACK__KQP_AVX2(WT_, RB_, NV_)                                                                    \
     case (WT_) * 64 + (RB_) * 16 + (NV_):                                                                   \
-        mlstack__kqp_avx2_##WT_##_##RB_##_##NV_(wp, gp, v0, xb, (size_t)nb, nsb, yb, ldy, bb, nv - 8 * v0); \
+        mlstack__kqp_avx2_##WT_##_##RB_##_##NV_(wp, gp, v0, xi, (size_t)nb, nsb, yb, ldy, bb, nv - 8 * v0); \
         break;
-                switch (wt * 64 + rb * 16 + nvec) {
-                    MLSTACK__KQP_AVX2_SHAPES(MLSTACK__KQP_AVX2)
-                default: break;
-                }
+                    switch (wt * 64 + r * 16 + nvec) {
+                        MLSTACK__KQP_AVX2_SHAPES(MLSTACK__KQP_AVX2)
+                    default: break;
+                    }
 #undef MLSTACK__KQP_AVX2
+                }
             }
         }
     }
@@ -18530,14 +18827,119 @@ static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const
 #undef MLSTACK__KQP_AVX2_ALL
 #undef MLSTACK__KQP_AVX2_FN
 
+/* IQ panels (IQ4_XS, IQ2_XXS; layout in >>kernels), RB activation rows x NV vectors of 8
+   outputs: per 4-input run the codes through the format's table by a byte shuffle (signed
+   values, |v| <= 127), vpmaddubsw of |v| and the activations with v's sign (pair sums <= 32258,
+   no saturation), vpmaddwd with ones into int32; isum = sa * dot, then the rule's float step
+   with dw = d * dmul. wp: the group's stream, gp panels; v0: the tile's first vector. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
+mlstack__iqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q8x *xq, size_t ldx, int nsb, float *y,
+                       size_t ldy, const float *bias, int nvt, __m256i tab, float dmul, const int RB, const int NV) {
+    const size_t gsz = (size_t)gp * (256 + 16), hsz = (size_t)gp * 32, rs = (size_t)gp * 64;
+    const __m256i ones = _mm256_set1_epi16(1), lo4 = _mm256_set1_epi8(15);
+    __m256 acc[4][8];
+    __m256i ia[4][8];
+    int b, v, g, s, j;
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) acc[b][v] = _mm256_setzero_ps();
+    for (s = 0; s < nsb; s++) {
+        const unsigned char *sbk = wp + (size_t)s * (hsz + 8 * gsz);
+        for (j = 0; j < 8; j++) {
+            const unsigned char *gq = sbk + hsz + (size_t)j * gsz + (size_t)v0 * 32,
+                                *gs = sbk + hsz + (size_t)j * gsz + (size_t)gp * 256 + (size_t)v0 * 8;
+            const mlstack__q8x *xk = xq + (size_t)(s * 8 + j);
+            MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) ia[b][v] =
+                _mm256_setzero_si256();
+            for (g = 0; g < 4; g++) /* kept rolled (as the KQ tiles) */
+                MLSTACK__UNROLL for (v = 0; v < NV; v++) {
+                    __m256i raw = _mm256_loadu_si256((const __m256i *)(const void *)(gq + g * rs + (size_t)v * 32));
+                    __m256i lo = _mm256_shuffle_epi8(tab, _mm256_and_si256(raw, lo4));
+                    __m256i hi = _mm256_shuffle_epi8(tab, _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4));
+                    __m256i alo = _mm256_sign_epi8(lo, lo), ahi = _mm256_sign_epi8(hi, hi);
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                        int32_t xl, xh;
+                        __m256i t;
+                        memcpy(&xl, xk[(size_t)b * ldx].q + 4 * g, 4);
+                        memcpy(&xh, xk[(size_t)b * ldx].q + 16 + 4 * g, 4);
+                        t = _mm256_madd_epi16(_mm256_maddubs_epi16(alo, _mm256_sign_epi8(_mm256_set1_epi32(xl), lo)),
+                                              ones);
+                        t = _mm256_add_epi32(
+                            t, _mm256_madd_epi16(_mm256_maddubs_epi16(ahi, _mm256_sign_epi8(_mm256_set1_epi32(xh), hi)),
+                                                 ones));
+                        ia[b][v] = _mm256_add_epi32(ia[b][v], t);
+                    }
+                }
+            MLSTACK__UNROLL for (v = 0; v < NV; v++) {
+                __m256 d = _mm256_mul_ps(
+                    _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(sbk + (size_t)(v0 + v) * 16))),
+                    _mm256_set1_ps(dmul));
+                __m256i sa = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(gs + (size_t)v * 8)));
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][v] =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_mullo_epi32(ia[b][v], sa)),
+                                    _mm256_mul_ps(d, _mm256_set1_ps(xk[(size_t)b * ldx].d)), acc[b][v]);
+            }
+        }
+    }
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) {
+        __m256 t = acc[b][v];
+        if (bias) t = _mm256_add_ps(t, mlstack__ld8_part_avx2(bias + 8 * v, nvt - 8 * v));
+        mlstack__st8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v, t);
+    }
+}
+#define MLSTACK__IQP_AVX2_FN(RB_, NV_)                                                                              \
+    static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__iqp_avx2_##RB_##_##NV_(                                  \
+        const unsigned char *wp, int gp, int v0, const mlstack__q8x *xq, size_t ldx, int nsb, float *y, size_t ldy, \
+        const float *bias, int nvt, __m256i tab, float dmul) {                                                      \
+        mlstack__iqp_tile_avx2(wp, gp, v0, xq, ldx, nsb, y, ldy, bias, nvt, tab, dmul, RB_, NV_);                   \
+    }
+#define MLSTACK__IQP_AVX2_SHAPES(F) F(2, 4) F(2, 2) F(1, 8) F(1, 2)
+MLSTACK__IQP_AVX2_SHAPES(MLSTACK__IQP_AVX2_FN)
+/* y rows [o0, o1) (o0 on a group of panels) from w's IQ panels, tiles as the KQ panels' */
+static MLSTACK__T_AVX2 void mlstack__mm_iqp_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
+                                                 int o0, int o1) {
+    int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / 256, np = mlstack__p16_panels(w->n_out), p, b, v0, nvec;
+    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
+    const unsigned char *packed = MLSTACK__PACKED(w);
+    const __m256i tab =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)mlstack__iqp_values(w->wtype)));
+    float dmul = mlstack__iqp_dmul(w->wtype);
+    for (p = o0 / 16; p * 16 < o1; p += MLSTACK__P16_GROUP) {
+        int gp = np - p < MLSTACK__P16_GROUP ? np - p : MLSTACK__P16_GROUP, nv = o1 - p * 16;
+        int vt = 2 * ((nv + 15) / 16 < gp ? (nv + 15) / 16 : gp);
+        const unsigned char *wp = packed + (size_t)p * pb;
+        const float *bias = w->bias ? w->bias + p * 16 : NULL;
+        for (b = 0; b < B; b += 2) {
+            int rb = B - b < 2 ? B - b : 2, step = rb == 1 ? 8 : 4;
+            const mlstack__q8x *xb = xq + (size_t)b * nb;
+            for (v0 = 0; v0 < vt; v0 += nvec) {
+                float *yb = y + (size_t)b * ldy + (size_t)p * 16 + 8 * v0;
+                const float *bb = bias ? bias + 8 * v0 : NULL;
+                nvec = mlstack__tile_nvec(vt - v0, step, rb);
+#define MLSTACK__IQP_AVX2(RB_, NV_)                                                                            \
+    case (RB_) * 16 + (NV_):                                                                                   \
+        mlstack__iqp_avx2_##RB_##_##NV_(wp, gp, v0, xb, (size_t)nb, nsb, yb, ldy, bb, nv - 8 * v0, tab, dmul); \
+        break;
+                switch (rb * 16 + nvec) {
+                    MLSTACK__IQP_AVX2_SHAPES(MLSTACK__IQP_AVX2)
+                default: break;
+                }
+#undef MLSTACK__IQP_AVX2
+            }
+        }
+    }
+}
+#undef MLSTACK__IQP_AVX2_SHAPES
+#undef MLSTACK__IQP_AVX2_FN
+
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                       float *y, int B, int o0, int o1, float *scratch) {
     if (w->wtype == MLSTACK__W_MXFP4) {
         mlstack__mm_mxfp4_avx2(w, x, y, B, o0, o1, scratch);
         return;
     }
-    if (MLSTACK__W_IS_IQ(w->wtype)) {
-        mlstack__mm_iq_avx2(w, xq, y, B, o0, o1, scratch);
+    if (MLSTACK__W_IS_IQ(w->wtype) && !(MLSTACK__W_IS_TQ(w->wtype) && MLSTACK__PACKED(w))) {
+        if (MLSTACK__W_HAS_IQP(w->wtype) && MLSTACK__PACKED(w)) mlstack__mm_iqp_avx2(w, xq, y, B, o0, o1);
+        else
+            mlstack__mm_iq_avx2(w, xq, y, B, o0, o1, scratch);
         return;
     }
     if (MLSTACK__W_IS_GGML(w->wtype)) {
@@ -18753,24 +19155,39 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__scores_tile_avx2(con
 }
 /* Heads the next pass takes when `left` remain: three (16 registers of tiles), four as two pairs. */
 static int mlstack__heads_pass_avx2(int left) { return left == 4 ? 2 : left >= 3 ? 3 : left; }
+/* Vectors the next attention tile takes of nv left: 8, 4, 2 or 1, so that 3, 5, 6 and 7 (a
+   chunk's last keys, a Dh that is not a multiple of 32) are made of those rather than compiled
+   each for itself; tiles of several heads take 4 (32 keys or values), what is left goes head by
+   head (each shape is a compile; a tile only decides which scores or values are computed
+   together, never in what order: the same bits). */
+static MLSTACK__ALWAYS_INLINE int mlstack__att_nv_avx2(int nv) { return nv >= 8 ? 8 : nv >= 4 ? 4 : nv >= 2 ? 2 : nv; }
 static MLSTACK__T_AVX2 void mlstack__attn_scores_avx2(const float *q, int G, int Dh, const float *kt, int n,
                                                       float scale, float *s) {
-    int g, nv = (n + 7) / 8;
+    int g, nv = (n + 7) / 8, v0, tv;
     for (g = 0; g < G;) {
         int gh = mlstack__heads_pass_avx2(G - g);
         const float *qg = q + (size_t)g * Dh;
         float *sg = s + g * 32;
-#define MLSTACK__SCORES_AVX2(GH_, NV_) \
-    case (GH_) * 8 + (NV_): mlstack__scores_tile_avx2(qg, Dh, kt, n, scale, sg, GH_, NV_); break;
-        switch (gh * 8 + nv) {
-            /* clang-format off */
-            MLSTACK__SCORES_AVX2(3, 1) MLSTACK__SCORES_AVX2(3, 2) MLSTACK__SCORES_AVX2(3, 3) MLSTACK__SCORES_AVX2(3, 4)
-            MLSTACK__SCORES_AVX2(2, 1) MLSTACK__SCORES_AVX2(2, 2) MLSTACK__SCORES_AVX2(2, 3) MLSTACK__SCORES_AVX2(2, 4)
-            MLSTACK__SCORES_AVX2(1, 1) MLSTACK__SCORES_AVX2(1, 2) MLSTACK__SCORES_AVX2(1, 3) MLSTACK__SCORES_AVX2(1, 4)
-        default: break;
-            /* clang-format on */
-        }
+        for (v0 = 0; v0 < nv; v0 += tv) {
+            int h, hn;
+            tv = mlstack__att_nv_avx2(nv - v0);
+            hn = tv == 4 ? gh : 1; /* a chunk's last keys head by head */
+#define MLSTACK__SCORES_AVX2(GH_, NV_)                                                                                \
+    case (GH_) * 8 + (NV_):                                                                                           \
+        mlstack__scores_tile_avx2(qg + (size_t)h * Dh, Dh, kt + 8 * v0, n - 8 * v0, scale, sg + h * 32 + 8 * v0, GH_, \
+                                  NV_);                                                                               \
+        break;
+            for (h = 0; h < gh; h += hn) {
+                switch (hn * 8 + tv) {
+                    /* clang-format off */
+                    MLSTACK__SCORES_AVX2(3, 4) MLSTACK__SCORES_AVX2(2, 4)
+                    MLSTACK__SCORES_AVX2(1, 1) MLSTACK__SCORES_AVX2(1, 2) MLSTACK__SCORES_AVX2(1, 4)
+                default: break;
+                    /* clang-format on */
+                }
+            }
 #undef MLSTACK__SCORES_AVX2
+        }
         g += gh;
     }
 }
@@ -18864,49 +19281,36 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__pv_heads_avx2(float 
     MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (i = 0; i < NV; i++)
         _mm256_storeu_ps(a + (size_t)h * Dh + 8 * i, acc[h][i]);
 }
+/* One head's values from d on (a: the head's Dh, p: its 32 weights), 64 at a time, the last
+   Dh mod 8 in a masked pass. */
+static MLSTACK__T_AVX2 void mlstack__pv_head_avx2(float *a, const float *p, const float *v, int Dh, int n, int d) {
+    while (d < Dh) {
+        int m = Dh - d >= 8 ? 8 * mlstack__att_nv_avx2((Dh - d) / 8) : Dh - d;
+#define MLSTACK__PV_AVX2(NV_) \
+    case NV_: mlstack__pv_tile_avx2(a + d, p, v + d, Dh, n, m, NV_); break;
+        switch (m < 8 ? 1 : m / 8) {
+            /* clang-format off */
+            MLSTACK__PV_AVX2(1) MLSTACK__PV_AVX2(2) MLSTACK__PV_AVX2(4) MLSTACK__PV_AVX2(8)
+        default: break;
+            /* clang-format on */
+        }
+#undef MLSTACK__PV_AVX2
+        d += m;
+    }
+}
 static MLSTACK__T_AVX2 void mlstack__attn_pv_avx2(float *acc, int G, int Dh, const float *p, const float *v, int n) {
     int g, d, gh, h;
-    for (g = 0; g < G; g += gh) { /* several heads a pass; a last head alone and Dh mod 8 values per head below */
+    for (g = 0; g < G; g += gh) { /* several heads 32 values a pass; the rest of each head alone */
         gh = mlstack__heads_pass_avx2(G - g);
-        if (gh == 1) break;
-        for (d = 0; d + 8 <= Dh;) {
-            int m = Dh - d >= 32 ? 32 : (Dh - d) & ~7;
+        for (d = 0; gh > 1 && d + 32 <= Dh; d += 32) {
             float *a = acc + (size_t)g * Dh + d;
             const float *pg = p + g * 32, *vd = v + d;
-#define MLSTACK__PV_HEADS_AVX2(GH_, NV_) \
-    case (GH_) * 8 + (NV_): mlstack__pv_heads_avx2(a, pg, vd, Dh, n, GH_, NV_); break;
-            switch (gh * 8 + m / 8) {
-                /* clang-format off */
-                MLSTACK__PV_HEADS_AVX2(2, 1) MLSTACK__PV_HEADS_AVX2(2, 2) MLSTACK__PV_HEADS_AVX2(2, 3)
-                MLSTACK__PV_HEADS_AVX2(2, 4) MLSTACK__PV_HEADS_AVX2(3, 1) MLSTACK__PV_HEADS_AVX2(3, 2)
-                MLSTACK__PV_HEADS_AVX2(3, 3) MLSTACK__PV_HEADS_AVX2(3, 4)
-            default: break;
-                /* clang-format on */
-            }
-#undef MLSTACK__PV_HEADS_AVX2
-            d += m;
+            if (gh == 3) mlstack__pv_heads_avx2(a, pg, vd, Dh, n, 3, 4);
+            else
+                mlstack__pv_heads_avx2(a, pg, vd, Dh, n, 2, 4);
         }
-        if (d < Dh) /* the last Dh mod 8 values, head by head */
-            for (h = g; h < g + gh; h++)
-                mlstack__pv_tile_avx2(acc + (size_t)h * Dh + d, p + h * 32, v + d, Dh, n, Dh - d, 1);
+        for (h = g; h < g + gh; h++) mlstack__pv_head_avx2(acc + (size_t)h * Dh, p + h * 32, v, Dh, n, d);
     }
-    for (; g < G; g++)
-        for (d = 0; d < Dh;) {
-            int m = Dh - d >= 64 ? 64 : Dh - d >= 8 ? (Dh - d) & ~7 : Dh - d;
-            float *a = acc + (size_t)g * Dh + d;
-            const float *pg = p + g * 32, *vd = v + d;
-#define MLSTACK__PV_AVX2(NV_) \
-    case NV_: mlstack__pv_tile_avx2(a, pg, vd, Dh, n, m, NV_); break;
-            switch (m < 8 ? 1 : m / 8) {
-                /* clang-format off */
-                MLSTACK__PV_AVX2(1) MLSTACK__PV_AVX2(2) MLSTACK__PV_AVX2(3) MLSTACK__PV_AVX2(4)
-                MLSTACK__PV_AVX2(5) MLSTACK__PV_AVX2(6) MLSTACK__PV_AVX2(7) MLSTACK__PV_AVX2(8)
-            default: break;
-                /* clang-format on */
-            }
-#undef MLSTACK__PV_AVX2
-            d += m;
-        }
 }
 /* Each run's keys converted a column of the page's transposed block at a time, 8 keys a
    vector, the last len mod 8 with a masked store: the load reads up to 7 values past the run,
@@ -18970,40 +19374,62 @@ mlstack__scores_kv_tile_avx2(const float *q, int Dh, const unsigned char *const 
     MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++)
         mlstack__st8_part_avx2(s + h * 32 + 8 * v, n - 8 * v, _mm256_mul_ps(a[h][v], _mm256_set1_ps(scale)));
 }
+/* The cache's dtype DT (one function each: a switch over every dtype's tiles in one function
+   compiled slower than three). */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
+mlstack__scores_kv_dt_avx2(const float *q, int G, int Dh, const unsigned char *const *kb, size_t col, int n, int nv,
+                           float scale, float *s, mlstack__fetch *f, const int DT) {
+    int g;
+    for (g = 0; g < G;) {
+        int gh = mlstack__heads_pass_avx2(G - g), v0, tv;
+        const float *qg = q + (size_t)g * Dh;
+        float *sg = s + g * 32;
+        for (v0 = 0; v0 < nv; v0 += tv) {
+            int h, hn;
+            tv = mlstack__att_nv_avx2(nv - v0);
+            hn = tv == 4 ? gh : 1; /* a chunk's last keys head by head */
+#define MLSTACK__SKV_AVX2(GH_, NV_)                                                                                  \
+    case (GH_) * 8 + (NV_):                                                                                          \
+        mlstack__scores_kv_tile_avx2(qg + (size_t)h * Dh, Dh, kb + v0, col, n - 8 * v0, scale, sg + h * 32 + 8 * v0, \
+                                     f, GH_, NV_, DT);                                                               \
+        break;
+            for (h = 0; h < gh; h += hn) {
+                switch (hn * 8 + tv) {
+                    /* clang-format off */
+                    MLSTACK__SKV_AVX2(3, 4) MLSTACK__SKV_AVX2(2, 4)
+                    MLSTACK__SKV_AVX2(1, 1) MLSTACK__SKV_AVX2(1, 2) MLSTACK__SKV_AVX2(1, 4)
+                default: break;
+                    /* clang-format on */
+                }
+            }
+#undef MLSTACK__SKV_AVX2
+        }
+        g += gh;
+    }
+}
+#define MLSTACK__SKV_DT_AVX2(DT_, NAME_)                                                                       \
+    static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__scores_kv_##NAME_##_avx2(                           \
+        const float *q, int G, int Dh, const unsigned char *const *kb, size_t col, int n, int nv, float scale, \
+        float *s, mlstack__fetch *f) {                                                                         \
+        mlstack__scores_kv_dt_avx2(q, G, Dh, kb, col, n, nv, scale, s, f, DT_);                                \
+    }
+MLSTACK__SKV_DT_AVX2(MLSTACK_DTYPE_F32, f32)
+MLSTACK__SKV_DT_AVX2(MLSTACK_DTYPE_F16, f16)
+MLSTACK__SKV_DT_AVX2(MLSTACK_DTYPE_BF16, bf16)
+#undef MLSTACK__SKV_DT_AVX2
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__attn_scores_kv_avx2(const float *q, int G, int Dh, mlstack_dtype dt,
                                                               const void *const *k, const int *len, int nr, size_t ldk,
                                                               float scale, float *s, mlstack__fetch *f) {
     const unsigned char *kb[4];
     size_t es = dt == MLSTACK_DTYPE_F32 ? 4 : 2, col = ldk * es;
-    int g, r, j, n = 0, nv = 0, dti = dt == MLSTACK_DTYPE_F16 ? 1 : dt == MLSTACK_DTYPE_BF16 ? 2 : 0;
+    int r, j, n = 0, nv = 0;
     for (r = 0; r < nr; n += len[r++])
         for (j = 0; j < len[r]; j += 8) kb[nv++] = (const unsigned char *)k[r] + (size_t)j * es;
-    for (g = 0; g < G;) {
-        int gh = mlstack__heads_pass_avx2(G - g);
-        const float *qg = q + (size_t)g * Dh;
-        float *sg = s + g * 32;
-#define MLSTACK__SKV_AVX2(DI_, DT_, GH_, NV_)                                          \
-    case (DI_) * 32 + (GH_) * 8 + (NV_):                                               \
-        mlstack__scores_kv_tile_avx2(qg, Dh, kb, col, n, scale, sg, f, GH_, NV_, DT_); \
-        break;
-        /* clang-format off */
-#define MLSTACK__SKV_AVX2_DT(DI_, DT_) \
-    MLSTACK__SKV_AVX2(DI_, DT_, 3, 1) MLSTACK__SKV_AVX2(DI_, DT_, 3, 2) MLSTACK__SKV_AVX2(DI_, DT_, 3, 3) \
-    MLSTACK__SKV_AVX2(DI_, DT_, 3, 4) MLSTACK__SKV_AVX2(DI_, DT_, 2, 1) MLSTACK__SKV_AVX2(DI_, DT_, 2, 2) \
-    MLSTACK__SKV_AVX2(DI_, DT_, 2, 3) MLSTACK__SKV_AVX2(DI_, DT_, 2, 4) MLSTACK__SKV_AVX2(DI_, DT_, 1, 1) \
-    MLSTACK__SKV_AVX2(DI_, DT_, 1, 2) MLSTACK__SKV_AVX2(DI_, DT_, 1, 3) MLSTACK__SKV_AVX2(DI_, DT_, 1, 4)
-        /* clang-format on */
-        switch (dti * 32 + gh * 8 + nv) {
-            /* clang-format off */
-            MLSTACK__SKV_AVX2_DT(0, MLSTACK_DTYPE_F32) MLSTACK__SKV_AVX2_DT(1, MLSTACK_DTYPE_F16)
-            MLSTACK__SKV_AVX2_DT(2, MLSTACK_DTYPE_BF16)
-        default: break;
-            /* clang-format on */
-        }
-#undef MLSTACK__SKV_AVX2_DT
-#undef MLSTACK__SKV_AVX2
-        g += gh;
-    }
+    if (dt == MLSTACK_DTYPE_F16) mlstack__scores_kv_f16_avx2(q, G, Dh, kb, col, n, nv, scale, s, f);
+    else if (dt == MLSTACK_DTYPE_BF16)
+        mlstack__scores_kv_bf16_avx2(q, G, Dh, kb, col, n, nv, scale, s, f);
+    else
+        mlstack__scores_kv_f32_avx2(q, G, Dh, kb, col, n, nv, scale, s, f);
 }
 /* acc (GH heads, Dh apart) of one pass's NV vectors += p . the runs' value rows (rs bytes
    apart, vb[r] at the pass's first value), key by key in order. */
@@ -19029,43 +19455,56 @@ mlstack__pv_kv_tile_avx2(float *a, int Dh, const float *p, const unsigned char *
     MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (i = 0; i < NV; i++)
         _mm256_storeu_ps(a + (size_t)h * Dh + 8 * i, acc[h][i]);
 }
-MLSTACK__FN MLSTACK__T_AVX2 void mlstack__attn_pv_kv_avx2(float *acc, int G, int Dh, const float *p, mlstack_dtype dt,
-                                                          const void *const *v, const int *len, int nr,
-                                                          mlstack__fetch *f) {
+/* The cache's dtype DT (one function each, as the scores). */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__pv_kv_dt_avx2(float *acc, int G, int Dh, const float *p,
+                                                                          const void *const *v, const int *len, int nr,
+                                                                          mlstack__fetch *f, const int DT) {
     const unsigned char *vb[MLSTACK__ATT_CHUNK + 1];
-    size_t es = dt == MLSTACK_DTYPE_F32 ? 4 : 2;
-    int g, gh, d, m, r, dti = dt == MLSTACK_DTYPE_F16 ? 1 : dt == MLSTACK_DTYPE_BF16 ? 2 : 0;
+    const size_t es = DT == MLSTACK_DTYPE_F32 ? 4 : 2;
+    int g, gh, d, m, r, h, hn;
     for (g = 0; g < G; g += gh) { /* three heads (or two) 32 values a pass, a head alone 64 */
         gh = mlstack__heads_pass_avx2(G - g);
         for (d = 0; d < Dh; d += m) {
             float *a = acc + (size_t)g * Dh + d;
             const float *pg = p + g * 32;
             m = Dh - d < (gh == 1 ? 64 : 32) ? Dh - d : gh == 1 ? 64 : 32;
+            if (m >= 8) m = 8 * mlstack__att_nv_avx2(m / 8);
+            hn = m < 32 ? 1 : gh; /* a Dh's last values (not a multiple of 32) head by head */
             for (r = 0; r < nr; r++) vb[r] = (const unsigned char *)v[r] + (size_t)d * es;
-#define MLSTACK__PKV_AVX2(DI_, DT_, GH_, NV_)                                               \
-    case (DI_) * 64 + (GH_) * 16 + (NV_):                                                   \
-        mlstack__pv_kv_tile_avx2(a, Dh, pg, vb, len, nr, (size_t)Dh *es, f, GH_, NV_, DT_); \
+#define MLSTACK__PKV_AVX2(GH_, NV_)                                                                                   \
+    case (GH_) * 16 + (NV_):                                                                                          \
+        mlstack__pv_kv_tile_avx2(a + (size_t)h * Dh, Dh, pg + h * 32, vb, len, nr, (size_t)Dh * es, f, GH_, NV_, DT); \
         break;
-            /* clang-format off */
-#define MLSTACK__PKV_AVX2_DT(DI_, DT_) \
-    MLSTACK__PKV_AVX2(DI_, DT_, 3, 1) MLSTACK__PKV_AVX2(DI_, DT_, 3, 2) MLSTACK__PKV_AVX2(DI_, DT_, 3, 3) \
-    MLSTACK__PKV_AVX2(DI_, DT_, 3, 4) MLSTACK__PKV_AVX2(DI_, DT_, 2, 1) MLSTACK__PKV_AVX2(DI_, DT_, 2, 2) \
-    MLSTACK__PKV_AVX2(DI_, DT_, 2, 3) MLSTACK__PKV_AVX2(DI_, DT_, 2, 4) MLSTACK__PKV_AVX2(DI_, DT_, 1, 1) \
-    MLSTACK__PKV_AVX2(DI_, DT_, 1, 2) MLSTACK__PKV_AVX2(DI_, DT_, 1, 3) MLSTACK__PKV_AVX2(DI_, DT_, 1, 4) \
-    MLSTACK__PKV_AVX2(DI_, DT_, 1, 5) MLSTACK__PKV_AVX2(DI_, DT_, 1, 6) MLSTACK__PKV_AVX2(DI_, DT_, 1, 7) \
-    MLSTACK__PKV_AVX2(DI_, DT_, 1, 8)
-            /* clang-format on */
-            switch (dti * 64 + gh * 16 + m / 8) {
-                /* clang-format off */
-                MLSTACK__PKV_AVX2_DT(0, MLSTACK_DTYPE_F32) MLSTACK__PKV_AVX2_DT(1, MLSTACK_DTYPE_F16)
-                MLSTACK__PKV_AVX2_DT(2, MLSTACK_DTYPE_BF16)
-            default: break;
-                /* clang-format on */
+            for (h = 0; h < gh; h += hn) {
+                switch (hn * 16 + m / 8) {
+                    /* clang-format off */
+                    MLSTACK__PKV_AVX2(3, 4) MLSTACK__PKV_AVX2(2, 4)
+                    MLSTACK__PKV_AVX2(1, 1) MLSTACK__PKV_AVX2(1, 2) MLSTACK__PKV_AVX2(1, 4) MLSTACK__PKV_AVX2(1, 8)
+                default: break;
+                    /* clang-format on */
+                }
             }
-#undef MLSTACK__PKV_AVX2_DT
 #undef MLSTACK__PKV_AVX2
         }
     }
+}
+#define MLSTACK__PKV_DT_AVX2(DT_, NAME_)                                                                              \
+    static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__pv_kv_##NAME_##_avx2(                                      \
+        float *acc, int G, int Dh, const float *p, const void *const *v, const int *len, int nr, mlstack__fetch *f) { \
+        mlstack__pv_kv_dt_avx2(acc, G, Dh, p, v, len, nr, f, DT_);                                                    \
+    }
+MLSTACK__PKV_DT_AVX2(MLSTACK_DTYPE_F32, f32)
+MLSTACK__PKV_DT_AVX2(MLSTACK_DTYPE_F16, f16)
+MLSTACK__PKV_DT_AVX2(MLSTACK_DTYPE_BF16, bf16)
+#undef MLSTACK__PKV_DT_AVX2
+MLSTACK__FN MLSTACK__T_AVX2 void mlstack__attn_pv_kv_avx2(float *acc, int G, int Dh, const float *p, mlstack_dtype dt,
+                                                          const void *const *v, const int *len, int nr,
+                                                          mlstack__fetch *f) {
+    if (dt == MLSTACK_DTYPE_F16) mlstack__pv_kv_f16_avx2(acc, G, Dh, p, v, len, nr, f);
+    else if (dt == MLSTACK_DTYPE_BF16)
+        mlstack__pv_kv_bf16_avx2(acc, G, Dh, p, v, len, nr, f);
+    else
+        mlstack__pv_kv_f32_avx2(acc, G, Dh, p, v, len, nr, f);
 }
 /* Rotary rotation 8 pairs at a time (fmsub(a, c, b s) is fma(a, c, -(b s)) exactly); a Dh/2
    that is not a multiple of 8 finishes in C. */
@@ -19166,12 +19605,37 @@ static MLSTACK__T_AVX2 void mlstack__dn_rule_avx2(float *S, const float *k, cons
     for (; j0 + 8 <= dv; j0 += 8) mlstack__dn_cols_avx2(S, k, q, v, decay, beta, dk, dv, y, j0, 1);
     if (j0 < dv) mlstack__dn_cols(S, k, q, v, decay, beta, dk, dv, y, j0, dv - j0);
 }
+/* ssd_step on nv vectors of channels from p0 (nv <= 4, a constant where it is inlined) */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__ssd_cols_avx2(float *S, const float *x, const float *B,
+                                                                          const float *C, float dt, float dA, float D,
+                                                                          int N, int P, float *y, int p0, int nv) {
+    __m256 acc[4], xv[4], da = _mm256_set1_ps(dA);
+    int n, u;
+    for (u = 0; u < nv; u++) acc[u] = _mm256_setzero_ps(), xv[u] = _mm256_loadu_ps(x + p0 + 8 * u);
+    for (n = 0; n < N; n++) {
+        float *s = S + (size_t)n * P + p0;
+        __m256 b = _mm256_set1_ps(dt * B[n]), c = _mm256_set1_ps(C[n]);
+        for (u = 0; u < nv; u++) {
+            __m256 t = _mm256_fmadd_ps(_mm256_loadu_ps(s + 8 * u), da, _mm256_mul_ps(b, xv[u]));
+            _mm256_storeu_ps(s + 8 * u, t);
+            acc[u] = _mm256_fmadd_ps(t, c, acc[u]);
+        }
+    }
+    for (u = 0; u < nv; u++) _mm256_storeu_ps(y + p0 + 8 * u, _mm256_fmadd_ps(xv[u], _mm256_set1_ps(D), acc[u]));
+}
+static MLSTACK__T_AVX2 void mlstack__ssd_step_avx2(float *S, const float *x, const float *B, const float *C, float dt,
+                                                   float dA, float D, int N, int P, float *y) {
+    int p0 = 0;
+    for (; p0 + 32 <= P; p0 += 32) mlstack__ssd_cols_avx2(S, x, B, C, dt, dA, D, N, P, y, p0, 4);
+    for (; p0 + 8 <= P; p0 += 8) mlstack__ssd_cols_avx2(S, x, B, C, dt, dA, D, N, P, y, p0, 1);
+    if (p0 < P) mlstack__ssd_cols(S, x, B, C, dt, dA, D, N, P, y, p0, P - p0);
+}
 #define MLSTACK__ATTN_AVX2                                                                                           \
     mlstack__attn_scores_avx2, mlstack__softmax_avx2, mlstack__attn_pv_avx2, mlstack__kv_chunk_avx2,                 \
         mlstack__attn_scores_kv_avx2, mlstack__attn_pv_kv_avx2, mlstack__from_f32_avx2, mlstack__quantize_rows_avx2, \
         mlstack__rope_table, mlstack__rope_apply_avx2, mlstack__conv_step_avx2, mlstack__dn_rule_avx2,               \
-        mlstack__gelu_tanh_avx2, mlstack__softcap_avx2, mlstack__altup_route_avx2, mlstack__altup_pred_avx2,         \
-        mlstack__altup_corr_avx2
+        mlstack__ssd_step_avx2, mlstack__gelu_tanh_avx2, mlstack__softcap_avx2, mlstack__altup_route_avx2,           \
+        mlstack__altup_pred_avx2, mlstack__altup_corr_avx2
 
 static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
                                                        mlstack__matmul_avx2,
@@ -19179,7 +19643,7 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
                                                        mlstack__rmsnorm_avx2,
                                                        mlstack__swiglu_avx2,
                                                        MLSTACK__ATTN_AVX2,
-                                                       MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML};
+                                                       MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML | MLSTACK__PACKS_IQP};
 #endif
 
 /* ==== 12. KERNELS AVX512 ==== */ /* >>avx512 */
@@ -19547,12 +20011,39 @@ static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, cons
 #undef MLSTACK__P16Q_SHAPES
 #undef MLSTACK__P16Q_FN
 
+/* The ternary crumb runs of one group (layout in >>kernels) into ia: each run's 64 bytes
+   loaded once per 4-input run (reloads hit L1) and shifted into place. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_cr_vnni(const unsigned char *gq, const int GS,
+                                                                        const int J, const mlstack__q8x *xk, size_t ldx,
+                                                                        __m512i ia[3][4], const int RB, const int RO,
+                                                                        mlstack__p16_pf pf) {
+    int g, p, b;
+    MLSTACK__UNROLL for (g = 0; g < 8; g++) {
+        __m512i raw[4];
+        MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+            const unsigned char *rp = gq + (size_t)((g >> 2) * GS + J + p) * 64;
+            raw[p] = _mm512_loadu_si512((const void *)rp);
+            if (!(g & 3)) mlstack__p16_fetch(rp, pf);
+            if (g & 3) raw[p] = _mm512_srl_epi16(raw[p], _mm_cvtsi32_si128(2 * (g & 3)));
+            raw[p] = _mm512_and_si512(raw[p], _mm512_set1_epi8(3));
+        }
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+            int32_t x4;
+            __m512i xv;
+            memcpy(&x4, xk[(size_t)b * ldx].q + 4 * g, 4);
+            xv = _mm512_set1_epi32(x4);
+            MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], raw[p], xv);
+        }
+    }
+}
+
 /* KQ panels (native GGML formats, layout in >>kernels), RB activation rows x RO panels: per
    group, the q runs by vpdpbusd into int32 (one sum, or two 16-input halves where the format
    scales them apart), each started at -qoff times the activations' sum of its inputs, then
    isum = sa * dot_a + sb * dot_b by vpmulld, and the rule's float steps in each output's lane:
    acc = fma(isum, d * x.d, acc); Q5_1 acc = fma(m, x.s, acc); Q4_K / Q5_K acc = fma(-(dmin *
-   mn), x.s, acc); Q2_K acc = fma(-(ma * sum_a + mb * sum_b), dmin * x.d, acc). WT a constant. */
+   mn), x.s, acc); Q2_K acc = fma(-(ma * sum_a + mb * sum_b), dmin * x.d, acc); the ternary
+   types only the first step (mlstack__kqp_cr_vnni above). WT a constant. */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsigned char *wp, const mlstack__q8x *xq,
                                                                      size_t ldx, int nsb, float *y, size_t ldy,
                                                                      const float *bias, int nv, const int WT,
@@ -19585,7 +20076,9 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
                     if (SPLIT) ib[b][p] = _mm512_set1_epi32(-QOFF * sxb[b]);
                 }
             }
-            if (NIB) {
+            if (CR) { /* ternary crumbs: run c's bits 2u are the 4-input run 4c + u */
+                mlstack__kqp_cr_vnni(gq, GS, J, xk, ldx, ia, RB, RO, pf);
+            } else if (NIB) {
                 __m512i hb[4];
                 MLSTACK__UNROLL for (p = 0; p < RO; p++) hb[p] = _mm512_setzero_si512();
                 MLSTACK__UNROLL for (g = 0; g < 4; g++) {
@@ -19672,14 +20165,13 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
                     acc[b][p] =
                         _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(xb->d)), acc[b][p]);
                 }
-                if (WT == MLSTACK__W_Q5_1 || KOW) {
-                    __m512 ow = h1; /* Q5_1: m; Q4_K, Q5_K: -(dmin * mn) */
-                    if (KOW)
-                        ow = _mm512_castsi512_ps(
-                            _mm512_xor_si512(_mm512_castps_si512(_mm512_mul_ps(h1, _mm512_cvtepi32_ps(sb))),
-                                             _mm512_set1_epi32((int)0x80000000u)));
+                if (WT == MLSTACK__W_Q5_1) /* acc = fma(m, x.s, acc) */
                     MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p] =
-                        _mm512_fmadd_ps(ow, _mm512_set1_ps(xk[(size_t)b * ldx].s), acc[b][p]);
+                        _mm512_fmadd_ps(h1, _mm512_set1_ps(xk[(size_t)b * ldx].s), acc[b][p]);
+                if (KOW) { /* acc = fma(-(dmin * mn), x.s, acc), the same rounding as fnmadd(dmin * mn, x.s, acc) */
+                    __m512 dm = _mm512_mul_ps(h1, _mm512_cvtepi32_ps(sb));
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p] =
+                        _mm512_fnmadd_ps(dm, _mm512_set1_ps(xk[(size_t)b * ldx].s), acc[b][p]);
                 }
                 if (WT == MLSTACK__W_Q2_K) {
                     __m512i ma =
@@ -19722,10 +20214,10 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
 #define MLSTACK__KQP_SHAPES(F) \
     MLSTACK__KQP_R3(F, MLSTACK__W_Q5_0) MLSTACK__KQP_R2(F, MLSTACK__W_Q5_1) MLSTACK__KQP_R2(F, MLSTACK__W_Q2_K) \
     MLSTACK__KQP_R2(F, MLSTACK__W_Q3_K) MLSTACK__KQP_R3(F, MLSTACK__W_Q4_K) MLSTACK__KQP_R2(F, MLSTACK__W_Q5_K) \
-    MLSTACK__KQP_R2(F, MLSTACK__W_Q6_K)
+    MLSTACK__KQP_R2(F, MLSTACK__W_Q6_K) MLSTACK__KQP_R3(F, MLSTACK__W_TQ2_0)
 #define MLSTACK__KQP_TYPES(F) \
     F(MLSTACK__W_Q5_0) F(MLSTACK__W_Q5_1) F(MLSTACK__W_Q2_K) F(MLSTACK__W_Q3_K) F(MLSTACK__W_Q4_K) \
-    F(MLSTACK__W_Q5_K) F(MLSTACK__W_Q6_K)
+    F(MLSTACK__W_Q5_K) F(MLSTACK__W_Q6_K) F(MLSTACK__W_TQ2_0)
 MLSTACK__KQP_SHAPES(MLSTACK__KQP_FN)
 MLSTACK__KQP_TYPES(MLSTACK__KQP_ONE_FN)
 /* clang-format on */
@@ -19733,7 +20225,9 @@ static MLSTACK__T_VNNI void mlstack__mm_kqp_vnni(const mlstack__weight *w, const
                                                  int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), np = mlstack__p16_panels(w->n_out),
         p, b, j, i;
-    int wt = w->wtype, rbm = wt == MLSTACK__W_Q5_0 || wt == MLSTACK__W_Q4_K ? 3 : 2; /* the faster on Zen 4 */
+    int wt = w->wtype == MLSTACK__W_TQ1_0 ? MLSTACK__W_TQ2_0 : w->wtype; /* one ternary panel layout */
+    int rbm =
+        wt == MLSTACK__W_Q5_0 || wt == MLSTACK__W_Q4_K || wt == MLSTACK__W_TQ2_0 ? 3 : 2; /* the faster on Zen 4 */
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     const unsigned char *packed = MLSTACK__PACKED(w);
     for (p = o0 / 16; p * 16 < o1; p += 4) {
@@ -19744,9 +20238,10 @@ static MLSTACK__T_VNNI void mlstack__mm_kqp_vnni(const mlstack__weight *w, const
             int rb = B - b < rbm ? B - b : rbm;
             const mlstack__q8x *xb = xq + (size_t)b * nb;
             mlstack__p16_pf pf = mlstack__p16_prefetch(wp, 4 * pb, nsb, b, B, rbm, p + 8 <= np);
-            /* one row (decode) too: without the look-ahead a Q6_K LM head streamed 5.7-8.5 GB/s,
-               with it 11-13 (Zen 4, 1 thread); Q8_0 / float panels keep theirs (not measured) */
-            if (B == 1) pf.ahead = 1024;
+            /* one row (decode): no software prefetch. A tile's panels are one forward stream, which
+               the hardware prefetcher follows; a 1 KiB look-ahead into L1 on top of it cost a
+               quarter of the rate from memory (Zen 4, 1 thread, CPU time: Q4_K 27.9 GB/s without,
+               21.5 with; Q6_K 27.3 vs 20.6) */
             float *yb = y + (size_t)b * ldy + (size_t)p * 16;
             const float *bb = w->bias ? w->bias + p * 16 : NULL;
 #define MLSTACK__KQP_ONE(WT_)                                                                                         \
@@ -19780,14 +20275,130 @@ static MLSTACK__T_VNNI void mlstack__mm_kqp_vnni(const mlstack__weight *w, const
 #undef MLSTACK__KQP_ONE_FN
 #undef MLSTACK__KQP_FN
 
+/* IQ panels (IQ4_XS, IQ2_XXS; layout in >>kernels), RB activation rows x RO panels: per group,
+   the codes through the format's table offset by 128 (tab: v + 128, unsigned) by vpshufb,
+   vpdpbusd into int32 started at -128 times the activations' sum (so the dot of the values
+   exactly), isum = sa * dot by vpmulld, and the rule's float step with dw = d * dmul. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__iqp_tile(const unsigned char *wp, const mlstack__q8x *xq,
+                                                                     size_t ldx, int nsb, float *y, size_t ldy,
+                                                                     const float *bias, int nv, __m512i tab, float dmul,
+                                                                     const int RB, const int RO, const int GS,
+                                                                     const int J, mlstack__p16_pf pf) {
+    const size_t gsz = (size_t)GS * (256 + 16), hsz = (size_t)GS * 32;
+    __m512 acc[6][4], dd[4]; /* rows 3..5 unused: the accumulator shape of mlstack__p16_store */
+    __m512i ia[3][4];
+    int b, p, g, s, j;
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] = _mm512_setzero_ps();
+    for (s = 0; s < nsb; s++) {
+        const unsigned char *sbk = wp + (size_t)s * (hsz + 8 * gsz);
+        mlstack__p16_fetch_next(pf, s);
+        MLSTACK__UNROLL for (p = 0; p < RO; p++) dd[p] = _mm512_mul_ps(
+            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sbk + (size_t)(J + p) * 32))),
+            _mm512_set1_ps(dmul));
+        for (j = 0; j < 8; j++) {
+            const unsigned char *gq = sbk + hsz + (size_t)j * gsz, *gs = gq + (size_t)GS * 256;
+            const mlstack__q8x *xk = xq + (size_t)(s * 8 + j);
+            MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] =
+                _mm512_set1_epi32(-128 * xk[(size_t)b * ldx].sum);
+            MLSTACK__UNROLL for (g = 0; g < 4; g++) {
+                __m512i raw[4], lo[4];
+                MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+                    const unsigned char *rp = gq + (size_t)(g * GS + J + p) * 64;
+                    raw[p] = _mm512_loadu_si512((const void *)rp);
+                    mlstack__p16_fetch(rp, pf);
+                    lo[p] = _mm512_shuffle_epi8(tab, _mm512_and_si512(raw[p], _mm512_set1_epi8(15)));
+                }
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                    int32_t x4;
+                    __m512i xv;
+                    memcpy(&x4, xk[(size_t)b * ldx].q + 4 * g, 4);
+                    xv = _mm512_set1_epi32(x4);
+                    MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], lo[p], xv);
+                }
+                MLSTACK__UNROLL for (p = 0; p < RO; p++) lo[p] =
+                    _mm512_shuffle_epi8(tab, _mm512_and_si512(_mm512_srli_epi16(raw[p], 4), _mm512_set1_epi8(15)));
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                    int32_t x4;
+                    __m512i xv;
+                    memcpy(&x4, xk[(size_t)b * ldx].q + 16 + 4 * g, 4);
+                    xv = _mm512_set1_epi32(x4);
+                    MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], lo[p], xv);
+                }
+            }
+            MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+                __m512i sa =
+                    _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(gs + (size_t)(J + p) * 16)));
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p] =
+                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_mullo_epi32(ia[b][p], sa)),
+                                    _mm512_mul_ps(dd[p], _mm512_set1_ps(xk[(size_t)b * ldx].d)), acc[b][p]);
+            }
+        }
+    }
+    mlstack__p16_store(acc, y, ldy, bias, nv, RB, RO);
+}
+#define MLSTACK__IQP_FN(RB_)                                                                                           \
+    static MLSTACK__NOINLINE MLSTACK__T_VNNI void mlstack__iqp_vnni_##RB_(                                             \
+        const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, int nsb, float *y, size_t ldy, const float *bias, \
+        int nv, __m512i tab, float dmul, mlstack__p16_pf pf) {                                                         \
+        mlstack__iqp_tile(wp, xq, ldx, nsb, y, ldy, bias, nv, tab, dmul, RB_, 4, 4, 0, pf);                            \
+    }
+MLSTACK__IQP_FN(1)
+MLSTACK__IQP_FN(2)
+MLSTACK__IQP_FN(3)
+#undef MLSTACK__IQP_FN
+static MLSTACK__NOINLINE MLSTACK__T_VNNI void mlstack__iqp_vnni_one(const unsigned char *wp, const mlstack__q8x *xq,
+                                                                    int nsb, float *y, const float *bias, int nv,
+                                                                    __m512i tab, float dmul, int ro, int j) {
+    mlstack__iqp_tile(wp, xq, 0, nsb, y, 0, bias, nv, tab, dmul, 1, 1, ro, j, mlstack__p16_nopf);
+}
+/* y rows [o0, o1) (o0 on a group of panels) from w's IQ panels: a full group of 4 panels in
+   tiles of up to 3 activation rows, a short group's panels one by one. */
+static MLSTACK__T_VNNI void mlstack__mm_iqp_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
+                                                 int o0, int o1) {
+    int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / 256, np = mlstack__p16_panels(w->n_out), p, b, j, i;
+    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
+    const unsigned char *packed = MLSTACK__PACKED(w);
+    const __m512i tab = _mm512_xor_si512(
+        _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)mlstack__iqp_values(w->wtype))),
+        _mm512_set1_epi8((char)0x80));
+    float dmul = mlstack__iqp_dmul(w->wtype);
+    for (p = o0 / 16; p * 16 < o1; p += 4) {
+        int ro = (o1 - p * 16 + 15) / 16, nv = o1 - p * 16;
+        const unsigned char *wp = packed + (size_t)p * pb;
+        if (ro > 4) ro = 4;
+        for (b = 0; b < B; b += 3) {
+            int rb = B - b < 3 ? B - b : 3;
+            const mlstack__q8x *xb = xq + (size_t)b * nb;
+            mlstack__p16_pf pf = mlstack__p16_prefetch(wp, 4 * pb, nsb, b, B, 3, p + 8 <= np);
+            float *yb = y + (size_t)b * ldy + (size_t)p * 16;
+            const float *bb = w->bias ? w->bias + p * 16 : NULL;
+            if (B == 1) pf.ahead = 1024; /* as the KQ panels' one-row look-ahead */
+            if (ro != 4) { /* a short group's panels: one activation row at a time */
+                for (j = 0; j < ro; j++)
+                    for (i = 0; i < rb; i++)
+                        mlstack__iqp_vnni_one(wp, xb + (size_t)i * nb, nsb, yb + (size_t)i * ldy + 16 * j,
+                                              bb ? bb + 16 * j : NULL, nv - 16 * j, tab, dmul, ro, j);
+                continue;
+            }
+            if (rb == 3) mlstack__iqp_vnni_3(wp, xb, (size_t)nb, nsb, yb, ldy, bb, nv, tab, dmul, pf);
+            else if (rb == 2)
+                mlstack__iqp_vnni_2(wp, xb, (size_t)nb, nsb, yb, ldy, bb, nv, tab, dmul, pf);
+            else
+                mlstack__iqp_vnni_1(wp, xb, (size_t)nb, nsb, yb, ldy, bb, nv, tab, dmul, pf);
+        }
+    }
+}
+
 static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, const float *x, const mlstack__q8x *xq,
                                                      float *y, int B, int o0, int o1, float *scratch) {
     if (w->wtype == MLSTACK__W_MXFP4) {
         mlstack__mm_mxfp4_avx2(w, x, y, B, o0, o1, scratch);
         return;
     }
-    if (MLSTACK__W_IS_IQ(w->wtype)) {
-        mlstack__mm_iq_avx2(w, xq, y, B, o0, o1, scratch);
+    if (MLSTACK__W_IS_IQ(w->wtype) && !(MLSTACK__W_IS_TQ(w->wtype) && MLSTACK__PACKED(w))) {
+        if (MLSTACK__W_HAS_IQP(w->wtype) && MLSTACK__PACKED(w)) mlstack__mm_iqp_vnni(w, xq, y, B, o0, o1);
+        else
+            mlstack__mm_iq_avx2(w, xq, y, B, o0, o1, scratch);
         return;
     }
     if (MLSTACK__W_IS_GGML(w->wtype)) { /* native GGML formats: KQ panels, or the AVX2 row dots (same bits) */
@@ -20040,12 +20651,38 @@ MLSTACK__FN MLSTACK__T_AVX512 void mlstack__dn_rule_avx512(float *S, const float
     for (; j0 + 16 <= dv; j0 += 16) mlstack__dn_cols_avx512(S, k, q, v, decay, beta, dk, dv, y, j0, 1);
     for (; j0 < dv; j0 += 8) mlstack__dn_cols(S, k, q, v, decay, beta, dk, dv, y, j0, dv - j0 < 8 ? dv - j0 : 8);
 }
+/* ssd_step (>>kernels mlstack__ssd_step_scalar), 16 channels per vector: the AVX2 form's blocks */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__ssd_cols_avx512(float *S, const float *x, const float *B,
+                                                                              const float *C, float dt, float dA,
+                                                                              float D, int N, int P, float *y, int p0,
+                                                                              int nv) {
+    __m512 acc[4], xv[4], da = _mm512_set1_ps(dA);
+    int n, u;
+    for (u = 0; u < nv; u++) acc[u] = _mm512_setzero_ps(), xv[u] = _mm512_loadu_ps(x + p0 + 16 * u);
+    for (n = 0; n < N; n++) {
+        float *s = S + (size_t)n * P + p0;
+        __m512 b = _mm512_set1_ps(dt * B[n]), c = _mm512_set1_ps(C[n]);
+        for (u = 0; u < nv; u++) {
+            __m512 t = _mm512_fmadd_ps(_mm512_loadu_ps(s + 16 * u), da, _mm512_mul_ps(b, xv[u]));
+            _mm512_storeu_ps(s + 16 * u, t);
+            acc[u] = _mm512_fmadd_ps(t, c, acc[u]);
+        }
+    }
+    for (u = 0; u < nv; u++) _mm512_storeu_ps(y + p0 + 16 * u, _mm512_fmadd_ps(xv[u], _mm512_set1_ps(D), acc[u]));
+}
+MLSTACK__FN MLSTACK__T_AVX512 void mlstack__ssd_step_avx512(float *S, const float *x, const float *B, const float *C,
+                                                            float dt, float dA, float D, int N, int P, float *y) {
+    int p0 = 0;
+    for (; p0 + 64 <= P; p0 += 64) mlstack__ssd_cols_avx512(S, x, B, C, dt, dA, D, N, P, y, p0, 4);
+    for (; p0 + 16 <= P; p0 += 16) mlstack__ssd_cols_avx512(S, x, B, C, dt, dA, D, N, P, y, p0, 1);
+    for (; p0 < P; p0 += 8) mlstack__ssd_cols(S, x, B, C, dt, dA, D, N, P, y, p0, P - p0 < 8 ? P - p0 : 8);
+}
 #define MLSTACK__ATTN_AVX512                                                                                   \
     mlstack__attn_scores_avx512, mlstack__softmax_avx2, mlstack__attn_pv_avx512, mlstack__kv_chunk_avx2,       \
         mlstack__attn_scores_kv_avx2, mlstack__attn_pv_kv_avx2, mlstack__from_f32_avx512,                      \
         mlstack__quantize_rows_avx512, mlstack__rope_table, mlstack__rope_apply_avx2, mlstack__conv_step_avx2, \
-        mlstack__dn_rule_avx512, mlstack__gelu_tanh_avx2, mlstack__softcap_avx2, mlstack__altup_route_avx2,    \
-        mlstack__altup_pred_avx2, mlstack__altup_corr_avx2
+        mlstack__dn_rule_avx512, mlstack__ssd_step_avx512, mlstack__gelu_tanh_avx2, mlstack__softcap_avx2,     \
+        mlstack__altup_route_avx2, mlstack__altup_pred_avx2, mlstack__altup_corr_avx2
 
 static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni",
                                                          mlstack__matmul_avx512,
@@ -20053,7 +20690,7 @@ static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni",
                                                          mlstack__rmsnorm_avx512,
                                                          mlstack__swiglu_avx512,
                                                          MLSTACK__ATTN_AVX512,
-                                                         MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML};
+                                                         MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML | MLSTACK__PACKS_IQP};
 /* AVX512_BF16, opt-in (engine descriptor bf16_activations): BF16 weights from pair panels
    times activations rounded to bf16, two products per lane per vdpbf16ps, f32 accumulation:
    twice the multiplies per instruction of widening the weights, at the price of rounding
@@ -20161,14 +20798,15 @@ static MLSTACK__T_BF16 void mlstack__matmul_avx512_bf16(const mlstack__weight *w
     else
         mlstack__matmul_avx512(w, x, xq, y, B, o0, o1, scratch);
 }
-static const mlstack__kernels mlstack__kernels_avx512_bf16 = {"avx512+vnni+bf16dot",
-                                                              mlstack__matmul_avx512_bf16,
-                                                              mlstack__to_f32_avx512,
-                                                              mlstack__rmsnorm_avx512,
-                                                              mlstack__swiglu_avx512,
-                                                              MLSTACK__ATTN_AVX512,
-                                                              (MLSTACK__PACKS_ALL & ~(1u << MLSTACK__W_BF16)) |
-                                                                  MLSTACK__PACKS_GGML | MLSTACK__PACK_BF16_PAIRS};
+static const mlstack__kernels mlstack__kernels_avx512_bf16 = {
+    "avx512+vnni+bf16dot",
+    mlstack__matmul_avx512_bf16,
+    mlstack__to_f32_avx512,
+    mlstack__rmsnorm_avx512,
+    mlstack__swiglu_avx512,
+    MLSTACK__ATTN_AVX512,
+    (MLSTACK__PACKS_ALL & ~MLSTACK__PACK_BIT(MLSTACK__W_BF16)) | MLSTACK__PACKS_GGML | MLSTACK__PACKS_IQP |
+        MLSTACK__PACK_BF16_PAIRS};
 #endif
 static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512",
                                                                 mlstack__matmul_avx512_novnni,
@@ -20176,7 +20814,8 @@ static const mlstack__kernels mlstack__kernels_avx512_novnni = {"avx512",
                                                                 mlstack__rmsnorm_avx512,
                                                                 mlstack__swiglu_avx512,
                                                                 MLSTACK__ATTN_AVX512,
-                                                                MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML};
+                                                                MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML |
+                                                                    MLSTACK__PACKS_IQP};
 /* The tables above for the dispatch (a function, so that a part build reaches them from the
    dispatch's part: PARTS in >>platform). bf16: the opt-in bf16-dot table, NULL when it is not compiled. */
 MLSTACK__FN const mlstack__kernels *mlstack__kernels_avx512_get(int vnni, int bf16) {
@@ -20480,15 +21119,16 @@ static const mlstack__kernels mlstack__kernels_amx = {"avx512+vnni+amx",
                                                       mlstack__rmsnorm_avx512,
                                                       mlstack__swiglu_avx512,
                                                       MLSTACK__ATTN_AVX512,
-                                                      MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML};
+                                                      MLSTACK__PACKS_ALL | MLSTACK__PACKS_GGML | MLSTACK__PACKS_IQP};
 static const mlstack__kernels mlstack__kernels_amx_bf16 = {"avx512+vnni+amx+bf16",
                                                            mlstack__matmul_amx_bf16,
                                                            mlstack__to_f32_avx512,
                                                            mlstack__rmsnorm_avx512,
                                                            mlstack__swiglu_avx512,
                                                            MLSTACK__ATTN_AVX512,
-                                                           (MLSTACK__PACKS_ALL & ~(1u << MLSTACK__W_BF16)) |
-                                                               MLSTACK__PACKS_GGML | MLSTACK__PACK_BF16_PAIRS};
+                                                           (MLSTACK__PACKS_ALL & ~MLSTACK__PACK_BIT(MLSTACK__W_BF16)) |
+                                                               MLSTACK__PACKS_GGML | MLSTACK__PACKS_IQP |
+                                                               MLSTACK__PACK_BF16_PAIRS};
 /* The tables above for the dispatch (see mlstack__kernels_avx512_get). */
 MLSTACK__FN const mlstack__kernels *mlstack__kernels_amx_get(int bf16) {
     return bf16 ? &mlstack__kernels_amx_bf16 : &mlstack__kernels_amx;
@@ -20830,6 +21470,15 @@ MLSTACK__P16Q_NEON(mlstack__mm_p16q_neon, , MLSTACK__DOT4_NEON)
                 ia[b] = DOT4(ia[b], hi, xv[b][1], xk[(size_t)b * ldx].q + 16 + 4 * (G), (G));            \
         }                                                                                                \
     }
+/* Ternary 4-input run G: bits 2 (G mod 4) of crumb run G / 4 (layout in >>kernels). */
+#define MLSTACK__KQP2_RUN(DOT4, G)                                                                             \
+    {                                                                                                          \
+        uint8x16_t raw = vld1q_u8(gq + (size_t)64 * gp * ((G) >> 2) + 16 * c);                                 \
+        int8x16_t wv =                                                                                         \
+            vreinterpretq_s8_u8(vandq_u8(vshlq_u8(raw, vdupq_n_s8((int8_t)(-2 * ((G) & 3)))), vdupq_n_u8(3))); \
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) ia[b] =                                                       \
+            DOT4(ia[b], wv, xv[b][(G) >> 2], xk[(size_t)b * ldx].q + 4 * (G), (G) & 3);                        \
+    }
 /* 4 int8 at p widened to int32 lanes */
 static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__s8x4_neon(const unsigned char *p) {
     int32_t t;
@@ -20868,7 +21517,14 @@ static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__s8x4_neon(const unsigned char *
                         ia[b] = vdupq_n_s32(-QOFF * (SPLIT ? sxa[b] : xk[(size_t)b * ldx].sum));                      \
                         ib[b] = vdupq_n_s32(-QOFF * sxb[b]);                                                          \
                     }                                                                                                 \
-                    if (NIB) {                                                                                        \
+                    if (CR) {                                                                                         \
+                        /* clang-format off */ \
+                        MLSTACK__KQP2_RUN(DOT4, 0) MLSTACK__KQP2_RUN(DOT4, 1)                                 \
+                        MLSTACK__KQP2_RUN(DOT4, 2) MLSTACK__KQP2_RUN(DOT4, 3)                                 \
+                        MLSTACK__KQP2_RUN(DOT4, 4) MLSTACK__KQP2_RUN(DOT4, 5)                                 \
+                        MLSTACK__KQP2_RUN(DOT4, 6) MLSTACK__KQP2_RUN(DOT4, 7)                                                                      \
+                        /* clang-format on */                                                                         \
+                    } else if (NIB) {                                                                                 \
                         /* clang-format off */ \
                         MLSTACK__KQP4_RUN(DOT4, 0) MLSTACK__KQP4_RUN(DOT4, 1)                                 \
                         MLSTACK__KQP4_RUN(DOT4, 2) MLSTACK__KQP4_RUN(DOT4, 3)                                                                      \
@@ -20913,7 +21569,8 @@ static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__s8x4_neon(const unsigned char *
             mlstack__p16_st_neon(y + (size_t)b * ldy, acc[b][0], acc[b][1], acc[b][2], acc[b][3], bias, nv);          \
     }                                                                                                                 \
     static ATTR void NAME(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B, int o0, int o1) {        \
-        int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), wt = w->wtype, p, b, r;       \
+        int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), p, b, r;                      \
+        int wt = w->wtype == MLSTACK__W_TQ1_0 ? MLSTACK__W_TQ2_0 : w->wtype; /* one ternary panel layout */           \
         int np = mlstack__p16_panels(w->n_out);                                                                       \
         size_t pb = mlstack__p16_bytes(wt, w->n_in), ldy = (size_t)w->n_out;                                          \
         const unsigned char *packed = MLSTACK__PACKED(w);                                                             \
@@ -20937,6 +21594,7 @@ static MLSTACK__ALWAYS_INLINE int32x4_t mlstack__s8x4_neon(const unsigned char *
                         MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q4_K, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q4_K, 2) \
                         MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_K, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q5_K, 2) \
                         MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q6_K, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_Q6_K, 2) \
+                        MLSTACK__KQP_CASE(NAME, MLSTACK__W_TQ2_0, 1) MLSTACK__KQP_CASE(NAME, MLSTACK__W_TQ2_0, 2) \
                     default: break;                                                                      \
                         /* clang-format on */                                                                         \
                     }                                                                                                 \
@@ -21453,12 +22111,37 @@ static void mlstack__dn_rule_neon(float *S, const float *k, const float *q, cons
     for (; j0 + 4 <= dv; j0 += 4) mlstack__dn_cols_neon(S, k, q, v, decay, beta, dk, dv, y, j0, 1);
     if (j0 < dv) mlstack__dn_cols(S, k, q, v, decay, beta, dk, dv, y, j0, dv - j0);
 }
-#define MLSTACK__ATTN_NEON                                                                                           \
-    mlstack__attn_scores_neon, mlstack__softmax_neon, mlstack__attn_pv_neon, mlstack__kv_chunk_neon,                 \
-        mlstack__attn_scores_kv_neon, mlstack__attn_pv_kv_neon, mlstack__from_f32_neon, mlstack__quantize_rows,      \
-        mlstack__rope_table, mlstack__rope_apply, mlstack__conv_step_neon, mlstack__dn_rule_neon,                    \
-        mlstack__gelu_tanh_scalar, mlstack__softcap_scalar, mlstack__altup_route_scalar, mlstack__altup_pred_scalar, \
-        mlstack__altup_corr_scalar
+/* ssd_step on nv vectors of channels from p0 (nv <= 8, a constant where it is inlined) */
+static MLSTACK__ALWAYS_INLINE void mlstack__ssd_cols_neon(float *S, const float *x, const float *B, const float *C,
+                                                          float dt, float dA, float D, int N, int P, float *y, int p0,
+                                                          int nv) {
+    float32x4_t acc[8], xv[8], da = vdupq_n_f32(dA);
+    int n, u;
+    for (u = 0; u < nv; u++) acc[u] = vdupq_n_f32(0.0f), xv[u] = vld1q_f32(x + p0 + 4 * u);
+    for (n = 0; n < N; n++) {
+        float *s = S + (size_t)n * P + p0;
+        float32x4_t b = vdupq_n_f32(dt * B[n]), c = vdupq_n_f32(C[n]);
+        for (u = 0; u < nv; u++) {
+            float32x4_t t = vfmaq_f32(vmulq_f32(b, xv[u]), vld1q_f32(s + 4 * u), da);
+            vst1q_f32(s + 4 * u, t);
+            acc[u] = vfmaq_f32(acc[u], t, c);
+        }
+    }
+    for (u = 0; u < nv; u++) vst1q_f32(y + p0 + 4 * u, vfmaq_f32(acc[u], xv[u], vdupq_n_f32(D)));
+}
+static void mlstack__ssd_step_neon(float *S, const float *x, const float *B, const float *C, float dt, float dA,
+                                   float D, int N, int P, float *y) {
+    int p0 = 0;
+    for (; p0 + 32 <= P; p0 += 32) mlstack__ssd_cols_neon(S, x, B, C, dt, dA, D, N, P, y, p0, 8);
+    for (; p0 + 4 <= P; p0 += 4) mlstack__ssd_cols_neon(S, x, B, C, dt, dA, D, N, P, y, p0, 1);
+    if (p0 < P) mlstack__ssd_cols(S, x, B, C, dt, dA, D, N, P, y, p0, P - p0);
+}
+#define MLSTACK__ATTN_NEON                                                                                       \
+    mlstack__attn_scores_neon, mlstack__softmax_neon, mlstack__attn_pv_neon, mlstack__kv_chunk_neon,             \
+        mlstack__attn_scores_kv_neon, mlstack__attn_pv_kv_neon, mlstack__from_f32_neon, mlstack__quantize_rows,  \
+        mlstack__rope_table, mlstack__rope_apply, mlstack__conv_step_neon, mlstack__dn_rule_neon,                \
+        mlstack__ssd_step_neon, mlstack__gelu_tanh_scalar, mlstack__softcap_scalar, mlstack__altup_route_scalar, \
+        mlstack__altup_pred_scalar, mlstack__altup_corr_scalar
 
 static const mlstack__kernels mlstack__kernels_neon = {"neon",
                                                        mlstack__matmul_neon,
@@ -34215,7 +34898,7 @@ MLSTACK__FN void mlstack__model_hold_rows(mlstack_model *m, int hold) {
 
 /* Makes the P16 panels (>>kernels) of every projection whose type is in `packs`, once per
    model, on the engine's pool: the first engine whose kernels read panels pays the copy. */
-static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool, unsigned packs, mlstack_error *err) {
+static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool, uint64_t packs, mlstack_error *err) {
     mlstack_result r = MLSTACK_OK;
     int l, i;
     mlstack__lock(&mlstack__pack_lock);
@@ -39985,7 +40668,7 @@ static void mlstack__moe(mlstack__rank *rk, const mlstack__layer *L, const float
    w_in before, wo after) are the engine's batched matmuls, batch invariant as every matmul.
        void mix(m, k, L, state, x, y, n_tok, part, n_parts, scratch)
      m, L     the model and the layer (the kind's weights; conv and SSM parameters as f32)
-     k        the kernels (their conv_step and dn_rule: the same bits on every path)
+     k        the kernels (their conv_step, dn_rule and ssd_step: the same bits on every path)
      state    the layer's state of this sequence: mlstack__state_floats(cfg, L->kind) floats at
               L->state_off of the slot's block (>>kvcache), read and updated in place; zeros
               for a new sequence
@@ -40059,11 +40742,11 @@ static float mlstack__softplus(float x) { return x > 20.0f ? x : mlstack__log1p_
 static float mlstack__silu(float g) { return g / (1.0f + mlstack__exp_canon(-g)); }
 
 /* Mamba2, one token at a time, as transformers' recurrent step computes it. x = z (inner) | xBC
-   (conv_dim) | dt (H); state = conv window (K - 1, conv_dim) oldest first, then S (H, P, N).
+   (conv_dim) | dt (H); state = conv window (K - 1, conv_dim) oldest first, then S (H, N, P).
        c = silu(conv_bias + sum_k w_k window_k, the token's xBC last); window shifts by one
        x_h, B_g, C_g = c[h P ..], c[inner + g N ..], c[inner + G N + g N ..], g = h / (H / G)
-       dt = clamp(softplus(dt + dt_bias)); S_h = S_h exp(dt A_h) + (dt B_g) x_h   (outer, P x N)
-       y_h = S_h C_g + D_h x_h
+       dt = clamp(softplus(dt + dt_bias)); S_h = S_h exp(dt A_h) + (dt B_g) x_h   (outer, N x P)
+       y_h = S_h^T C_g + D_h x_h   (the kernels' ssd_step: per channel one fma chain over N)
    then y = RMSNorm(y * silu(z)) over norm_groups groups of inner, times the norm weight (or, by
    ssm.gate_norm, RMSNorm(y) * silu(z), or y * silu(z) without a norm: Falcon-H1). The
    units are the B/C groups with their heads (each group owns its channels of the window; with
@@ -40074,7 +40757,7 @@ static void mlstack__mix_mamba2(const mlstack_model *m, const mlstack__kernels *
                                 float *scratch) {
     const mlstack__ssm_cfg *s = &m->cfg.ssm;
     int K = s->conv, CD = s->conv_dim, P = s->head_dim, N = s->state, I = s->inner, G = s->groups;
-    int hpg = s->heads / G, gs = I / s->norm_groups, g0, g1, t, k, h, p, n, i;
+    int hpg = s->heads / G, gs = I / s->norm_groups, g0, g1, t, k, h, i;
     float *S = state + (size_t)(K - 1) * CD, *c = scratch;
     if (s->norm_groups % G) part = n_parts > 1 && part ? -1 : 0, n_parts = 1; /* the norm spans the groups */
     if (part < 0) return;
@@ -40093,14 +40776,7 @@ static void mlstack__mix_mamba2(const mlstack_model *m, const mlstack__kernels *
             float dt = mlstack__softplus(dtr[h] + L->ssm_dt_bias[h]), dA;
             dt = dt < s->dt_min ? s->dt_min : dt > s->dt_max ? s->dt_max : dt;
             dA = mlstack__exp_canon(dt * L->ssm_a[h]);
-            for (p = 0; p < P; p++) {
-                float *Sp = S + ((size_t)h * P + p) * N, acc = 0.0f;
-                for (n = 0; n < N; n++) {
-                    Sp[n] = MLSTACK__FMAF(Sp[n], dA, (dt * Bg[n]) * xh[p]);
-                    acc = MLSTACK__FMAF(Sp[n], Cg[n], acc);
-                }
-                yt[(size_t)h * P + p] = MLSTACK__FMAF(xh[p], L->ssm_d[h], acc);
-            }
+            kn->ssd_step(S + (size_t)h * N * P, xh, Bg, Cg, dt, dA, L->ssm_d[h], N, P, yt + (size_t)h * P);
         }
         for (k = g0 * hpg * P; k < g1 * hpg * P && s->gate_norm != MLSTACK__GATE_NORM_BEFORE; k++)
             yt[k] = yt[k] * mlstack__silu(z[k]);
@@ -41629,7 +42305,7 @@ static void *mlstack__rank_own(mlstack__rank *rk, size_t bytes) {
 /* The panels of w's rows that this rank's kernels read, made by the rank's own threads (so on
    a NUMA machine they are first touched where they are used). */
 static int mlstack__rank_pack(mlstack__rank *rk, mlstack__weight *w) {
-    unsigned packs = rk->k->packs;
+    uint64_t packs = rk->k->packs;
     size_t np = (size_t)mlstack__p16_panels(w->n_out);
     mlstack__pack_job j;
     if (w->n_out == 0) return 0;
@@ -41676,10 +42352,10 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
     const mlstack__shard *sh = &rk->sh;
     mlstack__weight head;
     int l, i, Dh = c->head_dim, h, quant, whole = e->n_ranks == 1;
-    unsigned need = MLSTACK__PACKS_ALL, have = rk->k->packs;
+    uint64_t need = MLSTACK__PACKS_ALL, have = rk->k->packs;
     /* ranks and stages slice rows, and kernels without panels for a type read its rows (rows that
        may have gone back: Q8_0 / Q4_1 quantized at open, any type copied at open) */
-    if (have & MLSTACK__PACK_BF16_PAIRS) have |= 1u << MLSTACK__W_BF16;
+    if (have & MLSTACK__PACK_BF16_PAIRS) have |= MLSTACK__PACK_BIT(MLSTACK__W_BF16);
     rk->holds_rows = !whole || (have & need) != need;
     if (rk->holds_rows) mlstack__model_hold_rows(m, 1);
     if (whole) {
@@ -42237,10 +42913,16 @@ static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlsta
     if (R > 1 && c->n_experts)
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                              "mlstack_engine_init: %s (mixture of experts) runs on one rank only", c->architecture);
-    if (R > 1 && c->n_recurrent) /* the state (>>kvcache) is one block per sequence, not sharded */
+    if (R > 1 && c->n_recurrent) { /* the state (>>kvcache) is one block per sequence, not sharded */
+        static const char *const kinds[MLSTACK__LAYER_KINDS_] = {
+            "attention", "gated short convolution", "Mamba2", "gated delta-net", "MLP", "attention + Mamba2"};
+        int l = 0;
+        while (l + 1 < c->n_layers && !mlstack__state_floats(c, c->layer_kind[l])) l++;
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
-                             "mlstack_engine_init: %s (recurrent layers, %d of %d) runs on one rank only",
-                             c->architecture, c->n_recurrent, c->n_layers);
+                             "mlstack_engine_init: %s runs on one rank only: its %d recurrent layers (layer %d: %s) "
+                             "keep a per-sequence state that is not sharded across ranks yet",
+                             c->architecture, c->n_recurrent, l, kinds[c->layer_kind[l]]);
+    }
     if (R > 1 &&
         (c->v_norm || c->var_heads)) /* shared KV, per-layer inputs, v norms and head sizes are not split yet */
         return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED, "mlstack_engine_init: %s runs on one rank only",

@@ -640,7 +640,8 @@ static void check_attn_from_cache(const mlstack__kernels *k) {
        that is a multiple of 8, short last runs, and 1-8 heads */
     if (k->attn_scores_kv && k->attn_pv_kv) {
         static const mlstack_dtype dts[] = {MLSTACK_DTYPE_F32, MLSTACK_DTYPE_F16, MLSTACK_DTYPE_BF16};
-        static const int Gs[] = {1, 2, 3, 4, 5, 8}, Dhs[] = {16, 64, 128}, ns[] = {1, 8, 17, 32}, Ps[] = {8, 16, 64};
+        static const int Gs[] = {1, 2, 3, 4, 5, 8}, Dhs[] = {16, 56, 64, 128}, ns[] = {1, 8, 17, 32},
+                         Ps[] = {8, 16, 64}; /* Dh 56: tiles of 4 + 2 + 1 vectors */
         int do_s = TK_COMPARE(k, attn_scores_kv), do_p = TK_COMPARE(k, attn_pv_kv);
         enum { NPG = 8, MAXP = 64, MAXD = 128 };
         size_t pool_elems = (size_t)NPG * 2 * MAXP * MAXD;
@@ -655,7 +656,7 @@ static void check_attn_from_cache(const mlstack__kernels *k) {
             size_t es = dts[di] == MLSTACK_DTYPE_F32 ? 4 : 2;
             kv_pool_fill(pool, pool_elems, dts[di]);
             for (gi = 0; gi < 6; gi++)
-                for (dd = 0; dd < 3; dd++)
+                for (dd = 0; dd < 4; dd++)
                     for (nn = 0; nn < 4; nn++)
                         for (pi = 0; pi < 3; pi++)
                             for (t0 = 0; t0 < 16; t0 += 8) {
@@ -693,14 +694,14 @@ static void check_attn_chunk(const mlstack__kernels *k) {
     /* attention chunk ops: scores, softmax and pv, for head dims with tails and short chunks; one
        check per shape (the first differing element is reported) */
     {
-        static const int Gs[] = {1, 2, 3, 4, 5, 8}, Dhs[] = {16, 64, 80, 7, 128}, ns[] = {1, 16, 17, 32};
+        static const int Gs[] = {1, 2, 3, 4, 5, 8}, Dhs[] = {16, 64, 80, 7, 128, 56}, ns[] = {1, 16, 17, 32};
         static float q[8 * 128], kt[128 * 32], v[32 * 128], s0[8 * 32], s1[8 * 32], a0[8 * 128], a1[8 * 128];
         int gi, di, nn, j, ref = TK_IS_REF(k), do_sc = TK_COMPARE(k, attn_scores), do_sm = TK_COMPARE(k, softmax),
                            do_pv = TK_COMPARE(k, attn_pv), alone = tk_first((tk_fn)k->attn_scores, TK_ALONE);
         for (i = 0; i < 128 * 32; i++) kt[i] = frand(), v[i] = frand();
         for (i = 0; i < 8 * 128; i++) q[i] = frand(), a0[i] = a1[i] = frand();
         for (gi = 0; gi < 6 && (ref || do_sc || do_sm || do_pv || alone); gi++)
-            for (di = 0; di < 5; di++)
+            for (di = 0; di < 6; di++)
                 for (nn = 0; nn < 4; nn++) {
                     int G = Gs[gi], Dh = Dhs[di], n = ns[nn], g, mi, bad = -1;
                     float e0m[8], e0d[8], e0c[8];
@@ -793,6 +794,29 @@ static void check_attn_chunk(const mlstack__kernels *k) {
     }
 }
 
+/* Mamba2's SSD step: the reference's bits (state and read) on head shapes with channel tails
+   (P = 64, 80, 13, 4, 1) and state sizes 128, 16, 3, 1, over three tokens. */
+static void check_ssd_step(const mlstack__kernels *k) {
+    static const int Ps[] = {64, 80, 13, 4, 1}, Ns[] = {128, 16, 3, 1, 16};
+    static float S0[128 * 80], S1[128 * 80];
+    float x[80], B[128], C[128], y0[80], y1[80];
+    int hi, i, t;
+    if (!TK_COMPARE(k, ssd_step)) return;
+    for (hi = 0; hi < 5; hi++) {
+        int P = Ps[hi], N = Ns[hi];
+        for (i = 0; i < N * P; i++) S0[i] = S1[i] = frand();
+        for (t = 0; t < 3; t++) {
+            float dt = 0.01f + 0.5f * frand() * frand(), dA = 0.5f + 0.5f * frand() * frand(), D = frand();
+            for (i = 0; i < 128; i++) B[i] = frand(), C[i] = frand();
+            for (i = 0; i < 80; i++) x[i] = frand() * 2.0f;
+            mlstack__ssd_step_scalar(S0, x, B, C, dt, dA, D, N, P, y0);
+            k->ssd_step(S1, x, B, C, dt, dA, D, N, P, y1);
+            CHECKF(!memcmp(y0, y1, sizeof(float) * (size_t)P) && !memcmp(S0, S1, sizeof(float) * (size_t)N * P),
+                   "%s ssd_step N %d P %d token %d differs from the reference", k->name, N, P, t);
+        }
+    }
+}
+
 /* The recurrent mixers' steps: the reference's bits for conv widths 1 to 5 over channel counts
    with vector tails (with and without bias and silu; the window moved on the same), and the
    delta rule on head shapes with column tails (the state, the read), over three tokens. */
@@ -826,6 +850,7 @@ static void check_mixer_steps(const mlstack__kernels *k) {
                    "%s dn_rule dk %d dv %d token %d differs from the reference", k->name, dk, dv, t);
         }
     }
+    check_ssd_step(k);
 }
 
 static void check_path(const mlstack__kernels *k) {
@@ -902,9 +927,9 @@ static void check_quantize_weight(void) {
     }
 }
 
-/* Native GGML formats (>>kernels: Q5_0, Q5_1, Q2_K .. Q6_K, MXFP4, the i-quants) on path k: rows of random block
+/* Native GGML formats (>>kernels: Q5_0, Q5_1, Q2_K .. Q6_K, MXFP4, the i-quants, TQ1_0, TQ2_0) on path k: rows of random block
    bytes with modest f16 scales (both signs), n_out 37, 83 and 128 (short groups of panels, a
-   partial panel, whole groups), B 1..9 and 17; from the rows and, where k packs the type, from
+   partial panel, whole groups), B 1..9 and 17 (MXFP4 also n_in 224); from the rows and, where k packs the type, from
    its KQ panels, whole and in two ranges of rows (a split across tasks). The same bits as the
    scalar reference, each row alone the bits it gets in a batch, and every result within the
    error that rounding the activations to int8 allows of the f32 dot with the dequantized
@@ -914,11 +939,12 @@ static void check_kq(const mlstack__kernels *k) {
     static const int wtypes[] = {MLSTACK__W_Q5_1,    MLSTACK__W_Q2_K,    MLSTACK__W_Q3_K,   MLSTACK__W_Q4_K,
                                  MLSTACK__W_Q5_K,    MLSTACK__W_Q6_K,    MLSTACK__W_Q5_0,   MLSTACK__W_MXFP4,
                                  MLSTACK__W_IQ4_XS,  MLSTACK__W_IQ2_XXS, MLSTACK__W_IQ2_XS, MLSTACK__W_IQ2_S,
-                                 MLSTACK__W_IQ3_XXS, MLSTACK__W_IQ3_S,   MLSTACK__W_IQ1_S,  MLSTACK__W_IQ1_M};
+                                 MLSTACK__W_IQ3_XXS, MLSTACK__W_IQ3_S,   MLSTACK__W_IQ1_S,  MLSTACK__W_IQ1_M,
+                                 MLSTACK__W_TQ1_0,   MLSTACK__W_TQ2_0};
     /* f16 scale fields of each block: byte offset, count (MXFP4: its E8M0 byte; IQ1_M: the top
        nibbles of its scale words; both below) */
-    static const int sc_off[] = {0, 80, 108, 0, 0, 208, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                     sc_n[] = {2, 2, 1, 2, 2, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 0};
+    static const int sc_off[] = {0, 80, 108, 0, 0, 208, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 52, 64},
+                     sc_n[] = {2, 2, 1, 2, 2, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1};
     static const int n_ins[] = {256, 512, 1280}, n_outs[] = {37, 83, 128}, Bs[] = {1, 2, 3, 5, 9, 17};
     int wi, ni, no, bi, i, b, o, pk, mm_ref = (tk_fn)k->matmul == (tk_fn)tk_ref->matmul;
     /* the reference: its batch invariance and its bound against the dequantized product; every
@@ -927,7 +953,9 @@ static void check_kq(const mlstack__kernels *k) {
     for (wi = 0; wi < (int)(sizeof wtypes / sizeof wtypes[0]); wi++)
         for (ni = 0; ni < 3; ni++)
             for (no = 0; no < 3; no++) {
-                int wt = wtypes[wi], n_in = n_ins[ni], n_out = n_outs[no], gt = wt - 16, nblk, bs, j;
+                /* MXFP4's x86 kernels step 64 inputs at a time: 224 ends on a half step */
+                int wt = wtypes[wi], n_in = wt == MLSTACK__W_MXFP4 && ni == 0 ? 224 : n_ins[ni], n_out = n_outs[no],
+                    gt = wt - 16, nblk, bs, j;
                 size_t rb = mlstack__row_bytes(wt, n_in);
                 unsigned char *wd = (unsigned char *)malloc(rb * n_out), *packed = NULL;
                 float *wf = (float *)malloc(sizeof(float) * n_out * n_in),
