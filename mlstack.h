@@ -39694,6 +39694,7 @@ typedef struct mlstack__scratch {
     float *ple, *ple_g, *ple_y;
     float *alt, *alt_pred, *alt_t, *alt_r, *laurel, *laurel_t; /* Gemma 3n (>>forward AltUp) */
     int *sparse_rows; /* Gemma 3n: the FFN rows a sparse layer's cut keeps (mlstack__sparse_up) */
+    mlstack__weight sparse_read; /* the profile's view of the last such product: the rows read */
 } mlstack__scratch;
 
 /* One rank's share of the model: ranges [first, end) of each split dimension. */
@@ -41284,10 +41285,11 @@ static int mlstack__sparse_up(mlstack__rank *rk, const mlstack__layer *L, const 
         j.xq = rk->s.xq;
     }
     if (n) mlstack__pool_run(rk->pool, mlstack__sparse_up_task, &j, (n + 15) / 16);
-    if (rk->pool->prof) { /* the profile's cost: the n rows read ("weight": no name) */
-        mlstack__weight read = *w;
-        read.n_out = n;
-        MLSTACK__PROF_END(rk->pool, MATMUL, -1, &read, B);
+    if (rk->pool->prof) { /* the profile's cost: the n rows read (named "weight"; kept in the scratch,
+                             as the trace reads the weight of each event when it is written) */
+        rk->s.sparse_read = *w;
+        rk->s.sparse_read.n_out = n;
+        MLSTACK__PROF_END(rk->pool, MATMUL, -1, &rk->s.sparse_read, B);
     }
     return 1;
 }
