@@ -33122,12 +33122,19 @@ static void mlstack__model_free_owned(mlstack_model *m) {
     m->n_owned = m->cap_owned = 0;
 }
 
-/* bytes of the model's own (freed with it), 64-byte aligned; huge: a stream the kernels read
-   end to end each token (P16 panels), from 2 MiB on placed at a 2 MiB boundary and hinted for
-   transparent huge pages, so the stream walks one TLB entry per 2 MiB instead of per 4 KiB (Q4_K
-   and Q6_K panels at one activation row, one thread, Zen 4: ~22 -> ~31 GB/s) */
-static void *mlstack__model_own_at(mlstack_model *m, size_t bytes, int huge) {
+/* Memory for a stream the kernels read end to end each token (P16 panels), freed by
+   mlstack__aligned_free: from 2 MiB on placed at a 2 MiB boundary and hinted for transparent huge
+   pages, so the stream walks one TLB entry per 2 MiB instead of per 4 KiB (Q4_K and Q6_K panels
+   at one activation row, one thread, Zen 4: ~22 -> ~31 GB/s); smaller, 64-byte aligned. */
+static void *mlstack__stream_alloc(size_t bytes) {
     size_t hp = (size_t)2 << 20;
+    void *p = mlstack__aligned_alloc_at(bytes ? bytes : 1, bytes >= hp ? hp : 64);
+    if (p && bytes >= hp) mlstack__mem_hugepages(p, bytes);
+    return p;
+}
+
+/* bytes of the model's own (freed with it); stream: by mlstack__stream_alloc */
+static void *mlstack__model_own_at(mlstack_model *m, size_t bytes, int stream) {
     void *p;
     if (m->n_owned == m->cap_owned) {
         int cap = m->cap_owned ? m->cap_owned * 2 : 64;
@@ -33136,10 +33143,8 @@ static void *mlstack__model_own_at(mlstack_model *m, size_t bytes, int huge) {
         m->owned = o;
         m->cap_owned = cap;
     }
-    huge = huge && bytes >= hp;
-    p = mlstack__aligned_alloc_at(bytes ? bytes : 1, huge ? hp : 64);
+    p = stream ? mlstack__stream_alloc(bytes) : mlstack__aligned_alloc(bytes ? bytes : 1);
     if (p) m->owned[m->n_owned++] = p;
-    if (p && huge) mlstack__mem_hugepages(p, bytes);
     return p;
 }
 static void *mlstack__model_own(mlstack_model *m, size_t bytes) { return mlstack__model_own_at(m, bytes, 0); }
@@ -42297,7 +42302,7 @@ static int mlstack__rank_materialize(mlstack__rank *rk, mlstack__weight *w, int 
     return 0;
 }
 
-static void *mlstack__rank_own(mlstack__rank *rk, size_t bytes) {
+static void *mlstack__rank_own_at(mlstack__rank *rk, size_t bytes, int stream) {
     void *p;
     if (rk->n_owned == rk->cap_owned) {
         int cap = rk->cap_owned ? rk->cap_owned * 2 : 64;
@@ -42306,10 +42311,11 @@ static void *mlstack__rank_own(mlstack__rank *rk, size_t bytes) {
         rk->owned = o;
         rk->cap_owned = cap;
     }
-    p = mlstack__aligned_alloc(bytes ? bytes : 1);
+    p = stream ? mlstack__stream_alloc(bytes) : mlstack__aligned_alloc(bytes ? bytes : 1);
     if (p) rk->owned[rk->n_owned++] = p;
     return p;
 }
+static void *mlstack__rank_own(mlstack__rank *rk, size_t bytes) { return mlstack__rank_own_at(rk, bytes, 0); }
 
 /* The panels of w's rows that this rank's kernels read, made by the rank's own threads (so on
    a NUMA machine they are first touched where they are used). */
@@ -42325,7 +42331,7 @@ static int mlstack__rank_pack(mlstack__rank *rk, mlstack__weight *w) {
         if (!want) continue;
         bytes = np * (j.pairs ? mlstack__p16_pair_bytes(w->n_in) : mlstack__p16_bytes(w->wtype, w->n_in));
         j.w = w;
-        j.dst = (unsigned char *)mlstack__rank_own(rk, bytes);
+        j.dst = (unsigned char *)mlstack__rank_own_at(rk, bytes, 1);
         if (!j.dst) return -1;
         rk->packed_bytes += bytes;
         mlstack__pool_run(rk->pool, mlstack__pack_task, &j, (int)((np + MLSTACK__P16_GROUP - 1) / MLSTACK__P16_GROUP));
