@@ -18472,7 +18472,7 @@ static MLSTACK__T_AVX2 void mlstack__mxfp4_tile_avx2(const mlstack__weight *w, i
    the tiles (+ bias at the end), so the same bits. The rows are still fetched two steps on: 64
    rows read 34 bytes at a time are more streams than the hardware prefetcher follows (without
    the fetch gpt-oss-20b's experts at one row took twice as long). The tile's 8 float stores per
-   input made B == 1 cost ~1.4x this (one 2880 x 2880 matrix in cache, one thread: 18.1 -> 11.1
+   input made B == 1 cost ~1.4x this (one 2880 x 2880 matrix in cache, one thread: 18.1 -> 13.1
    M instructions, ~1090 -> ~800 us CPU on a loaded Zen 4). */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
 mlstack__mxfp4_row_body_avx2(const mlstack__weight *w, const float *x, float *y, int o, int no, const int NG) {
