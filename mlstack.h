@@ -1800,9 +1800,10 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #endif
 /* COLD CODE (PARTS rule 8). Under GCC, when optimising for speed, the code that runs once per
    file, model, request or schema rather than once per token (the JSON, safetensors and GGUF
-   parsers, the regex compiler, tokenizer loading, the template interpreter, the GBNF, regex and
-   JSON Schema compilers, config.json parsing, weight mapping, saving and the GGUF writer, rank and
-   engine setup) is compiled at -O1 (#pragma GCC optimize between the marks
+   parsers, the regex compiler, tokenizer loading, the grammar vocabulary's trie, the template
+   interpreter, the GBNF, regex and JSON Schema compilers, tool-call parsing, config.json parsing,
+   weight mapping, a random model's setup, saving and the GGUF writer, rank, KV cache and engine
+   setup, the profiler's reports) is compiled at -O1 (#pragma GCC optimize between the marks
    "#if MLSTACK__COLD_O1"): at -O2 it was about half of the implementation's compile time, for no
    speed any benchmark sees. A function there is never inlined into one outside (GCC does not
    inline across optimize attributes), so a small helper the forward pass calls stays outside.
@@ -8412,9 +8413,6 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
     return mlstack__tok_build_pipeline(t, root, added, cfg, err);
 }
 
-#if MLSTACK__COLD_O1 /* end of cold code */
-#pragma GCC pop_options
-#endif
 /* ---- public API ---- */
 MLSTACK_API void mlstack_tokenizer_close(mlstack_tokenizer *t) {
     int i;
@@ -8476,6 +8474,9 @@ MLSTACK_API mlstack_result mlstack_tokenizer_load(const char *json, size_t len, 
     return MLSTACK_OK;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* JSON string literal of s into b. */
 MLSTACK__FN int mlstack__json_quote(mlstack__buf *b, const char *s, size_t n) {
     size_t i;
@@ -8496,6 +8497,10 @@ MLSTACK__FN int mlstack__json_quote(mlstack__buf *b, const char *s, size_t n) {
     return mlstack__buf_put(b, "\"", 1);
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* The older layout vocab.json + merges.txt: assembles the tokenizer.json that transformers'
    conversion would build for the tokenizer class named in tokenizer_config.json. */
 static mlstack_result mlstack__tok_from_vocab_merges(const char *dir, const char *cfg, size_t cfg_len,
@@ -8594,10 +8599,6 @@ done:
     return r;
 }
 
-#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
-#pragma GCC push_options
-#pragma GCC optimize("O1")
-#endif
 /* ---- tokenizers from GGUF metadata (tokenizer.ggml.*) ----
    llama.cpp keeps the vocabulary as parallel arrays: tokens (strings), token_type (1 normal,
    2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte), scores (SentencePiece) and merges
@@ -23602,6 +23603,10 @@ struct mlstack_vocab {
     int32_t n_np_trie;
 };
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 static int mlstack__vocab_cmp_ctx(const mlstack_vocab *v, int32_t a, int32_t b) {
     uint32_t la = v->len[a], lb = v->len[b], n = la < lb ? la : lb;
     int c = n ? memcmp(v->bytes + v->off[a], v->bytes + v->off[b], n) : 0;
@@ -23948,6 +23953,9 @@ MLSTACK_API mlstack_result mlstack_vocab_from_model(const mlstack_model *model, 
     return mlstack_vocab_from_tokenizer(mlstack_model_tokenizer(model), info.n_vocab, info.eos_ids, info.n_eos, out,
                                         err);
 }
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 
 MLSTACK_API int32_t mlstack_vocab_size(const mlstack_vocab *v) { return v ? v->n_vocab : 0; }
 
@@ -30928,6 +30936,10 @@ MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d
 MLSTACK_API const char *mlstack_grammar_gbnf(const mlstack_grammar *g) { return (void)g, NULL; }
 #endif /* MLSTACK_NO_GRAMMAR */
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* ---- tool calls: Hermes-style <tool_call>{"name": ..., "arguments": {...}}</tool_call> ---- */
 
 MLSTACK_API void mlstack_tool_calls_free(mlstack_tool_call *calls, int n) {
@@ -31022,6 +31034,9 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
     *n_calls = n;
     return MLSTACK_OK;
 }
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 
 /* ==== 19. MODEL ==== */ /* >>model */
 #undef MLSTACK__PART
@@ -38552,6 +38567,10 @@ static int mlstack__rand_gemma4(mlstack_model *m, mlstack__pool *pool, mlstack_d
     return ok;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, mlstack_dtype dtype, mlstack_dtype quant,
                                                      uint64_t seed, mlstack_model **out, mlstack_error *err) {
     mlstack_model *m;
@@ -38676,6 +38695,9 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
     *out = m;
     return MLSTACK_OK;
 }
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 
 /* ==== 20. KVCACHE ==== */ /* >>kvcache */
 #undef MLSTACK__PART
@@ -38922,6 +38944,10 @@ static int mlstack__kv_layout(mlstack__kv *kv, const mlstack__config *c) {
     return 0;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* The pool holds as many pages as `budget` gives pages of all c->n_kv_heads; the data is
    allocated for `kv_heads` of them in `n_layers` layers (one rank's share, >>ranks), so every
    rank has the same page ids. */
@@ -38979,6 +39005,9 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->n_free = kv->n_pages;
     return mlstack__state_alloc(kv, err);
 }
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 
 static void mlstack__radix_free_all(mlstack__kv *kv);
 
@@ -42181,6 +42210,10 @@ static int mlstack__split_bound(int n, int R, int i) {
     return (int)(b > n ? n : b);
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 static void mlstack__shard_of(const mlstack__config *c, int R, int r, mlstack__shard *sh) {
     int G = c->n_heads / c->n_kv_heads;
     if (R <= c->n_kv_heads) {
@@ -42299,6 +42332,9 @@ done:
     MLSTACK_FREE(from);
 }
 #undef MLSTACK__RB
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 
 /* w's rows [r0, r1) as a weight of its own (a view: the same bytes). */
 static void mlstack__weight_rows(mlstack__weight *dst, const mlstack__weight *w, int r0, int r1) {
@@ -42537,6 +42573,10 @@ static size_t mlstack__kv_width_max(const mlstack__config *c, size_t w) {
     return w;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* Activations of the rank's shapes. */
 static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk) {
     const mlstack__config *c = &e->model->cfg;
@@ -42603,10 +42643,6 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     return mlstack__mix_scratch(c, s, B, rk->pool->n_threads);
 }
 
-#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
-#pragma GCC push_options
-#pragma GCC optimize("O1")
-#endif
 /* Everything a local rank needs, built by the thread that will run it. */
 static void mlstack__rank_setup(mlstack_engine *e, mlstack__rank *rk) {
     mlstack_result r = MLSTACK_OK;
@@ -42856,6 +42892,10 @@ static uint64_t mlstack__fingerprint(const mlstack_engine *e) {
     return h;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* Under a transport: every rank sends (fingerprint, rank count, its setup result); all check. */
 static mlstack_result mlstack__ranks_agree(mlstack_engine *e, mlstack_error *err) {
     mlstack__comm *c = e->comm;
@@ -42893,6 +42933,9 @@ static mlstack_result mlstack__ranks_agree(mlstack_engine *e, mlstack_error *err
     MLSTACK_FREE(all);
     return r;
 }
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 
 /* A stage's communicator (thread ranks: its own barrier; a transport: set after the split). */
 static mlstack__comm *mlstack__comm_new(mlstack__comm *world, int size, int sync) {
@@ -45238,6 +45281,10 @@ static void mlstack__prof_free(struct mlstack_engine *e) {
     e->prof = NULL;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 MLSTACK_API mlstack_result mlstack_engine_profile_start(mlstack_engine *e, const mlstack_profile_schedule *schedule) {
     struct mlstack__prof *pr;
     mlstack_profile_schedule s;
@@ -45518,6 +45565,9 @@ MLSTACK_API mlstack_result mlstack_engine_profile_write_trace(const mlstack_engi
                                     path);
     return MLSTACK_OK;
 }
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 
 MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
     const mlstack__config *c;
