@@ -1800,9 +1800,10 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
 #endif
 /* COLD CODE (PARTS rule 8). Under GCC, when optimising for speed, the code that runs once per
    file, model, request or schema rather than once per token (the JSON, safetensors and GGUF
-   parsers, the regex compiler, tokenizer loading, the template interpreter, the GBNF, regex and
-   JSON Schema compilers, config.json parsing, weight mapping, saving and the GGUF writer, rank and
-   engine setup) is compiled at -O1 (#pragma GCC optimize between the marks
+   parsers, the regex compiler, tokenizer loading, the grammar vocabulary's trie, the template
+   interpreter, the GBNF, regex and JSON Schema compilers, tool-call parsing, config.json parsing,
+   weight mapping, a random model's setup, saving and the GGUF writer, rank, KV cache and engine
+   setup, the profiler's reports) is compiled at -O1 (#pragma GCC optimize between the marks
    "#if MLSTACK__COLD_O1"): at -O2 it was about half of the implementation's compile time, for no
    speed any benchmark sees. A function there is never inlined into one outside (GCC does not
    inline across optimize attributes), so a small helper the forward pass calls stays outside.
@@ -8414,9 +8415,6 @@ static mlstack_result mlstack__tok_build(mlstack_tokenizer *t, const mlstack__js
     return mlstack__tok_build_pipeline(t, root, added, cfg, err);
 }
 
-#if MLSTACK__COLD_O1 /* end of cold code */
-#pragma GCC pop_options
-#endif
 /* ---- public API ---- */
 MLSTACK_API void mlstack_tokenizer_close(mlstack_tokenizer *t) {
     int i;
@@ -8478,6 +8476,9 @@ MLSTACK_API mlstack_result mlstack_tokenizer_load(const char *json, size_t len, 
     return MLSTACK_OK;
 }
 
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 /* JSON string literal of s into b. */
 MLSTACK__FN int mlstack__json_quote(mlstack__buf *b, const char *s, size_t n) {
     size_t i;
@@ -8498,6 +8499,10 @@ MLSTACK__FN int mlstack__json_quote(mlstack__buf *b, const char *s, size_t n) {
     return mlstack__buf_put(b, "\"", 1);
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* The older layout vocab.json + merges.txt: assembles the tokenizer.json that transformers'
    conversion would build for the tokenizer class named in tokenizer_config.json. */
 static mlstack_result mlstack__tok_from_vocab_merges(const char *dir, const char *cfg, size_t cfg_len,
@@ -8596,10 +8601,6 @@ done:
     return r;
 }
 
-#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
-#pragma GCC push_options
-#pragma GCC optimize("O1")
-#endif
 /* ---- tokenizers from GGUF metadata (tokenizer.ggml.*) ----
    llama.cpp keeps the vocabulary as parallel arrays: tokens (strings), token_type (1 normal,
    2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte), scores (SentencePiece) and merges
@@ -18400,36 +18401,33 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__kq_decode_avx2(int wtype, const unsign
    tile by scalar stores, 4 activation rows' chains at once), gpt-oss-20b's 4-layer shape at pp64
    spent 6.9 s of 7.5 in its experts' matmuls (one thread, 7 GFLOP/s). */
 #define MLSTACK__MXFP4_KC 64
-static MLSTACK__T_AVX2 void mlstack__mxfp4_tile_avx2(const mlstack__weight *w, int o, int no, int k0, int kn, int vt,
-                                                     float *t) {
+/* A step's rows transposed (above): tb[g][j] + 32 m + 8 h holds rows 8 g .. 8 g + 7's codes (as
+   the value doubled, int8) of input 32 j + 2 m + (h & 1) + 16 (h >> 1), dw[g][j] their dw. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
+mlstack__mxfp4_tb_avx2(const mlstack__weight *w, int o, int no, int k0, int kn, int vt,
+                       unsigned char (*tb)[MLSTACK__MXFP4_KC / 32][256], float (*dws)[MLSTACK__MXFP4_KC / 32][8],
+                       const int PF) {
     const __m128i tab = _mm_loadu_si128((const __m128i *)(const void *)mlstack__mxfp4_values), m4 = _mm_set1_epi8(0x0F);
-    size_t lds = (size_t)vt * 8; /* floats per input */
     int r0, j, r, nj = kn / 32;
-    /* all the step's bytes transposed first, then widened: a load of 8 bytes just after the
-       32-byte store that holds them is not forwarded (it waits for the store to retire) */
-    unsigned char tb[8][MLSTACK__MXFP4_KC / 32][256];
-    __m256 d[8][MLSTACK__MXFP4_KC / 32];
     for (r0 = 0; r0 < vt * 8; r0 += 8)
         for (j = 0; j < nj; j++) {
             __m256i q[8], a[8], c;
-            float dw[8];
             MLSTACK__UNROLL for (r = 0; r < 8; r++) {
                 if (r0 + r < no) {
                     const unsigned char *blk = (const unsigned char *)w->data + (size_t)(o + r0 + r) * w->row_bytes +
                                                (size_t)(k0 / 32 + j) * 17;
                     __m128i qs = _mm_loadu_si128((const __m128i *)(const void *)(blk + 1));
-                    if (j == 0 && k0 + 2 * MLSTACK__MXFP4_KC < w->n_in) { /* the rows two steps on */
+                    if (PF && j == 0 && k0 + 2 * MLSTACK__MXFP4_KC < w->n_in) { /* the rows two steps on */
                         MLSTACK__PREFETCH(blk + 2 * 17 * MLSTACK__MXFP4_KC / 32);
                         MLSTACK__PREFETCH(blk + 2 * 17 * MLSTACK__MXFP4_KC / 32 + 17 * MLSTACK__MXFP4_KC / 32 - 1);
                     }
                     q[r] = _mm256_set_m128i(_mm_shuffle_epi8(tab, _mm_and_si128(_mm_srli_epi16(qs, 4), m4)),
                                             _mm_shuffle_epi8(tab, _mm_and_si128(qs, m4)));
-                    dw[r] = mlstack__e8m0_half(blk[0]);
+                    dws[r0 / 8][j][r] = mlstack__e8m0_half(blk[0]);
                 } else {
-                    q[r] = _mm256_setzero_si256(), dw[r] = 0.0f;
+                    q[r] = _mm256_setzero_si256(), dws[r0 / 8][j][r] = 0.0f;
                 }
             }
-            d[r0 / 8][j] = _mm256_setr_ps(dw[0], dw[1], dw[2], dw[3], dw[4], dw[5], dw[6], dw[7]);
             /* row r's input k at byte k of q[r] (lane 1: k >= 16); after the unpacks the m-th
                32 bytes hold rows 0-7 of inputs 2m and 2m + 1 in lane 0's halves, of 16 + those
                in lane 1's */
@@ -18448,10 +18446,20 @@ static MLSTACK__T_AVX2 void mlstack__mxfp4_tile_avx2(const mlstack__weight *w, i
                 _mm256_storeu_si256((__m256i *)(void *)(tb[r0 / 8][j] + 64 * r + 32), c);
             }
         }
+}
+static MLSTACK__T_AVX2 void mlstack__mxfp4_tile_avx2(const mlstack__weight *w, int o, int no, int k0, int kn, int vt,
+                                                     float *t) {
+    size_t lds = (size_t)vt * 8; /* floats per input */
+    int r0, j, nj = kn / 32;
+    /* all the step's bytes transposed first, then widened: a load of 8 bytes just after the
+       32-byte store that holds them is not forwarded (it waits for the store to retire) */
+    unsigned char tb[8][MLSTACK__MXFP4_KC / 32][256];
+    float dws[8][MLSTACK__MXFP4_KC / 32][8];
+    mlstack__mxfp4_tb_avx2(w, o, no, k0, kn, vt, tb, dws, 1);
     for (r0 = 0; r0 < vt * 8; r0 += 8)
         for (j = 0; j < nj; j++) {
             float *tk = t + (size_t)(32 * j) * lds + r0;
-            __m256 dv = d[r0 / 8][j];
+            __m256 dv = _mm256_loadu_ps(dws[r0 / 8][j]);
             int m, h;
             MLSTACK__UNROLL for (m = 0; m < 8; m++) /* 32 bytes m: inputs 2m, 2m + 1, 16 + 2m, 17 + 2m */
                 MLSTACK__UNROLL for (h = 0; h < 4; h++) {
@@ -18460,6 +18468,54 @@ static MLSTACK__T_AVX2 void mlstack__mxfp4_tile_avx2(const mlstack__weight *w, i
                 _mm256_storeu_ps(tk + (size_t)(2 * m + (h & 1) + 16 * (h >> 1)) * lds, _mm256_mul_ps(v, dv));
             }
         }
+}
+/* One activation row (B == 1): no float tile. The step's codes are transposed as above (4 KB of
+   int8, in L1) and each weight is widened, converted, times dw (exact) and FMAed into the task's
+   8 chains, which stay in registers over the whole row: the same products in the same order as
+   the tiles (+ bias at the end), so the same bits. The rows are still fetched two steps on: 64
+   rows read 34 bytes at a time are more streams than the hardware prefetcher follows (without
+   the fetch gpt-oss-20b's experts at one row took twice as long). The tile's 8 float stores per
+   input made B == 1 cost ~1.4x this (one 2880 x 2880 matrix in cache, one thread: 18.1 -> 13.1
+   M instructions, ~1090 -> ~800 us CPU on a loaded Zen 4). */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
+mlstack__mxfp4_row_body_avx2(const mlstack__weight *w, const float *x, float *y, int o, int no, const int NG) {
+    unsigned char tb[8][MLSTACK__MXFP4_KC / 32][256];
+    float dws[8][MLSTACK__MXFP4_KC / 32][8];
+    __m256 acc[8];
+    int n = w->n_in, vt = NG ? NG : 2 * ((no + 15) / 16), k0, j, i, m, l, g;
+    MLSTACK__UNROLL for (g = 0; g < 8; g++) acc[g] = _mm256_setzero_ps();
+    for (k0 = 0; k0 < n; k0 += MLSTACK__MXFP4_KC) {
+        int kn = n - k0 < MLSTACK__MXFP4_KC ? n - k0 : MLSTACK__MXFP4_KC;
+        mlstack__mxfp4_tb_avx2(w, o, no, k0, kn, vt, tb, dws, 1);
+        for (j = 0; j < kn / 32; j++) {
+            __m256 dv[8];
+            MLSTACK__UNROLL for (g = 0; g < 8; g++) dv[g] = _mm256_loadu_ps(dws[g][j]);
+            for (i = 0; i < 2; i++) /* in input order: 16 i + 2 m + l at byte 32 m + 8 l + 16 i (above) */
+                MLSTACK__UNROLL for (m = 0; m < 8; m++) MLSTACK__UNROLL for (l = 0; l < 2; l++) {
+                    __m256 xv = _mm256_broadcast_ss(x + k0 + 32 * j + 16 * i + 2 * m + l);
+                    MLSTACK__UNROLL for (g = 0; g < 8; g++) if (g < vt) {
+                        const unsigned char *q = tb[g][j] + 32 * m + 8 * l + 16 * i;
+                        __m256 v =
+                            _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)q)));
+                        acc[g] = _mm256_fmadd_ps(_mm256_mul_ps(v, dv[g]), xv, acc[g]);
+                    }
+                }
+        }
+    }
+    MLSTACK__UNROLL for (g = 0; g < 8; g++) if (g < vt) {
+        __m256 s = acc[g];
+        if (w->bias) s = _mm256_add_ps(s, mlstack__ld8_part_avx2(w->bias + o + 8 * g, no - 8 * g));
+        mlstack__st8_part_avx2(y + o + 8 * g, no - 8 * g, s);
+    }
+}
+/* the common whole group of 64 outputs compiled apart (no test of the vectors in the loop) */
+static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__mxfp4_row64_avx2(const mlstack__weight *w, const float *x,
+                                                                        float *y, int o) {
+    mlstack__mxfp4_row_body_avx2(w, x, y, o, 64, 8);
+}
+static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__mxfp4_row_avx2(const mlstack__weight *w, const float *x,
+                                                                      float *y, int o, int no) {
+    mlstack__mxfp4_row_body_avx2(w, x, y, o, no, 0);
 }
 #define MLSTACK__MXFP4_AVX2_FN(RB_, NV_)                                                                            \
     static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__mxfp4_avx2_##RB_##_##NV_(                                \
@@ -18483,6 +18539,12 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__mm_mxfp4_avx2(const mlstack__weight *w
     for (o = o0; o < o1; o += 64) {
         int no = o1 - o < 64 ? o1 - o : 64, vt = 2 * ((no + 15) / 16);
         size_t lds = (size_t)vt * 32; /* bytes per input */
+        if (B == 1) {
+            if (no == 64) mlstack__mxfp4_row64_avx2(w, x, y, o);
+            else
+                mlstack__mxfp4_row_avx2(w, x, y, o, no);
+            continue;
+        }
         for (k0 = 0; k0 < n; k0 += MLSTACK__MXFP4_KC) {
             int kn = n - k0 < MLSTACK__MXFP4_KC ? n - k0 : MLSTACK__MXFP4_KC, resume = k0 > 0;
             const float *bias = k0 + kn == n && w->bias ? w->bias + o : NULL;
@@ -23543,6 +23605,10 @@ struct mlstack_vocab {
     int32_t n_np_trie;
 };
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 static int mlstack__vocab_cmp_ctx(const mlstack_vocab *v, int32_t a, int32_t b) {
     uint32_t la = v->len[a], lb = v->len[b], n = la < lb ? la : lb;
     int c = n ? memcmp(v->bytes + v->off[a], v->bytes + v->off[b], n) : 0;
@@ -23889,6 +23955,9 @@ MLSTACK_API mlstack_result mlstack_vocab_from_model(const mlstack_model *model, 
     return mlstack_vocab_from_tokenizer(mlstack_model_tokenizer(model), info.n_vocab, info.eos_ids, info.n_eos, out,
                                         err);
 }
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 
 MLSTACK_API int32_t mlstack_vocab_size(const mlstack_vocab *v) { return v ? v->n_vocab : 0; }
 
@@ -30869,6 +30938,10 @@ MLSTACK_API mlstack_result mlstack_grammar_compile(const mlstack_grammar_desc *d
 MLSTACK_API const char *mlstack_grammar_gbnf(const mlstack_grammar *g) { return (void)g, NULL; }
 #endif /* MLSTACK_NO_GRAMMAR */
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* ---- tool calls: Hermes-style <tool_call>{"name": ..., "arguments": {...}}</tool_call> ---- */
 
 MLSTACK_API void mlstack_tool_calls_free(mlstack_tool_call *calls, int n) {
@@ -30963,6 +31036,9 @@ MLSTACK_API mlstack_result mlstack_tool_calls_parse(const char *text, size_t len
     *n_calls = n;
     return MLSTACK_OK;
 }
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 
 /* ==== 19. MODEL ==== */ /* >>model */
 #undef MLSTACK__PART
@@ -38506,6 +38582,10 @@ static int mlstack__rand_gemma4(mlstack_model *m, mlstack__pool *pool, mlstack_d
     return ok;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, mlstack_dtype dtype, mlstack_dtype quant,
                                                      uint64_t seed, mlstack_model **out, mlstack_error *err) {
     mlstack_model *m;
@@ -38630,6 +38710,9 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
     *out = m;
     return MLSTACK_OK;
 }
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 
 /* ==== 20. KVCACHE ==== */ /* >>kvcache */
 #undef MLSTACK__PART
@@ -38876,6 +38959,10 @@ static int mlstack__kv_layout(mlstack__kv *kv, const mlstack__config *c) {
     return 0;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* The pool holds as many pages as `budget` gives pages of all c->n_kv_heads; the data is
    allocated for `kv_heads` of them in `n_layers` layers (one rank's share, >>ranks), so every
    rank has the same page ids. */
@@ -38933,6 +39020,9 @@ static mlstack_result mlstack__kv_init(mlstack__kv *kv, const mlstack__config *c
     kv->n_free = kv->n_pages;
     return mlstack__state_alloc(kv, err);
 }
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 
 static void mlstack__radix_free_all(mlstack__kv *kv);
 
@@ -42135,6 +42225,10 @@ static int mlstack__split_bound(int n, int R, int i) {
     return (int)(b > n ? n : b);
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 static void mlstack__shard_of(const mlstack__config *c, int R, int r, mlstack__shard *sh) {
     int G = c->n_heads / c->n_kv_heads;
     if (R <= c->n_kv_heads) {
@@ -42253,6 +42347,9 @@ done:
     MLSTACK_FREE(from);
 }
 #undef MLSTACK__RB
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 
 /* w's rows [r0, r1) as a weight of its own (a view: the same bytes). */
 static void mlstack__weight_rows(mlstack__weight *dst, const mlstack__weight *w, int r0, int r1) {
@@ -42492,6 +42589,10 @@ static size_t mlstack__kv_width_max(const mlstack__config *c, size_t w) {
     return w;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* Activations of the rank's shapes. */
 static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk) {
     const mlstack__config *c = &e->model->cfg;
@@ -42558,10 +42659,6 @@ static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk
     return mlstack__mix_scratch(c, s, B, rk->pool->n_threads);
 }
 
-#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
-#pragma GCC push_options
-#pragma GCC optimize("O1")
-#endif
 /* Everything a local rank needs, built by the thread that will run it. */
 static void mlstack__rank_setup(mlstack_engine *e, mlstack__rank *rk) {
     mlstack_result r = MLSTACK_OK;
@@ -42811,6 +42908,10 @@ static uint64_t mlstack__fingerprint(const mlstack_engine *e) {
     return h;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 /* Under a transport: every rank sends (fingerprint, rank count, its setup result); all check. */
 static mlstack_result mlstack__ranks_agree(mlstack_engine *e, mlstack_error *err) {
     mlstack__comm *c = e->comm;
@@ -42848,6 +42949,9 @@ static mlstack_result mlstack__ranks_agree(mlstack_engine *e, mlstack_error *err
     MLSTACK_FREE(all);
     return r;
 }
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 
 /* A stage's communicator (thread ranks: its own barrier; a transport: set after the split). */
 static mlstack__comm *mlstack__comm_new(mlstack__comm *world, int size, int sync) {
@@ -45193,6 +45297,10 @@ static void mlstack__prof_free(struct mlstack_engine *e) {
     e->prof = NULL;
 }
 
+#if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
+#pragma GCC push_options
+#pragma GCC optimize("O1")
+#endif
 MLSTACK_API mlstack_result mlstack_engine_profile_start(mlstack_engine *e, const mlstack_profile_schedule *schedule) {
     struct mlstack__prof *pr;
     mlstack_profile_schedule s;
@@ -45473,6 +45581,9 @@ MLSTACK_API mlstack_result mlstack_engine_profile_write_trace(const mlstack_engi
                                     path);
     return MLSTACK_OK;
 }
+#if MLSTACK__COLD_O1 /* end of cold code */
+#pragma GCC pop_options
+#endif
 
 MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
     const mlstack__config *c;
