@@ -1852,8 +1852,8 @@ static void *mlstack__calloc(size_t n, size_t size) {
     return p;
 }
 
-/* 64-byte aligned allocation for SIMD buffers (stores the offset before the block). */
-/* size bytes at a multiple of align (a power of two, at least 64), freed by mlstack__aligned_free */
+/* size bytes at a multiple of align (a power of two, at least 64; the raw pointer is stored just
+   before the block), freed by mlstack__aligned_free */
 static void *mlstack__aligned_alloc_at(size_t size, size_t align) {
     unsigned char *raw, *p;
     if (size > SIZE_MAX - align - sizeof(void *)) return NULL;
@@ -2404,7 +2404,7 @@ MLSTACK__FN void mlstack__mem_release(void *p, size_t n) {
 }
 
 /* Asks for transparent huge pages on the whole 2 MiB pages of [p, p + n), memory of our own that
-   is read in many scattered places (the KV pool): one TLB entry then covers 512 small pages.
+   is read in many places or streamed (the KV pool, the P16 panels): one TLB entry then covers 512 small pages.
    Only a hint: contents and results are the same with it or without it, and where the call or
    the flag is missing it does nothing. */
 MLSTACK__FN void mlstack__mem_hugepages(void *p, size_t n) {
@@ -33209,19 +33209,23 @@ static void *mlstack__stream_alloc(size_t bytes) {
     return p;
 }
 
-/* bytes of the model's own (freed with it); stream: by mlstack__stream_alloc */
-static void *mlstack__model_own_at(mlstack_model *m, size_t bytes, int stream) {
+/* bytes appended to an owner's list *owned (*n of *cap; freed with the owner: the model, a rank);
+   stream: by mlstack__stream_alloc, else 64-byte aligned */
+static void *mlstack__own_alloc(void ***owned, int *n, int *cap, size_t bytes, int stream) {
     void *p;
-    if (m->n_owned == m->cap_owned) {
-        int cap = m->cap_owned ? m->cap_owned * 2 : 64;
-        void **o = (void **)MLSTACK_REALLOC(m->owned, sizeof(void *) * (size_t)cap);
+    if (*n == *cap) {
+        int c = *cap ? *cap * 2 : 64;
+        void **o = (void **)MLSTACK_REALLOC(*owned, sizeof(void *) * (size_t)c);
         if (!o) return NULL;
-        m->owned = o;
-        m->cap_owned = cap;
+        *owned = o;
+        *cap = c;
     }
     p = stream ? mlstack__stream_alloc(bytes) : mlstack__aligned_alloc(bytes ? bytes : 1);
-    if (p) m->owned[m->n_owned++] = p;
+    if (p) (*owned)[(*n)++] = p;
     return p;
+}
+static void *mlstack__model_own_at(mlstack_model *m, size_t bytes, int stream) {
+    return mlstack__own_alloc(&m->owned, &m->n_owned, &m->cap_owned, bytes, stream);
 }
 static void *mlstack__model_own(mlstack_model *m, size_t bytes) { return mlstack__model_own_at(m, bytes, 0); }
 
@@ -42400,17 +42404,7 @@ static int mlstack__rank_materialize(mlstack__rank *rk, mlstack__weight *w, int 
 }
 
 static void *mlstack__rank_own_at(mlstack__rank *rk, size_t bytes, int stream) {
-    void *p;
-    if (rk->n_owned == rk->cap_owned) {
-        int cap = rk->cap_owned ? rk->cap_owned * 2 : 64;
-        void **o = (void **)MLSTACK_REALLOC(rk->owned, sizeof(void *) * (size_t)cap);
-        if (!o) return NULL;
-        rk->owned = o;
-        rk->cap_owned = cap;
-    }
-    p = stream ? mlstack__stream_alloc(bytes) : mlstack__aligned_alloc(bytes ? bytes : 1);
-    if (p) rk->owned[rk->n_owned++] = p;
-    return p;
+    return mlstack__own_alloc(&rk->owned, &rk->n_owned, &rk->cap_owned, bytes, stream);
 }
 static void *mlstack__rank_own(mlstack__rank *rk, size_t bytes) { return mlstack__rank_own_at(rk, bytes, 0); }
 
