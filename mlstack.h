@@ -439,13 +439,17 @@ typedef struct mlstack_model_desc {
     const char *quant_mix; /* NULL, or a llama.cpp file type to quantize to at load, by llama-quantize's
                               name: "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K_S",
                               "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K", "IQ4_NL",
-                              "TQ1_0", "TQ2_0"
+                              "IQ4_XS", "TQ1_0", "TQ2_0"
                               ("Q3_K" / "Q4_K" / "Q5_K": the _M mixes, as llama-quantize reads them); its
                               per-tensor types and llama.cpp's reference quantizers (>>model, >>quant);
                               overrides quant. mlstack_model_save_gguf then writes the file llama.cpp reads */
     mlstack_dtype head_quant; /* with quant: the LM head's format, 0: quant's, or MLSTACK_DTYPE_Q8_0 / _Q4_1
                                  (e.g. Q4_1 projections with a Q8_0 head, as llama.cpp's mixes do) */
     int keep_head;            /* non-zero, with quant: the LM head stays as stored (head_quant ignored) */
+    const char *imatrix;      /* NULL, or with quant_mix: an importance matrix file as llama-imatrix writes it
+                                 (GGUF, or the legacy .dat), used as llama-quantize --imatrix uses it: its
+                                 per-column weights steer the quantizers, and the mixes' few rules that depend
+                                 on one apply (>>model, >>quant) */
 } mlstack_model_desc;
 
 #define MLSTACK_MAX_EOS 8
@@ -22481,10 +22485,10 @@ static float mlstack__kq_fit_min(int n, int nmax, const float *x, const float *w
     *neg_min = -mn;
     return scale;
 }
-/* A symmetric scale for n values (levels -nmax .. nmax - 1 in L, stored + nmax), weights x^2:
-   the inverse scale -nmax / (the value of largest magnitude), then 18 trials -(nmax + 0.1 is) /
-   that value, keeping the least-squares scale that explains the most. */
-static float mlstack__kq_fit_sym(int n, int nmax, const float *x, int8_t *L) {
+/* A symmetric scale for n values (levels -nmax .. nmax - 1 in L, stored + nmax), weights qw
+   (NULL: x^2): the inverse scale -nmax / (the value of largest magnitude), then 18 trials
+   -(nmax + 0.1 is) / that value, keeping the least-squares scale that explains the most. */
+static float mlstack__kq_fit_sym(int n, int nmax, const float *x, int8_t *L, const float *qw) {
     float mx = 0, amax = 0, iscale, sumlx = 0, suml2 = 0, scale, best;
     int i, is;
     for (i = 0; i < n; i++)
@@ -22496,7 +22500,7 @@ static float mlstack__kq_fit_sym(int n, int nmax, const float *x, int8_t *L) {
     iscale = -(float)nmax / mx;
     for (i = 0; i < n; i++) {
         int l = mlstack__kq_nearest(iscale * x[i]);
-        float w = x[i] * x[i];
+        float w = qw ? qw[i] : x[i] * x[i];
         l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
         L[i] = (int8_t)(l + nmax);
         sumlx += w * x[i] * (float)l;
@@ -22510,7 +22514,7 @@ static float mlstack__kq_fit_sym(int n, int nmax, const float *x, int8_t *L) {
         sumlx = suml2 = 0;
         for (i = 0; i < n; i++) {
             int l = mlstack__kq_nearest(iscale * x[i]);
-            float w = x[i] * x[i];
+            float w = qw ? qw[i] : x[i] * x[i];
             l = l < -nmax ? -nmax : l > nmax - 1 ? nmax - 1 : l;
             sumlx += w * x[i] * (float)l;
             suml2 += w * (float)l * (float)l;
@@ -22586,8 +22590,9 @@ static void mlstack__kq_put16(unsigned char *p, float f) {
     uint16_t h = mlstack__f32_to_f16(f);
     p[0] = (unsigned char)(h & 0xFF), p[1] = (unsigned char)(h >> 8);
 }
-/* One row of n values (a multiple of the block) into native format wtype. */
-static void mlstack__kq_quantize_row(int wtype, const float *x, unsigned char *y, int n) {
+/* One row of n values (a multiple of the block) into native format wtype (Q6_K with importance
+   weights qw, n of them, or NULL). */
+static void mlstack__kq_quantize_row(int wtype, const float *x, unsigned char *y, int n, const float *qw) {
     int i, j, l, nb = n / mlstack__wtype_block(wtype);
     if (wtype == MLSTACK__W_Q5_0 || wtype == MLSTACK__W_Q5_1) {
         int one = wtype == MLSTACK__W_Q5_1, o = one ? 4 : 2;
@@ -22630,7 +22635,7 @@ static void mlstack__kq_quantize_row(int wtype, const float *x, unsigned char *y
             float sc[16], mxs = 0, amaxs = 0, iscale, d;
             unsigned char *ql = y, *qh = y + 128;
             for (j = 0; j < 16; j++) {
-                sc[j] = mlstack__kq_fit_sym(16, 32, x + 16 * j, L + 16 * j);
+                sc[j] = mlstack__kq_fit_sym(16, 32, x + 16 * j, L + 16 * j, qw ? qw + 256 * i + 16 * j : NULL);
                 if (fabsf(sc[j]) > amaxs) amaxs = fabsf(sc[j]), mxs = sc[j];
             }
             memset(y, 0, 210);
@@ -22805,9 +22810,9 @@ static void mlstack__q3k_block(const float *x, unsigned char *y) {
             qs[j / 4 + l] = (unsigned char)(L[j + l] | L[j + l + 32] << 2 | L[j + l + 64] << 4 | L[j + l + 96] << 6);
 }
 
-/* The IQ4_NL search for one 32-value block (weights x^2; the comment below): its least-squares
-   scale, 0 for a block below 1e-15. */
-static float mlstack__iq4_block_scale(const float *x) {
+/* The IQ4_NL search for one 32-value block (weights wt, NULL: x^2; the comment below): its
+   least-squares scale, 0 for a block below 1e-15. */
+static float mlstack__iq4_block_scale(const float *x, const float *wt) {
     float amax = 0, mx = 0, sumqx = 0, sumq2 = 0, d, id, best;
     int j, t;
     for (j = 0; j < 32; j++)
@@ -22815,7 +22820,7 @@ static float mlstack__iq4_block_scale(const float *x) {
     if (amax < 1e-15f) return 0.0f;
     id = 1 / (mx / 127.0f);
     for (j = 0; j < 32; j++) {
-        float q = (float)mlstack__iq4nl_values[mlstack__iq4nl_nearest(id * x[j])], w = x[j] * x[j];
+        float q = (float)mlstack__iq4nl_values[mlstack__iq4nl_nearest(id * x[j])], w = wt ? wt[j] : x[j] * x[j];
         sumqx += w * q * x[j];
         sumq2 += w * q * q;
     }
@@ -22825,7 +22830,7 @@ static float mlstack__iq4_block_scale(const float *x) {
         id = (float)(t - 127) / mx;
         sumqx = sumq2 = 0;
         for (j = 0; j < 32; j++) {
-            float q = (float)mlstack__iq4nl_values[mlstack__iq4nl_nearest(id * x[j])], w = x[j] * x[j];
+            float q = (float)mlstack__iq4nl_values[mlstack__iq4nl_nearest(id * x[j])], w = wt ? wt[j] : x[j] * x[j];
             sumqx += w * q * x[j];
             sumq2 += w * q * q;
         }
@@ -22836,14 +22841,18 @@ static float mlstack__iq4_block_scale(const float *x) {
 /* One IQ4_XS block of 256 values (layout in >>ggmlquant): each 32-block's IQ4_NL scale, the
    super-block's d = (the scale of largest magnitude) / -32, each scale rounded to d * l with
    l in -32 .. 31 (ties to even), and the levels re-chosen at d * l: llama.cpp's
-   quantize_iq4_xs without an importance matrix. */
-static void mlstack__iq4xs_block(const float *x, unsigned char *y) {
-    float sc[8], mxs = 0, amxs = 0, d, id;
+   quantize_iq4_xs (with importance weights qw, 256 of them: each value's weight
+   qw sqrt(2 mean(x^2) + x^2), the block's mean; NULL: x^2). */
+static void mlstack__iq4xs_block(const float *x, unsigned char *y, const float *qw) {
+    float sc[8], wt[32], mxs = 0, amxs = 0, d, id, sigma2 = 0;
     unsigned sh = 0;
     int ib, j;
     memset(y, 0, 136);
+    for (j = 0; qw && j < 256; j++) sigma2 += x[j] * x[j];
+    sigma2 *= 2.0f / 256;
     for (ib = 0; ib < 8; ib++) {
-        sc[ib] = mlstack__iq4_block_scale(x + 32 * ib);
+        for (j = 0; qw && j < 32; j++) wt[j] = qw[32 * ib + j] * sqrtf(sigma2 + x[32 * ib + j] * x[32 * ib + j]);
+        sc[ib] = mlstack__iq4_block_scale(x + 32 * ib, qw ? wt : NULL);
         if (fabsf(sc[ib]) > amxs) amxs = fabsf(sc[ib]), mxs = sc[ib];
     }
     d = -mxs / 32;
@@ -22997,21 +23006,297 @@ MLSTACK__FN void mlstack__ggml_quantize_row(uint32_t type, const float *x, void 
         for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += 110) mlstack__q3k_block(x, y);
         return;
     case MLSTACK__GGML_IQ4_XS:
-        for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += 136) mlstack__iq4xs_block(x, y);
+        for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += 136) mlstack__iq4xs_block(x, y, NULL);
         return;
     case MLSTACK__GGML_TQ1_0:
     case MLSTACK__GGML_TQ2_0:
         for (i = 0, nb = n / 256; i < nb; i++, x += 256, y += type == MLSTACK__GGML_TQ1_0 ? 54 : 66)
             mlstack__tq_block(type, x, y);
         return;
-    default: mlstack__kq_quantize_row(16 + (int)type, x, y, n); return;
+    default: mlstack__kq_quantize_row(16 + (int)type, x, y, n, NULL); return;
+    }
+}
+
+/* With an importance matrix (llama-quantize --imatrix; mlstack_model_desc.imatrix): each
+   column's mean squared activation qw weighs that column's rounding error, as llama.cpp's
+   quantize_*_impl do. The searches are the ones above with other weights and other trials:
+     Q4_0, Q5_0    per 32-block mlstack__kq_fit_sym (8 / 16 levels each side) with weights
+                   qw sqrt(s2 + x^2), s2 = the row's mean x^2; the scale stored as found (the
+                   values are not re-rounded against the f16 scale)
+     Q4_1, Q5_1    per 32-block mlstack__kq_fit_min, those weights, 37 trials -0.9 + 0.05 is
+     Q2_K          per 16-group mlstack__kq_fit_min (s2 = the block's mean x^2, squared error,
+                   37 trials), the 16 scales and the 16 mins each by mlstack__kq_fit_pos (levels
+                   0 .. 15, weighted by the group's summed weights), values re-rounded
+     Q3_K          per 16-group mlstack__kq_fit_sym (4 levels, s2 = twice the mean), the scales
+                   by mlstack__kq_fit_sym (32 levels, the groups' summed weights), re-rounded
+     Q4_K, Q5_K    per 32-group mlstack__kq_fit_min (s2 = twice the mean, 37 trials), scales and
+                   mins by mlstack__kq_fit_pos (levels 0 .. 63), re-rounded
+     Q6_K          per 16-group mlstack__kq_fit_sym weighted by qw itself
+     IQ4_NL/IQ4_XS the same searches weighted by qw sqrt(s2 + x^2), s2 = twice the mean of the
+                   32 (IQ4_NL) or 256 (IQ4_XS) values
+     Q8_0, TQ1_0, TQ2_0  as without. */
+
+/* llama.cpp's make_qp_quants: a scale for n non-negative values (levels 0 .. nmax in L) with
+   weights qw: the rounding at nmax / max, the best of 8 trials (nmax + 0.1 is) / max by
+   weighted squared error, then up to 5 sweeps moving one level at a time to its least-squares
+   level when that explains more; returned: the least-squares scale. */
+static float mlstack__kq_fit_pos(int n, int nmax, const float *x, uint8_t *L, const float *qw) {
+    float mx = 0, iscale, scale, best = 0, sumlx = 0, suml2 = 0;
+    int i, is, t;
+    for (i = 0; i < n; i++) mx = mx > x[i] ? mx : x[i];
+    if (mx < 1e-15f) {
+        memset(L, 0, (size_t)n);
+        return 0.0f;
+    }
+    iscale = (float)nmax / mx;
+    for (i = 0; i < n; i++) L[i] = (uint8_t)mlstack__kq_nearest(iscale * x[i]);
+    scale = 1 / iscale;
+    for (i = 0; i < n; i++) {
+        float diff = x[i] - scale * (float)L[i];
+        best += qw[i] * diff * diff;
+    }
+    for (is = -4; is <= 4; is++) {
+        float iscale_is, scale_is, mse = 0;
+        if (is == 0) continue;
+        iscale_is = (0.1f * (float)is + (float)nmax) / mx;
+        scale_is = 1 / iscale_is;
+        for (i = 0; i < n; i++) {
+            int l = mlstack__kq_nearest(iscale_is * x[i]);
+            float diff;
+            l = l < nmax ? l : nmax;
+            diff = x[i] - scale_is * (float)l;
+            mse += qw[i] * diff * diff;
+        }
+        if (mse < best) best = mse, iscale = iscale_is;
+    }
+    for (i = 0; i < n; i++) {
+        int l = mlstack__kq_nearest(iscale * x[i]);
+        l = l < nmax ? l : nmax;
+        L[i] = (uint8_t)l;
+        sumlx += qw[i] * x[i] * (float)l;
+        suml2 += qw[i] * (float)l * (float)l;
+    }
+    for (t = 0; t < 5; t++) {
+        int changed = 0;
+        for (i = 0; i < n; i++) {
+            float w = qw[i], slx = sumlx - w * x[i] * (float)L[i], sl2 = suml2 - w * (float)L[i] * (float)L[i];
+            int l;
+            if (!(slx > 0 && sl2 > 0)) continue;
+            l = mlstack__kq_nearest(x[i] * sl2 / slx);
+            l = l < nmax ? l : nmax;
+            if (l == (int)L[i]) continue;
+            slx += w * x[i] * (float)l;
+            sl2 += w * (float)l * (float)l;
+            if (slx * slx * suml2 > sumlx * sumlx * sl2) L[i] = (uint8_t)l, sumlx = slx, suml2 = sl2, changed++;
+        }
+        if (!changed) break;
+    }
+    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+/* The importance weights of n values x: qw sqrt(s2 + x^2) into w. */
+static void mlstack__kq_iweights(int n, const float *x, const float *qw, float s2, float *w) {
+    int j;
+    for (j = 0; j < n; j++) w[j] = qw[j] * sqrtf(s2 + x[j] * x[j]);
+}
+static float mlstack__kq_sumsq(int n, const float *x) {
+    float s = 0;
+    int j;
+    for (j = 0; j < n; j++) s += x[j] * x[j];
+    return s;
+}
+
+/* One Q2_K (84 bytes) or Q3_K (110 bytes) block of 256 values with importance weights qw. */
+static void mlstack__q23k_block_w(int three, const float *x, unsigned char *y, const float *qw) {
+    uint8_t L[256], Laux[16], Ls[16], Lm[16];
+    int8_t S[256], Ls3[16];
+    float w[16], sw[16], scales[16], mins[16], s2 = mlstack__kq_sumsq(256, x), d, dmin;
+    int j, l;
+    s2 = three ? 2 * s2 / 256 : s2 / 256;
+    for (j = 0; j < 16; j++) {
+        mlstack__kq_iweights(16, x + 16 * j, qw + 16 * j, s2, w);
+        for (l = 0, sw[j] = 0; l < 16; l++) sw[j] += w[l];
+        if (three) scales[j] = mlstack__kq_fit_sym(16, 4, x + 16 * j, S + 16 * j, w);
+        else
+            scales[j] = mlstack__kq_fit_min(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], Laux, -0.9f, 0.05f, 36, 0);
+    }
+    if (!three) {
+        d = mlstack__kq_fit_pos(16, 15, scales, Ls, sw), dmin = mlstack__kq_fit_pos(16, 15, mins, Lm, sw);
+        mlstack__kq_put16(y + 80, d), mlstack__kq_put16(y + 82, dmin);
+        d = mlstack__kq_f16(y + 80), dmin = mlstack__kq_f16(y + 82);
+        for (j = 0; j < 16; j++) y[j] = (unsigned char)(Ls[j] | Lm[j] << 4);
+        for (j = 0; j < 16; j++) {
+            float dd = d * (float)(y[j] & 0xF), dm;
+            if (dd == 0) continue;
+            dm = dmin * (float)(y[j] >> 4);
+            for (l = 0; l < 16; l++) {
+                int q = mlstack__kq_nearest((x[16 * j + l] + dm) / dd);
+                L[16 * j + l] = (uint8_t)(q < 0 ? 0 : q > 3 ? 3 : q);
+            }
+        }
+    } else {
+        unsigned char *hm = y, *sc = y + 96;
+        memset(sc, 0, 12);
+        d = mlstack__kq_fit_sym(16, 32, scales, Ls3, sw);
+        for (j = 0; j < 16; j++) {
+            int v = Ls3[j];
+            if (j < 8) sc[j] = (unsigned char)(v & 0xF);
+            else
+                sc[j - 8] = (unsigned char)(sc[j - 8] | (v & 0xF) << 4);
+            sc[8 + j % 4] = (unsigned char)(sc[8 + j % 4] | (v >> 4) << (2 * (j / 4)));
+        }
+        mlstack__kq_put16(y + 108, d);
+        d = mlstack__kq_f16(y + 108);
+        for (j = 0; j < 16; j++) {
+            int s =
+                (int)(int8_t)(((j < 8 ? sc[j] & 0xF : sc[j - 8] >> 4) | ((sc[8 + j % 4] >> (2 * (j / 4))) & 3) << 4) -
+                              32);
+            float dd = d * (float)s;
+            if (dd == 0) continue;
+            for (l = 0; l < 16; l++) {
+                int q = mlstack__kq_nearest(x[16 * j + l] / dd);
+                S[16 * j + l] = (int8_t)((q < -4 ? -4 : q > 3 ? 3 : q) + 4);
+            }
+        }
+        memset(hm, 0, 32);
+        for (j = 0; j < 256; j++) {
+            if (S[j] > 3) hm[j % 32] = (unsigned char)(hm[j % 32] | 1 << (j / 32)), S[j] = (int8_t)(S[j] - 4);
+            L[j] = (uint8_t)S[j];
+        }
+        y += 32;
+    }
+    for (j = 0; j < 256; j += 128)
+        for (l = 0; l < 32; l++)
+            y[16 * !three + j / 4 + l] =
+                (unsigned char)(L[j + l] | L[j + l + 32] << 2 | L[j + l + 64] << 4 | L[j + l + 96] << 6);
+}
+
+/* One Q4_K (144 bytes) or Q5_K (176 bytes) block of 256 values with importance weights qw. */
+static void mlstack__k45_block_w(int five, const float *x, unsigned char *y, const float *qw) {
+    uint8_t L[256], Laux[32], Ls[8], Lm[8];
+    float w[32], sw[8], scales[8], mins[8], s2 = 2 * mlstack__kq_sumsq(256, x) / 256, d, dmin;
+    int j, l, nmax = five ? 31 : 15;
+    unsigned char *s = y + 4, *qh = y + 16, *qs = y + (five ? 48 : 16);
+    for (j = 0; j < 8; j++) {
+        mlstack__kq_iweights(32, x + 32 * j, qw + 32 * j, s2, w);
+        for (l = 0, sw[j] = 0; l < 32; l++) sw[j] += w[l];
+        scales[j] = mlstack__kq_fit_min(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j], Laux, -0.9f, 0.05f, 36, 0);
+    }
+    d = mlstack__kq_fit_pos(8, 63, scales, Ls, sw), dmin = mlstack__kq_fit_pos(8, 63, mins, Lm, sw);
+    memset(s, 0, 12);
+    for (j = 0; j < 8; j++) {
+        uint8_t ls = five && Ls[j] > 63 ? 63 : Ls[j], lm = five && Lm[j] > 63 ? 63 : Lm[j]; /* Q5_K clamps */
+        if (j < 4) {
+            s[j] = ls, s[j + 4] = lm;
+        } else {
+            s[j + 4] = (unsigned char)((ls & 0xF) | ((lm & 0xF) << 4));
+            s[j - 4] |= (unsigned char)((ls >> 4) << 6);
+            s[j] |= (unsigned char)((lm >> 4) << 6);
+        }
+    }
+    mlstack__kq_put16(y, d), mlstack__kq_put16(y + 2, dmin);
+    d = mlstack__kq_f16(y), dmin = mlstack__kq_f16(y + 2);
+    for (j = 0; j < 8; j++) {
+        int sc, mn;
+        float dd, dm;
+        if (j < 4) sc = s[j] & 63, mn = s[j + 4] & 63;
+        else
+            sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4), mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+        dd = d * (float)sc;
+        if (dd == 0) continue;
+        dm = dmin * (float)mn;
+        for (l = 0; l < 32; l++) {
+            int q = mlstack__kq_nearest((x[32 * j + l] + dm) / dd);
+            L[32 * j + l] = (uint8_t)(q < 0 ? 0 : q > nmax ? nmax : q);
+        }
+    }
+    if (five) memset(qh, 0, 32);
+    for (j = 0; j < 256; j += 64)
+        for (l = 0; l < 32; l++) {
+            int a = L[j + l], b = L[j + l + 32];
+            if (five) {
+                qh[l] |= (unsigned char)(((a >> 4) & 1) << (j / 32) | ((b >> 4) & 1) << (j / 32 + 1));
+                a &= 15, b &= 15;
+            }
+            qs[j / 2 + l] = (unsigned char)(a | (b << 4));
+        }
+}
+
+/* One 32-block of Q4_0, Q4_1, Q5_0, Q5_1 or IQ4_NL with importance weights qw (s2: the row's
+   mean x^2 for the first four); returns its bytes. */
+static int mlstack__b32_block_w(uint32_t type, const float *x, unsigned char *y, const float *qw, float s2) {
+    float w[32], d, neg_min = 0;
+    uint8_t L[32], Laux[32];
+    int8_t S[32];
+    uint32_t qh = 0;
+    int j, one = type == MLSTACK__GGML_Q4_1 || type == MLSTACK__GGML_Q5_1;
+    int five = type == MLSTACK__GGML_Q5_0 || type == MLSTACK__GGML_Q5_1, o = 2 + 2 * one + 4 * five;
+    if (type == MLSTACK__GGML_IQ4_NL) {
+        mlstack__kq_iweights(32, x, qw, mlstack__kq_sumsq(32, x) * (2.0f / 32), w);
+        d = mlstack__iq4_block_scale(x, w);
+        mlstack__kq_put16(y, d);
+        d = d != 0 ? 1 / d : 0.0f;
+        for (j = 0; j < 32; j++) L[j] = (uint8_t)mlstack__iq4nl_nearest(d * x[j]);
+        for (j = 0; j < 16; j++) y[2 + j] = (unsigned char)(L[j] | L[j + 16] << 4);
+        return 18;
+    }
+    mlstack__kq_iweights(32, x, qw, s2, w);
+    if (one) {
+        d = mlstack__kq_fit_min(32, five ? 31 : 15, x, w, L, &neg_min, Laux, -0.9f, 0.05f, 36, 0);
+    } else {
+        d = mlstack__kq_fit_sym(32, five ? 16 : 8, x, S, w);
+        for (j = 0; j < 32; j++) L[j] = (uint8_t)S[j];
+    }
+    mlstack__kq_put16(y, d);
+    if (one) mlstack__kq_put16(y + 2, -neg_min);
+    for (j = 0; j < 16; j++) {
+        y[o + j] = (unsigned char)((L[j] & 0xF) | (L[j + 16] & 0xF) << 4);
+        qh |= (uint32_t)((L[j] >> 4) & 1) << j | (uint32_t)((L[j + 16] >> 4) & 1) << (j + 16);
+    }
+    for (j = 0; five && j < 4; j++) y[o - 4 + j] = (unsigned char)(qh >> (8 * j));
+    return o + 16;
+}
+
+/* mlstack__ggml_quantize_row with an importance matrix row qw (n weights, one per column), or
+   without one (qw NULL); the rules in the comment above. */
+MLSTACK__FN void mlstack__ggml_quantize_row_w(uint32_t type, const float *x, void *dst, int n, const float *qw) {
+    unsigned char *y = (unsigned char *)dst;
+    int i;
+    float s2;
+    if (!qw || type == MLSTACK__GGML_Q8_0 || type == MLSTACK__GGML_TQ1_0 || type == MLSTACK__GGML_TQ2_0) {
+        mlstack__ggml_quantize_row(type, x, dst, n);
+        return;
+    }
+    switch (type) {
+    case MLSTACK__GGML_Q4_0:
+    case MLSTACK__GGML_Q4_1:
+    case MLSTACK__GGML_Q5_0:
+    case MLSTACK__GGML_Q5_1:
+    case MLSTACK__GGML_IQ4_NL:
+        s2 = mlstack__kq_sumsq(n, x) / (float)n;
+        for (i = 0; i < n; i += 32) y += mlstack__b32_block_w(type, x + i, y, qw + i, s2);
+        return;
+    case MLSTACK__GGML_Q2_K:
+    case MLSTACK__GGML_Q3_K:
+        for (i = 0; i < n; i += 256, y += type == MLSTACK__GGML_Q3_K ? 110 : 84)
+            mlstack__q23k_block_w(type == MLSTACK__GGML_Q3_K, x + i, y, qw + i);
+        return;
+    case MLSTACK__GGML_Q4_K:
+    case MLSTACK__GGML_Q5_K:
+        for (i = 0; i < n; i += 256, y += type == MLSTACK__GGML_Q5_K ? 176 : 144)
+            mlstack__k45_block_w(type == MLSTACK__GGML_Q5_K, x + i, y, qw + i);
+        return;
+    case MLSTACK__GGML_IQ4_XS:
+        for (i = 0; i < n; i += 256, y += 136) mlstack__iq4xs_block(x + i, y, qw + i);
+        return;
+    default: mlstack__kq_quantize_row(16 + (int)type, x, y, n, qw); return;
     }
 }
 
 MLSTACK__FN void mlstack__quantize_row(int wtype, const float *x, void *dst, int n) {
     int k, i, nb = n / MLSTACK__QK;
     if (MLSTACK__W_IS_GGML(wtype)) {
-        mlstack__kq_quantize_row(wtype, x, (unsigned char *)dst, n);
+        mlstack__kq_quantize_row(wtype, x, (unsigned char *)dst, n, NULL);
         return;
     }
     for (k = 0; k < nb; k++) {
@@ -23048,6 +23333,7 @@ typedef struct mlstack__quant_job {
     const mlstack__kernels *k; /* the CPU's best: its conversions give the same bits, faster */
     int wtype;
     uint32_t gtype; /* 0, or the GGML type to quantize to by llama.cpp's rules (then repacked into wtype) */
+    const float *qw; /* with gtype: n_in importance weights (an imatrix row), or NULL */
     unsigned char *dst;
     size_t dst_row;
     float *scratch; /* n_threads * (n_in floats + n_in / 32 activation blocks) */
@@ -23066,12 +23352,12 @@ static void mlstack__quant_task(void *ctx, int task, int n_tasks, int thread) {
         j->k->to_f32((mlstack_dtype)w->wtype, (const unsigned char *)w->data + (size_t)o * w->row_bytes, row,
                      (size_t)w->n_in);
         if (j->gtype == MLSTACK__GGML_Q4_0 || j->gtype == MLSTACK__GGML_IQ4_NL) { /* made, then repacked */
-            mlstack__ggml_quantize_row(j->gtype, row, xq, w->n_in);
+            mlstack__ggml_quantize_row_w(j->gtype, row, xq, w->n_in, j->qw);
             mlstack__gguf_repack_row(j->gtype, xq, q, w->n_in);
             continue;
         }
         if (j->gtype) {
-            mlstack__ggml_quantize_row(j->gtype, row, q, w->n_in);
+            mlstack__ggml_quantize_row_w(j->gtype, row, q, w->n_in, j->qw);
             continue;
         }
         if (j->wtype != MLSTACK__W_Q8_0) {
@@ -23096,21 +23382,26 @@ MLSTACK__FN int mlstack__ggml_made_wtype(uint32_t gtype) {
                                                                           : 16 + (int)gtype;
 }
 
-static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, int wtype, uint32_t gtype, void *dst);
+static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, int wtype, uint32_t gtype,
+                                       const float *qw, void *dst);
 /* Quantizes w into dst (n_out * row_bytes(wtype) bytes) on the pool; *w then describes dst. */
 MLSTACK__FN int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w, int wtype, void *dst) {
-    return mlstack__quantize_weight_as(pool, w, wtype, 0, dst);
+    return mlstack__quantize_weight_as(pool, w, wtype, 0, NULL, dst);
 }
 /* The same, as GGML type gtype by llama.cpp's reference quantizer (w in the format
-   mlstack__ggml_made_wtype names, gtype kept for writing when repacked). */
-MLSTACK__FN int mlstack__quantize_weight_ggml(mlstack__pool *pool, mlstack__weight *w, uint32_t gtype, void *dst) {
-    int r = mlstack__quantize_weight_as(pool, w, mlstack__ggml_made_wtype(gtype), gtype, dst);
+   mlstack__ggml_made_wtype names, gtype kept for writing when repacked), with importance
+   weights qw (n_in of them, every row's) or without (NULL). */
+MLSTACK__FN int mlstack__quantize_weight_ggml(mlstack__pool *pool, mlstack__weight *w, uint32_t gtype, const float *qw,
+                                              void *dst) {
+    int r = mlstack__quantize_weight_as(pool, w, mlstack__ggml_made_wtype(gtype), gtype, qw, dst);
     if (r == 0) w->gtype = gtype == MLSTACK__GGML_Q4_0 || gtype == MLSTACK__GGML_IQ4_NL ? gtype : 0;
     return r;
 }
-static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, int wtype, uint32_t gtype, void *dst) {
+static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, int wtype, uint32_t gtype,
+                                       const float *qw, void *dst) {
     mlstack__quant_job j;
     j.src = w;
+    j.qw = qw;
     j.wtype = wtype;
     j.gtype = gtype;
     j.dst = (unsigned char *)dst;
@@ -34740,13 +35031,13 @@ static const struct {
     int ftype;
     uint32_t base;
 } mlstack__mixes[] = {
-    {"Q4_0", 2, MLSTACK__GGML_Q4_0},    {"Q4_1", 3, MLSTACK__GGML_Q4_1},    {"Q8_0", 7, MLSTACK__GGML_Q8_0},
-    {"Q5_0", 8, MLSTACK__GGML_Q5_0},    {"Q5_1", 9, MLSTACK__GGML_Q5_1},    {"Q2_K", 10, MLSTACK__GGML_Q2_K},
-    {"Q3_K_S", 11, MLSTACK__GGML_Q3_K}, {"Q3_K_M", 12, MLSTACK__GGML_Q3_K}, {"Q3_K", 12, MLSTACK__GGML_Q3_K},
-    {"Q3_K_L", 13, MLSTACK__GGML_Q3_K}, {"Q4_K_S", 14, MLSTACK__GGML_Q4_K}, {"Q4_K_M", 15, MLSTACK__GGML_Q4_K},
-    {"Q4_K", 15, MLSTACK__GGML_Q4_K},   {"Q5_K_S", 16, MLSTACK__GGML_Q5_K}, {"Q5_K_M", 17, MLSTACK__GGML_Q5_K},
-    {"Q5_K", 17, MLSTACK__GGML_Q5_K},   {"Q6_K", 18, MLSTACK__GGML_Q6_K},   {"IQ4_NL", 25, MLSTACK__GGML_IQ4_NL},
-    {"TQ1_0", 36, MLSTACK__GGML_TQ1_0}, {"TQ2_0", 37, MLSTACK__GGML_TQ2_0}};
+    {"Q4_0", 2, MLSTACK__GGML_Q4_0},      {"Q4_1", 3, MLSTACK__GGML_Q4_1},    {"Q8_0", 7, MLSTACK__GGML_Q8_0},
+    {"Q5_0", 8, MLSTACK__GGML_Q5_0},      {"Q5_1", 9, MLSTACK__GGML_Q5_1},    {"Q2_K", 10, MLSTACK__GGML_Q2_K},
+    {"Q3_K_S", 11, MLSTACK__GGML_Q3_K},   {"Q3_K_M", 12, MLSTACK__GGML_Q3_K}, {"Q3_K", 12, MLSTACK__GGML_Q3_K},
+    {"Q3_K_L", 13, MLSTACK__GGML_Q3_K},   {"Q4_K_S", 14, MLSTACK__GGML_Q4_K}, {"Q4_K_M", 15, MLSTACK__GGML_Q4_K},
+    {"Q4_K", 15, MLSTACK__GGML_Q4_K},     {"Q5_K_S", 16, MLSTACK__GGML_Q5_K}, {"Q5_K_M", 17, MLSTACK__GGML_Q5_K},
+    {"Q5_K", 17, MLSTACK__GGML_Q5_K},     {"Q6_K", 18, MLSTACK__GGML_Q6_K},   {"IQ4_NL", 25, MLSTACK__GGML_IQ4_NL},
+    {"IQ4_XS", 30, MLSTACK__GGML_IQ4_XS}, {"TQ1_0", 36, MLSTACK__GGML_TQ1_0}, {"TQ2_0", 37, MLSTACK__GGML_TQ2_0}};
 static int mlstack__mix_is(const char *s, const char *name) { /* ASCII case-insensitive equality */
     for (; *s && *name; s++, name++)
         if ((*s >= 'a' && *s <= 'z' ? *s - 32 : *s) != *name) return 0;
@@ -34760,8 +35051,9 @@ static int mlstack__mix_parse(const char *s) {
     return -1;
 }
 /* The GGML type of a weight in mix ftype, or 0 (kept as stored). role: 0 a projection, 1 the
-   LM head, 2 attn_v, 3 ffn_down, 4 attn_output; layer l of n; gqa query heads per KV head. */
-static uint32_t mlstack__mix_type(int ftype, int role, int l, int n, int n_in, int gqa) {
+   LM head, 2 attn_v, 3 ffn_down, 4 attn_output; layer l of n; gqa query heads per KV head; im:
+   an importance matrix is given. */
+static uint32_t mlstack__mix_type(int ftype, int role, int l, int n, int n_in, int gqa, int im) {
     const uint32_t Q4_0 = MLSTACK__GGML_Q4_0, Q5_0 = MLSTACK__GGML_Q5_0, Q5_1 = MLSTACK__GGML_Q5_1,
                    Q8_0 = MLSTACK__GGML_Q8_0, Q2_K = MLSTACK__GGML_Q2_K, Q3_K = MLSTACK__GGML_Q3_K,
                    Q4_K = MLSTACK__GGML_Q4_K, Q5_K = MLSTACK__GGML_Q5_K, Q6_K = MLSTACK__GGML_Q6_K;
@@ -34776,26 +35068,257 @@ static uint32_t mlstack__mix_type(int ftype, int role, int l, int n, int n_in, i
         t = ftype == 10                                 ? (gqa >= 4 ? Q4_K : Q3_K)
             : ftype == 12                               ? (l < 2 ? Q5_K : Q4_K)
             : ftype == 13                               ? Q5_K
-            : ftype == 25 && gqa >= 4                   ? Q5_K
+            : (ftype == 25 || ftype == 30) && gqa >= 4  ? Q5_K
             : (ftype == 15 || ftype == 17) && more_bits ? Q6_K
             : ftype == 14 && l < 4                      ? Q5_K
                                                         : t;
     else if (role == 3)
-        t = ftype == 10                                 ? Q3_K
-            : ftype == 12                               ? (l < n / 16 ? Q5_K : Q4_K)
-            : ftype == 13                               ? Q5_K
-            : (ftype == 15 || ftype == 17) && more_bits ? Q6_K
-            : (ftype == 14 || ftype == 25) && l < n / 8 ? Q5_K
-                                                        : t;
+        t = ftype == 10                                        ? Q3_K
+            : ftype == 12                                      ? (l < n / 16 ? Q5_K : Q4_K)
+            : ftype == 13                                      ? Q5_K
+            : (ftype == 15 || ftype == 17) && more_bits        ? Q6_K
+            : ftype == 14 && l < n / 8                         ? Q5_K
+            : (ftype == 25 || ftype == 30) && !im && l < n / 8 ? Q5_K
+            : (ftype == 2 || ftype == 8) && im && l < n / 8    ? (ftype == 2 ? MLSTACK__GGML_Q4_1 : Q5_1)
+                                                               : t;
     else if (role == 4)
         t = ftype == 10 ? Q3_K : ftype == 12 ? Q4_K : ftype == 13 ? Q5_K : t;
     if (n_in % (int)mlstack__ggml_types[t].block)
-        t = t == Q2_K || t == Q3_K || t == MLSTACK__GGML_TQ1_0 || t == MLSTACK__GGML_TQ2_0 ? Q4_0
-            : t == Q4_K                                                                    ? Q5_0
-            : t == Q5_K                                                                    ? Q5_1
-            : t == Q6_K                                                                    ? Q8_0
-                                                                                           : t;
+        t = t == MLSTACK__GGML_IQ4_XS                                                        ? MLSTACK__GGML_IQ4_NL
+            : t == Q2_K || t == Q3_K || t == MLSTACK__GGML_TQ1_0 || t == MLSTACK__GGML_TQ2_0 ? Q4_0
+            : t == Q4_K                                                                      ? Q5_0
+            : t == Q5_K                                                                      ? Q5_1
+            : t == Q6_K                                                                      ? Q8_0
+                                                                                             : t;
     return n_in % (int)mlstack__ggml_types[t].block ? 0 : t;
+}
+
+/* An importance matrix as llama-imatrix writes it, read as llama-quantize reads it: per
+   weight (by its GGUF tensor name) one mean squared activation per input column, which the
+   quantizer uses as that column's weight (mlstack__ggml_quantize_row_w).
+     GGUF (current llama.cpp): tensors NAME.in_sum2 (f32, the sums) and NAME.counts (f32, one
+       count per expert); value = sum / lround(count), or 1 where the count is 0; the keys
+       imatrix.datasets, imatrix.chunk_count and imatrix.chunk_size must be there
+     legacy .dat: i32 entries, then per entry i32 name length, name, i32 ncall, i32 nval,
+       nval f32 (already divided by each column's count and times ncall); value = stored /
+       ncall (as stored when ncall <= 0); an optional tail (i32 chunks, i32 length, dataset
+       name) is not read
+   Every length is checked against the bytes that remain before anything is allocated (so a
+   file allocates at most about its own size); a non-finite value is refused, as
+   llama-quantize does. */
+typedef struct mlstack__imatrix_entry {
+    char *name;
+    int64_t n;
+    float *w;
+    int used;
+} mlstack__imatrix_entry;
+typedef struct mlstack__imatrix {
+    mlstack__imatrix_entry *e;
+    int64_t n;
+} mlstack__imatrix;
+
+static void mlstack__imatrix_free(mlstack__imatrix *im) {
+    int64_t i;
+    for (i = 0; im->e && i < im->n; i++) MLSTACK_FREE(im->e[i].name), MLSTACK_FREE(im->e[i].w);
+    MLSTACK_FREE(im->e);
+    memset(im, 0, sizeof *im);
+}
+static const mlstack__imatrix_entry *mlstack__imatrix_find(const mlstack__imatrix *im, const char *name) {
+    int64_t i;
+    for (i = im->n - 1; i >= 0; i--) /* the last of a repeated name, as llama-quantize keeps it */
+        if (strcmp(im->e[i].name, name) == 0) return &im->e[i];
+    return NULL;
+}
+static uint32_t mlstack__im_u32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static float mlstack__im_f32(const unsigned char *p) {
+    uint32_t u = mlstack__im_u32(p);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+/* A new entry (name: len bytes at s) with n values, or NULL when out of memory. */
+static mlstack__imatrix_entry *mlstack__imatrix_add(mlstack__imatrix *im, const char *s, size_t len, int64_t n) {
+    mlstack__imatrix_entry *e = &im->e[im->n];
+    e->name = (char *)MLSTACK_MALLOC(len + 1);
+    e->w = (float *)MLSTACK_MALLOC(sizeof(float) * (size_t)n);
+    e->n = n, e->used = 0;
+    im->n++;
+    if (!e->name || !e->w) return NULL;
+    memcpy(e->name, s, len);
+    e->name[len] = 0;
+    return e;
+}
+
+static mlstack_result mlstack__imatrix_legacy(mlstack__imatrix *im, const unsigned char *b, uint64_t size,
+                                              const char *path, mlstack_error *err) {
+    uint64_t at = 4;
+    int64_t i, k, n;
+    if (size < 4)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: %llu bytes: too short for an imatrix (a GGUF file or the "
+                             "legacy format's 4-byte entry count)",
+                             path, (unsigned long long)size);
+    n = (int32_t)mlstack__im_u32(b);
+    if (n < 1 || (uint64_t)n > (size - 4) / 16) /* an entry takes at least 16 bytes */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                             "%s: not a GGUF file, and as a legacy imatrix offset 0 holds %lld entries (expected 1 "
+                             "to %llu for a %llu-byte file)",
+                             path, (long long)n, (unsigned long long)((size - 4) / 16), (unsigned long long)size);
+    im->e = (mlstack__imatrix_entry *)MLSTACK_MALLOC(sizeof *im->e * (size_t)n);
+    if (!im->e) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", path);
+    for (i = 0; i < n; i++) {
+        int32_t len, ncall, nval;
+        mlstack__imatrix_entry *e;
+        if (size - at < 4 || (len = (int32_t)mlstack__im_u32(b + at)) < 0 || (uint64_t)len > size - at - 4 ||
+            len > MLSTACK_MAX_GGUF_NAME)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: offset %llu: entry %lld of %lld: expected a name length of 0 to %d that fits "
+                                 "the file's %llu bytes",
+                                 path, (unsigned long long)at, (long long)i + 1, (long long)n, MLSTACK_MAX_GGUF_NAME,
+                                 (unsigned long long)size);
+        at += 4 + (uint64_t)len;
+        if (size - at < 8)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: offset %llu: entry %lld (%.*s): the file ends before its call and value counts",
+                                 path, (unsigned long long)at, (long long)i + 1, (int)len, (const char *)b + at - len);
+        ncall = (int32_t)mlstack__im_u32(b + at), nval = (int32_t)mlstack__im_u32(b + at + 4);
+        if (nval < 1 || (uint64_t)nval > (size - at - 8) / 4)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: offset %llu: entry %lld (%.*s) holds %lld values (expected 1 to the %llu the "
+                                 "file has left)",
+                                 path, (unsigned long long)at + 4, (long long)i + 1, (int)len,
+                                 (const char *)b + at - len, (long long)nval, (unsigned long long)(size - at - 8) / 4);
+        if (!(e = mlstack__imatrix_add(im, (const char *)b + at - len, (size_t)len, nval)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", path);
+        at += 8;
+        for (k = 0; k < nval; k++, at += 4)
+            e->w[k] = ncall > 0 ? mlstack__im_f32(b + at) / (float)ncall : mlstack__im_f32(b + at);
+    }
+    return MLSTACK_OK;
+}
+
+/* The tensor's f32 data into *d; an error when it is not F32. */
+static mlstack_result mlstack__imatrix_f32(const mlstack__gguf *g, const mlstack__gguf_tensor *t,
+                                           const unsigned char **d, const char *path, mlstack_error *err) {
+    *d = g->data + t->offset;
+    if (t->type == MLSTACK__GGML_F32) return MLSTACK_OK;
+    return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s is %s (expected F32)", path, t->name,
+                         mlstack__ggml_type_name(t->type));
+}
+
+static mlstack_result mlstack__imatrix_gguf(mlstack__imatrix *im, const mlstack__gguf *g, const char *path,
+                                            mlstack_error *err) {
+    uint64_t i;
+    mlstack_result r;
+    const char *keys[3] = {"imatrix.datasets", "imatrix.chunk_count", "imatrix.chunk_size"};
+    for (i = 0; i < 3; i++)
+        if (!mlstack__gguf_find(g, keys[i]))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: a GGUF file without the key %s (not an imatrix, or "
+                                 "one without its metadata, which llama-quantize refuses too)",
+                                 path, keys[i]);
+    im->e = (mlstack__imatrix_entry *)MLSTACK_MALLOC(sizeof *im->e * (size_t)(g->n_tensors ? g->n_tensors : 1));
+    if (!im->e) return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", path);
+    for (i = 0; i < g->n_tensors; i++) {
+        const mlstack__gguf_tensor *s = &g->tensors[i], *c;
+        const unsigned char *sd, *cd;
+        char cname[MLSTACK_MAX_GGUF_NAME + 16];
+        size_t base;
+        uint64_t ns, nc, ne0, j, k;
+        mlstack__imatrix_entry *e;
+        if (s->name_len < 8 || strcmp(s->name + s->name_len - 8, ".in_sum2") != 0) {
+            if (s->name_len < 7 || strcmp(s->name + s->name_len - 7, ".counts") != 0) continue;
+            snprintf(cname, sizeof cname, "%.*s.in_sum2", (int)(s->name_len - 7), s->name);
+            if (!mlstack__gguf_tensor_find(g, cname))
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s has no %s beside it", path, s->name,
+                                     cname);
+            continue;
+        }
+        base = s->name_len - 8;
+        snprintf(cname, sizeof cname, "%.*s.counts", (int)base, s->name);
+        if (!(c = mlstack__gguf_tensor_find(g, cname)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s has no %s beside it", path, s->name, cname);
+        if ((r = mlstack__imatrix_f32(g, s, &sd, path, err)) != MLSTACK_OK ||
+            (r = mlstack__imatrix_f32(g, c, &cd, path, err)) != MLSTACK_OK)
+            return r;
+        ns = s->ne[0] * s->ne[1] * s->ne[2] * s->ne[3], nc = c->ne[0] * c->ne[1] * c->ne[2] * c->ne[3];
+        if (nc == 0 || ns == 0 || ns % nc != 0 || ns > ((uint64_t)1 << 31))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT,
+                                 "%s: %s holds %llu sums and %s %llu counts (expected a positive multiple)", path,
+                                 s->name, (unsigned long long)ns, cname, (unsigned long long)nc);
+        if (!(e = mlstack__imatrix_add(im, s->name, base, (int64_t)ns)))
+            return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: out of memory", path);
+        ne0 = ns / nc;
+        for (j = 0; j < nc; j++) {
+            float cf = mlstack__im_f32(cd + 4 * j), count;
+            if (!(cf == cf) || fabsf(cf) > 9.2e18f)
+                return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s[%llu] = %g is not a count", path, cname,
+                                     (unsigned long long)j, (double)cf);
+            count = (float)(int64_t)llroundf(cf);
+            for (k = 0; k < ne0; k++)
+                e->w[j * ne0 + k] = count > 0.0f ? mlstack__im_f32(sd + 4 * (j * ne0 + k)) / count : 1.0f;
+        }
+    }
+    if (im->n == 0)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: an imatrix GGUF file without any NAME.in_sum2 tensor", path);
+    return MLSTACK_OK;
+}
+
+/* Reads the importance matrix at path (either format) into im. */
+static mlstack_result mlstack__imatrix_load(mlstack__imatrix *im, const char *path, mlstack_error *err) {
+    mlstack_result r;
+    int64_t i, k;
+    memset(im, 0, sizeof *im);
+    if (mlstack__is_gguf(path)) {
+        mlstack__gguf g;
+        if ((r = mlstack__gguf_open(&g, path, err)) != MLSTACK_OK) return r;
+        r = mlstack__imatrix_gguf(im, &g, path, err);
+        mlstack__gguf_close(&g);
+    } else {
+        mlstack__map map;
+        FILE *f = mlstack__fopen(path, "rb");
+        unsigned char one;
+        if (!f) return MLSTACK__FAIL(err, MLSTACK_ERR_NOT_FOUND, "%s: cannot open the imatrix file", path);
+        k = (int64_t)fread(&one, 1, 1, f);
+        fclose(f);
+        if (k != 1) return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: empty imatrix file", path);
+        if ((r = mlstack__map_open(&map, path, err)) != MLSTACK_OK) return r;
+        r = mlstack__imatrix_legacy(im, map.data, map.size, path, err);
+        mlstack__map_close(&map);
+    }
+    for (i = 0; r == MLSTACK_OK && i < im->n; i++)
+        for (k = 0; k < im->e[i].n; k++)
+            if (!(im->e[i].w[k] - im->e[i].w[k] == 0)) { /* NaN or infinite */
+                r = MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: %s holds a non-finite value at %lld (%g)", path,
+                                  im->e[i].name, (long long)k, (double)im->e[i].w[k]);
+                break;
+            }
+    if (r != MLSTACK_OK) mlstack__imatrix_free(im);
+    return r;
+}
+
+/* The GGUF name of weight w of layer l (-1: the LM head) as an imatrix names it, into nm; 0
+   when w is none of the attention and MLP projections (or the head) an imatrix applies to here. */
+static int mlstack__imatrix_name(const mlstack_model *m, int l, const mlstack__weight *w, char *nm, size_t cap) {
+    static const char *const names[7] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+    const mlstack__layer *L;
+    const mlstack__weight *ws[7];
+    int k;
+    if (l < 0) {
+        snprintf(nm, cap, "%s", m->cfg.tied ? "token_embd.weight" : "output.weight");
+        return 1;
+    }
+    L = &m->layers[l];
+    ws[0] = &L->wq, ws[1] = &L->wk, ws[2] = &L->wv, ws[3] = &L->wo, ws[4] = &L->w_gate, ws[5] = &L->w_up;
+    ws[6] = &L->w_down;
+    for (k = 0; k < 7; k++)
+        if (w == ws[k]) {
+            snprintf(nm, cap, "blk.%d.%s.weight", l, names[k]);
+            return 1;
+        }
+    return 0;
 }
 
 /* Quantizes every projection, expert and the LM head (not the embedding table, not MoE
@@ -34824,7 +35347,32 @@ static mlstack_result mlstack__requant_refused(const mlstack_model *m, const mls
                                                   : "");
 }
 
-static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype quant, int mix, mlstack_error *err) {
+/* The importance weights of w (layer l, -1: the head) from im, into *qw (NULL: none there); an
+   error for a weight an imatrix cannot be matched to, or an entry of the wrong size. */
+static mlstack_result mlstack__imatrix_for(const mlstack_model *m, mlstack__imatrix *im, int l,
+                                           const mlstack__weight *w, const float **qw, mlstack_error *err) {
+    char nm[96];
+    mlstack__imatrix_entry *e;
+    *qw = NULL;
+    if (!im) return MLSTACK_OK;
+    if (!mlstack__imatrix_name(m, l, w, nm, sizeof nm))
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "%s: %s (layer %d) is not an attention or MLP projection or the LM head: an imatrix "
+                             "applies here only to those (not to experts or recurrent mixers)",
+                             m->path, w->name ? w->name : "a weight", l);
+    if (!(e = (mlstack__imatrix_entry *)mlstack__imatrix_find(im, nm))) return MLSTACK_OK; /* as llama-quantize */
+    if (e->n != w->n_in)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                             "imatrix entry %s holds %lld values; the weight has %d columns (an imatrix of another "
+                             "model?)",
+                             nm, (long long)e->n, w->n_in);
+    e->used = 1;
+    *qw = e->w;
+    return MLSTACK_OK;
+}
+
+static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype quant, int mix, mlstack__imatrix *im,
+                                              mlstack_error *err) {
     mlstack__pool pool;
     int l, i;
     if (!mix && quant != MLSTACK_DTYPE_Q8_0 && quant != MLSTACK_DTYPE_Q4_1)
@@ -34840,8 +35388,10 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
         for (i = 0; i < n; i++) {
             void *dst;
             const void *src;
+            const float *qw = NULL;
             size_t src_bytes;
             uint32_t gt = 0;
+            mlstack_result r;
             int wt = !mix && l < 0 && m->head_quant ? m->head_quant : (int)quant; /* the head may have its own */
             if (!mix && wt != MLSTACK__W_Q8_0 && wt != MLSTACK__W_Q4_1) continue; /* head kept: as stored */
             if (ws[i]->n_in % MLSTACK__QK || ws[i]->wtype == MLSTACK__W_MXFP4) continue; /* MXFP4: as stored */
@@ -34855,7 +35405,7 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
                                        : ws[i] == &m->layers[l].wo     ? 4
                                                                        : 0,
                                        l, m->cfg.n_layers, ws[i]->n_in,
-                                       m->cfg.n_kv_heads > 0 ? m->cfg.n_heads / m->cfg.n_kv_heads : 1);
+                                       m->cfg.n_kv_heads > 0 ? m->cfg.n_heads / m->cfg.n_kv_heads : 1, im != NULL);
                 if (!gt) continue;
                 wt = mlstack__ggml_made_wtype(gt);
             }
@@ -34871,11 +35421,15 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
                 mlstack__pool_free(&pool);
                 return mlstack__requant_refused(m, ws[i], quant, mix, gt, err);
             }
+            if ((r = mlstack__imatrix_for(m, im, l, ws[i], &qw, err)) != MLSTACK_OK) {
+                mlstack__pool_free(&pool);
+                return r;
+            }
             src = ws[i]->data;
             src_bytes = (size_t)ws[i]->n_out * ws[i]->row_bytes;
             m->load_read_bytes += (uint64_t)ws[i]->n_out * ws[i]->row_bytes;
             dst = mlstack__model_own(m, (size_t)ws[i]->n_out * mlstack__row_bytes(wt, ws[i]->n_in));
-            if (!dst || (mix ? mlstack__quantize_weight_ggml(&pool, ws[i], gt, dst)
+            if (!dst || (mix ? mlstack__quantize_weight_ggml(&pool, ws[i], gt, qw, dst)
                              : mlstack__quantize_weight(&pool, ws[i], wt, dst)) != 0) {
                 mlstack__pool_free(&pool);
                 return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory while quantizing");
@@ -34887,6 +35441,26 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
     }
     mlstack__pool_free(&pool);
     return MLSTACK_OK;
+}
+
+/* mlstack__model_quantize by mix with the importance matrix at path (NULL: none); every
+   entry of the file must have found its weight (an entry left over would be one llama-quantize
+   uses and this quantizer did not: the bytes would differ). */
+static mlstack_result mlstack__model_quantize_im(mlstack_model *m, int mix, const char *path, mlstack_error *err) {
+    mlstack__imatrix im;
+    mlstack_result r;
+    int64_t i;
+    if (!path) return mlstack__model_quantize(m, MLSTACK_DTYPE_F32, mix, NULL, err);
+    if ((r = mlstack__imatrix_load(&im, path, err)) != MLSTACK_OK) return r;
+    r = mlstack__model_quantize(m, MLSTACK_DTYPE_F32, mix, &im, err);
+    for (i = 0; r == MLSTACK_OK && i < im.n; i++)
+        if (!im.e[i].used && strncmp(im.e[i].name, "blk.", 4) == 0)
+            r = MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                              "%s: its entry %s matches no weight quantized here (a tensor this model keeps as "
+                              "stored or names otherwise; llama-quantize would use it)",
+                              path, im.e[i].name);
+    mlstack__imatrix_free(&im);
+    return r;
 }
 
 typedef struct mlstack__pack_job {
@@ -38233,17 +38807,23 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
     if (r == MLSTACK_OK && desc->quant_mix) {
         int mix = mlstack__mix_parse(desc->quant_mix);
         if (mix < 0)
-            r = MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
-                              "quant_mix \"%s\": expected one of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K_S, "
-                              "Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL (Q3_K, Q4_K, Q5_K)",
-                              desc->quant_mix);
-        else if ((r = mlstack__model_quantize(m, MLSTACK_DTYPE_F32, mix, err)) == MLSTACK_OK)
+            r = MLSTACK__FAIL(
+                err, MLSTACK_ERR_INVALID_ARG,
+                "quant_mix \"%s\": expected one of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K_S, "
+                "Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0 (Q3_K, Q4_K, "
+                "Q5_K)",
+                desc->quant_mix);
+        else if ((r = mlstack__model_quantize_im(m, mix, desc->imatrix, err)) == MLSTACK_OK)
             m->quant_ftype = mix;
+    } else if (r == MLSTACK_OK && desc->imatrix) {
+        r = MLSTACK__FAIL(err, MLSTACK_ERR_INVALID_ARG,
+                          "imatrix %s: an importance matrix is for a llama.cpp file type (quant_mix), not for quant",
+                          desc->imatrix);
     } else if (r == MLSTACK_OK && desc->quant != 0 && desc->defer_quant && mlstack__model_all_float(m) &&
                (desc->quant == MLSTACK_DTYPE_Q8_0 || desc->quant == MLSTACK_DTYPE_Q4_1))
         m->quant_deferred = (int)desc->quant;
     else if (r == MLSTACK_OK && desc->quant != 0)
-        r = mlstack__model_quantize(m, desc->quant, 0, err);
+        r = mlstack__model_quantize(m, desc->quant, 0, NULL, err);
     if (r == MLSTACK_OK && !gguf_path) {
         char *tj = mlstack__path_join(desc->path, "tokenizer.json"), *vj = mlstack__path_join(desc->path, "vocab.json");
         if (!tj || !vj) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
@@ -38705,7 +39285,7 @@ MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, ml
             r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "%s: no memory for %s random weights", path,
                               mlstack_dtype_name(dtype));
     }
-    if (r == MLSTACK_OK && quant != 0) r = mlstack__model_quantize(m, quant, 0, err);
+    if (r == MLSTACK_OK && quant != 0) r = mlstack__model_quantize(m, quant, 0, NULL, err);
     if (r == MLSTACK_OK && mlstack__model_rope(m) != 0) r = MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory");
     if (r != MLSTACK_OK) {
         mlstack_model_close(m);
@@ -42468,7 +43048,7 @@ static mlstack_result mlstack__rank_weights(mlstack_engine *e, mlstack__rank *rk
         mlstack_result r = MLSTACK_OK;
         mlstack__lock(&mlstack__pack_lock); /* a deferred model: the first one-rank engine converts it */
         if (m->quant_deferred) {
-            r = mlstack__model_quantize(m, (mlstack_dtype)m->quant_deferred, 0, NULL);
+            r = mlstack__model_quantize(m, (mlstack_dtype)m->quant_deferred, 0, NULL, NULL);
             if (r == MLSTACK_OK) m->quant_deferred = 0;
         }
         mlstack__unlock(&mlstack__pack_lock);

@@ -30,6 +30,7 @@ typedef struct cli_opts {
     int gpu;                  /* --gpu: the forward pass on a GPU (a CLI built with `make cuda`) */
     mlstack_dtype quant;
     const char *head_quant;   /* --head-quant q8_0|q4_1|keep: the LM head's format with --quant */
+    const char *imatrix;      /* --imatrix FILE: llama-imatrix's importance matrix, with a llama.cpp --quant type */
     int n_predict, threads, all, bits, ignore_eos; /* bits: eval --bits */
     int chat, json;           /* run: --chat (apply the template), --json (machine-readable result) */
     int n_predict_set;        /* -n given */

@@ -215,7 +215,7 @@ int cli_parse_opt(const cli_opt_spec *t, size_t n, void *dst, const char *cmd, i
             }
             if (!cli_quant_mix_names[mi])
                 return cli_die("--quant %s: expected q8_0, q4_1, none or a llama.cpp type: q4_0, q5_0, q5_1, q2_k, "
-                               "q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, iq4_nl "
+                               "q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, iq4_nl, iq4_xs "
                                "(q3_k, q4_k, q5_k)",
                                v);
             *q = (mlstack_dtype)(CLI_QUANT_MIX + mi);
@@ -272,6 +272,7 @@ static const cli_opt_spec OPTS[] = {
     OPT("--isa", NULL, 's', 0, 0, isa),
     OPT("--quant", NULL, 'q', 0, 0, quant),
     OPT("--head-quant", NULL, 's', 0, 0, head_quant),
+    OPT("--imatrix", NULL, 's', 0, 0, imatrix),
     OPT("--profile", NULL, 's', 0, 0, profile),
     OPT("-f", "--file", 's', 0, 0, file),
     OPT("-o", "--out", 's', 0, 0, out),
@@ -588,9 +589,9 @@ mlstack_result cli_engine_init(mlstack_model *m, const mlstack_engine_desc *ed, 
 
 /* llama-quantize's names of the file types mlstack's quantizer makes (Q8_0 and Q4_1 are
    mlstack's own load-time formats unless a GGUF file is written: cli_cmd_quantize). */
-const char *const cli_quant_mix_names[] = {"Q4_K_M", "Q5_K_M", "Q6_K",   "Q4_K",   "Q5_K",  "Q4_0",   "Q5_0",
-                                           "Q5_1",   "Q2_K",   "Q3_K_S", "Q3_K_M", "Q3_K",  "Q3_K_L", "Q4_K_S",
-                                           "Q5_K_S", "IQ4_NL", "Q8_0",   "Q4_1",   "TQ1_0", "TQ2_0",  NULL};
+const char *const cli_quant_mix_names[] = {
+    "Q4_K_M", "Q5_K_M", "Q6_K",   "Q4_K",   "Q5_K",   "Q4_0", "Q5_0", "Q5_1",  "Q2_K",  "Q3_K_S", "Q3_K_M",
+    "Q3_K",   "Q3_K_L", "Q4_K_S", "Q5_K_S", "IQ4_NL", "Q8_0", "Q4_1", "TQ1_0", "TQ2_0", "IQ4_XS", NULL};
 const char *cli_quant_mix(mlstack_dtype q) {
     int i = (int)q - CLI_QUANT_MIX, n = 0;
     while (cli_quant_mix_names[n]) n++;
@@ -649,6 +650,7 @@ int cli_open_model(const cli_opts *o, int max_seqs, mlstack_model **m, mlstack_e
     md.path = o->model;
     md.quant = cli_quant_mix(o->quant) ? MLSTACK_DTYPE_F32 : o->quant;
     md.quant_mix = cli_quant_mix(o->quant);
+    md.imatrix = o->imatrix;
     if (strcmp(o->cmd, "quantize") == 0) md.log = cli_log_progress;
     if (o->head_quant) {
         if (strcmp(o->head_quant, "q8_0") == 0) md.head_quant = MLSTACK_DTYPE_Q8_0;

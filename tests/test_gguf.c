@@ -379,6 +379,65 @@ static void test_files(void) {
     mlstack__gguf_close(&g);
 }
 
+/* tests/fixtures/gguf/quantize_imatrix.gguf (tools/make_quant_fixtures.py): the same float rows,
+   one importance-matrix row (mean squared activations, some zero, some 300x the rest) and, per
+   GGML type, the blocks ggml's ggml_quantize_chunk makes with it (llama-quantize --imatrix's
+   call; the script checks each differs from the blocks made without): mlstack__ggml_quantize_row_w
+   gives the same bytes, row by row. */
+static void test_quantize_bytes_imatrix(void) {
+    static const char *const types[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1",   "Q2_K",  "Q3_K",
+                                        "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"};
+    mlstack__gguf g;
+    mlstack_error err;
+    const mlstack__gguf_tensor *src, *im;
+    float qw[512];
+    size_t i;
+    if (mlstack__gguf_open(&g, "tests/fixtures/gguf/quantize_imatrix.gguf", &err) != MLSTACK_OK) {
+        CHECKF(0, "quantize_imatrix.gguf: %s", err.message);
+        return;
+    }
+    src = mlstack__gguf_tensor_find(&g, "src"), im = mlstack__gguf_tensor_find(&g, "imatrix");
+    CHECK(src && src->type == MLSTACK__GGML_F32 && src->ne[0] == 512 && src->ne[1] >= 8);
+    CHECK(im && im->type == MLSTACK__GGML_F32 && im->ne[0] == 512);
+    if (!src || !im) {
+        mlstack__gguf_close(&g);
+        return;
+    }
+    memcpy(qw, g.data + im->offset, sizeof qw);
+    for (i = 0; i < sizeof types / sizeof types[0]; i++) {
+        const mlstack__gguf_tensor *t = mlstack__gguf_tensor_find(&g, types[i]);
+        size_t rb, k;
+        uint64_t r;
+        int bad = 0, same_plain = 1;
+        unsigned char got[1024], plain[1024];
+        CHECKF(t && strcmp(mlstack__ggml_type_name(t->type), types[i]) == 0 && t->ne[0] == 512 &&
+                   t->ne[1] == src->ne[1],
+               "%s missing or misshapen", types[i]);
+        if (!t) continue;
+        rb = (size_t)(t->bytes / t->ne[1]);
+        for (r = 0; r < t->ne[1] && rb <= sizeof got; r++) {
+            float x[512];
+            const unsigned char *want = g.data + t->offset + r * rb;
+            memcpy(x, g.data + src->offset + r * 2048, sizeof x);
+            mlstack__ggml_quantize_row_w(t->type, x, got, 512, qw);
+            mlstack__ggml_quantize_row(t->type, x, plain, 512);
+            if (memcmp(plain, want, rb) != 0) same_plain = 0;
+            for (k = 0; k < rb; k++)
+                if (got[k] != want[k]) {
+                    if (!bad)
+                        printf("%s row %d: byte %d (block %d) %02x vs llama.cpp %02x\n", types[i], (int)r, (int)k,
+                               (int)(k / mlstack__ggml_types[t->type].size), got[k], want[k]);
+                    bad++;
+                    break;
+                }
+        }
+        CHECKF(bad == 0, "%s: %d of %d rows differ from llama.cpp's quantizer with an imatrix", types[i], bad,
+               (int)t->ne[1]);
+        CHECKF(!same_plain, "%s: the fixture's blocks are those made without an imatrix", types[i]);
+    }
+    mlstack__gguf_close(&g);
+}
+
 /* tests/fixtures/gguf/quantize.gguf (tools/make_quant_fixtures.py): float rows (Gaussian, heavy
    tails, zero / constant / tiny blocks, rounding ties, outliers) and, per GGML type, the blocks
    llama.cpp's reference quantizers make of them (gguf-py's gguf.quants.quantize for Q4_0 ..
@@ -1554,6 +1613,7 @@ int main(void) {
     test_iquants();
     test_ternary();
     test_quantize_bytes();
+    test_quantize_bytes_imatrix();
     test_valid();
     test_truncated();
     test_hostile();

@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Writes tests/fixtures/gguf/quantize.gguf: float rows and the blocks llama.cpp's reference
-quantizers make of them, for test_gguf's byte-identity check of mlstack__ggml_quantize_row.
+quantizers make of them, for test_gguf's byte-identity check of mlstack__ggml_quantize_row;
+and tests/fixtures/gguf/quantize_imatrix.gguf: the same rows, one importance-matrix row and
+the blocks ggml_quantize_chunk makes with it (llama-quantize --imatrix's call), for the check of
+mlstack__ggml_quantize_row_w.
 
   python3 tools/make_quant_fixtures.py [--peer peer]
 
@@ -26,20 +29,24 @@ import numpy as np
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 OUT = os.path.join(ROOT, "tests", "fixtures", "gguf", "quantize.gguf")
+OUT_IM = os.path.join(ROOT, "tests", "fixtures", "gguf", "quantize_imatrix.gguf")
+IM_TYPES = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS")
 COLS = 512
 
 PROG = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include "ggml.h"
-/* argv: type number, rows, cols; f32 rows on stdin, the quantized rows on stdout */
+/* argv: type number, rows, cols[, im]; f32 rows on stdin (then, with im, cols importance
+   weights), the quantized rows on stdout */
 int main(int argc, char **argv) {
     int type = atoi(argv[1]), rows = atoi(argv[2]), cols = atoi(argv[3]);
-    float *x = malloc(sizeof(float) * (size_t)rows * cols);
+    float *x = malloc(sizeof(float) * (size_t)rows * cols), *qw = malloc(sizeof(float) * (size_t)cols);
     size_t n = ggml_row_size((enum ggml_type)type, cols) * rows;
     void *y = malloc(n);
     if (fread(x, sizeof(float), (size_t)rows * cols, stdin) != (size_t)rows * cols) return 1;
-    if (ggml_quantize_chunk((enum ggml_type)type, x, y, 0, rows, cols, NULL) != n) return 2;
+    if (argc > 4 && fread(qw, sizeof(float), (size_t)cols, stdin) != (size_t)cols) return 1;
+    if (ggml_quantize_chunk((enum ggml_type)type, x, y, 0, rows, cols, argc > 4 ? qw : NULL) != n) return 2;
     fwrite(y, 1, n, stdout);
     return 0;
 }
@@ -67,10 +74,42 @@ def source_rows():
     return np.stack(rows).astype(np.float32)
 
 
-def ggml_quantize(exe, t, x):
-    p = subprocess.run([exe, str(int(t)), str(x.shape[0]), str(x.shape[1])], input=x.tobytes(),
-                       stdout=subprocess.PIPE, check=True)
+def importance_row():
+    """Mean squared activations as llama-imatrix finds them: positive, spread over decades, a
+    few dead (zero) columns and a few hot ones."""
+    rng = np.random.default_rng(15)
+    qw = np.exp(rng.normal(-2, 1.5, COLS))
+    qw[rng.choice(COLS, 12, replace=False)] = 0
+    qw[rng.choice(COLS, 6, replace=False)] *= 300
+    return qw.astype(np.float32)
+
+
+def ggml_quantize(exe, t, x, qw=None):
+    args = [exe, str(int(t)), str(x.shape[0]), str(x.shape[1])] + (["im"] if qw is not None else [])
+    data = x.tobytes() + (qw.tobytes() if qw is not None else b"")
+    p = subprocess.run(args, input=data, stdout=subprocess.PIPE, check=True)
     return np.frombuffer(p.stdout, dtype=np.uint8)
+
+
+def write_imatrix_fixture(exe, x):
+    import gguf
+    T = gguf.GGMLQuantizationType
+    qw = importance_row()
+    w = gguf.GGUFWriter(OUT_IM, "quantize-imatrix-fixture")
+    w.add_tensor("src", x)
+    w.add_tensor("imatrix", qw)
+    for name in IM_TYPES:
+        t = T[name]
+        blk, size = gguf.GGML_QUANT_SIZES[t]
+        ref = ggml_quantize(exe, t, x, qw)
+        if ref.tobytes() == ggml_quantize(exe, t, x).tobytes():
+            sys.exit("make_quant_fixtures: %s: the imatrix changed nothing" % name)
+        w.add_tensor(name, ref.reshape(x.shape[0], x.shape[1] // blk * size), raw_dtype=t)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    print("wrote %s (%d bytes)" % (os.path.relpath(OUT_IM, ROOT), os.path.getsize(OUT_IM)))
 
 
 def main():
@@ -109,7 +148,8 @@ def main():
         w.write_kv_data_to_file()
         w.write_tensors_to_file()
         w.close()
-    print("wrote %s (%d bytes)" % (os.path.relpath(OUT, ROOT), os.path.getsize(OUT)))
+        print("wrote %s (%d bytes)" % (os.path.relpath(OUT, ROOT), os.path.getsize(OUT)))
+        write_imatrix_fixture(exe, x)
 
 
 if __name__ == "__main__":
