@@ -1081,6 +1081,145 @@ static void test_write(void) {
     remove(path);
 }
 
+/* A legacy (.dat) imatrix for llama-kq.gguf at path: the values of
+   tests/fixtures/gguf/imatrix-llama-kq.gguf (entry e, value k: 0.25 (1 + (7 k + e) mod 13)),
+   stored times ncall = 4, then spoiled by `how`: 0 none, 1 cut inside entry 3's values, 2 entry
+   0 claims 2^30 values, 3 a count of 2^31 - 1 entries, 4 entry 0 holds 100 values (its weight
+   has 256 columns), 5 a NaN value, 6 an extra entry blk.7.attn_q.weight, 7 a negative name
+   length. Returns 0, or -1 after a SKIP. */
+static int write_imatrix_dat(char *path, int how) {
+    static const char *const names[7] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+    FILE *f;
+    int32_t n = how == 3 ? 0x7fffffff : how == 6 ? 15 : 14, e, k;
+    if (temp_file(path)) return -1;
+    f = fopen(path, "wb");
+    if (!f) return -1;
+    fwrite(&n, 4, 1, f);
+    for (e = 0; e < (how == 6 ? 15 : 14); e++) {
+        char nm[64];
+        int32_t len, ncall = 4, nval = how == 2 && e == 0 ? 1 << 30 : how == 4 && e == 0 ? 100 : 256;
+        snprintf(nm, sizeof nm, e == 14 ? "blk.7.attn_q.weight" : "blk.%d.%s.weight", e / 7, names[e % 7]);
+        len = how == 7 ? -5 : (int32_t)strlen(nm);
+        fwrite(&len, 4, 1, f);
+        fwrite(nm, 1, strlen(nm), f);
+        fwrite(&ncall, 4, 1, f);
+        fwrite(&nval, 4, 1, f);
+        for (k = 0; k < (nval < 256 ? nval : 256); k++) {
+            float v = 4 * 0.25f * (float)(1 + (7 * k + (e % 14)) % 13);
+            if (how == 5 && e == 2 && k == 9) v = NAN;
+            if (how == 1 && e == 3 && k == 100) break;
+            fwrite(&v, 4, 1, f);
+        }
+        if (how == 1 && e == 3) break;
+    }
+    fclose(f);
+    return 0;
+}
+
+/* llama-kq.gguf's float weights (dequantized) quantized as the IQ4_XS file type with an
+   importance matrix: the GGUF fixture and the same values as a legacy .dat give the same bytes,
+   which differ from those made without one; layer 1's attn_q rows are the ones
+   mlstack__ggml_quantize_row_w makes with entry 7 (so each weight got its own entry); the
+   types are llama.cpp's (IQ4_XS; attn_v Q5_K with 4 query heads per KV head; the head Q6_K).
+   Hostile files get clear errors: empty, cut short, huge or negative counts, a size that is
+   not the weight's, NaN, an entry that matches no weight, a GGUF without imatrix metadata, and
+   an imatrix without a file type. */
+static void test_imatrix(void) {
+    static const struct {
+        int how;
+        mlstack_result r;
+        const char *msg;
+    } bad[] = {{1, MLSTACK_ERR_FORMAT, "offset"},
+               {2, MLSTACK_ERR_FORMAT, "holds 1073741824 values"},
+               {3, MLSTACK_ERR_FORMAT, "2147483647 entries"},
+               {4, MLSTACK_ERR_INVALID_ARG, "holds 100 values"},
+               {5, MLSTACK_ERR_FORMAT, "non-finite"},
+               {6, MLSTACK_ERR_UNSUPPORTED, "blk.7.attn_q.weight"},
+               {7, MLSTACK_ERR_FORMAT, "name length"}};
+    char path[] = "/tmp/mlstack_imatrix_XXXXXX";
+    mlstack_model_desc md;
+    mlstack_model *a = NULL, *b = NULL, *c = NULL, *f = NULL;
+    mlstack_error err;
+    size_t i;
+    memset(&md, 0, sizeof md);
+    md.path = "tests/fixtures/gguf/llama-kq.gguf";
+    mlstack__gguf_dequant_all = 1;
+    md.quant_mix = "IQ4_XS";
+    md.imatrix = "tests/fixtures/gguf/imatrix-llama-kq.gguf";
+    CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_OK, "%s", err.message);
+    if (write_imatrix_dat(path, 0) == 0) {
+        md.imatrix = path;
+        CHECKF(mlstack_model_open(&md, &b, &err) == MLSTACK_OK, "%s", err.message);
+    }
+    md.imatrix = NULL;
+    CHECKF(mlstack_model_open(&md, &c, &err) == MLSTACK_OK, "%s", err.message);
+    md.quant_mix = NULL;
+    CHECKF(mlstack_model_open(&md, &f, &err) == MLSTACK_OK, "%s", err.message);
+    if (a && b && c && f) {
+        const mlstack__weight *wa = &a->layers[1].wq, *wc = &c->layers[1].wq;
+        size_t bytes = (size_t)wa->n_out * wa->row_bytes;
+        unsigned char row[256];
+        float qw[256];
+        int k, same = 1, l;
+        CHECK(a->lm_head.wtype == MLSTACK__W_Q6_K && a->layers[0].wv.wtype == MLSTACK__W_Q5_K &&
+              a->layers[0].w_down.wtype == MLSTACK__W_IQ4_XS && wa->wtype == MLSTACK__W_IQ4_XS);
+        for (l = 0; l < 2; l++) {
+            const mlstack__weight *x[7] = {&a->layers[l].wq,    &a->layers[l].wk,     &a->layers[l].wv,
+                                           &a->layers[l].wo,    &a->layers[l].w_gate, &a->layers[l].w_up,
+                                           &a->layers[l].w_down},
+                                  *y[7] = {&b->layers[l].wq,    &b->layers[l].wk,     &b->layers[l].wv,
+                                           &b->layers[l].wo,    &b->layers[l].w_gate, &b->layers[l].w_up,
+                                           &b->layers[l].w_down};
+            for (k = 0; k < 7; k++)
+                same &= x[k]->wtype == y[k]->wtype &&
+                        memcmp(x[k]->data, y[k]->data, (size_t)x[k]->n_out * x[k]->row_bytes) == 0;
+        }
+        CHECKF(same, "%s", "the GGUF imatrix and the same values as .dat gave different bytes");
+        CHECK(wc->wtype == wa->wtype && memcmp(wa->data, wc->data, bytes) != 0);
+        for (k = 0; k < 256; k++) qw[k] = 0.25f * (float)(1 + (7 * k + 7) % 13);
+        same = wa->row_bytes <= sizeof row && f->layers[1].wq.wtype == MLSTACK__W_F32;
+        for (k = 0; same && k < wa->n_out; k++) {
+            mlstack__ggml_quantize_row_w(MLSTACK__GGML_IQ4_XS, (const float *)f->layers[1].wq.data + (size_t)k * 256,
+                                         row, 256, qw);
+            same = memcmp(row, (const unsigned char *)wa->data + (size_t)k * wa->row_bytes, wa->row_bytes) == 0;
+        }
+        CHECKF(same, "%s", "layer 1 attn_q: not the rows its imatrix entry makes");
+    }
+    mlstack_model_close(a), mlstack_model_close(b), mlstack_model_close(c), mlstack_model_close(f);
+    remove(path);
+    md.quant_mix = "IQ4_XS";
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char p2[] = "/tmp/mlstack_imatrix_XXXXXX";
+        mlstack_result r;
+        if (write_imatrix_dat(p2, bad[i].how)) continue;
+        md.imatrix = p2;
+        a = NULL;
+        r = mlstack_model_open(&md, &a, &err);
+        CHECKF(r == bad[i].r && strstr(err.message, bad[i].msg), "imatrix spoiled %d: %d %s", bad[i].how, (int)r,
+               r ? err.message : "opened");
+        mlstack_model_close(a);
+        remove(p2);
+    }
+    {
+        char p3[] = "/tmp/mlstack_imatrix_XXXXXX";
+        if (temp_file(p3) == 0) { /* empty */
+            md.imatrix = p3;
+            CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_ERR_FORMAT && strstr(err.message, "empty"), "%s",
+                   err.message);
+            remove(p3);
+        }
+    }
+    md.imatrix = "tests/fixtures/gguf/quants.gguf"; /* a GGUF file, not an imatrix */
+    CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_ERR_FORMAT && strstr(err.message, "imatrix.datasets"), "%s",
+           err.message);
+    md.quant_mix = NULL;
+    md.quant = MLSTACK_DTYPE_Q8_0;
+    md.imatrix = "tests/fixtures/gguf/imatrix-llama-kq.gguf";
+    CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_ERR_INVALID_ARG && strstr(err.message, "quant_mix"), "%s",
+           err.message);
+    mlstack__gguf_dequant_all = 0;
+}
+
 /* quant_mix "Q4_K_M" on float weights (llama-kq.gguf opened as its dequantized f32 weights:
    hidden 256, 2 layers): llama.cpp's choice per tensor (Q6_K head; attn_v and ffn_down Q6_K in
    the layers that use more bits, here layer 1; Q4_K elsewhere), the file mlstack_model_save_gguf
@@ -1606,6 +1745,7 @@ int main(void) {
     test_write();
     test_block_embedding();
     test_write_mix();
+    test_imatrix();
     test_write_mixes();
     test_vocab_vectors();
     test_types();

@@ -30,6 +30,7 @@ import numpy as np
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 OUT = os.path.join(ROOT, "tests", "fixtures", "gguf", "quantize.gguf")
 OUT_IM = os.path.join(ROOT, "tests", "fixtures", "gguf", "quantize_imatrix.gguf")
+OUT_IMF = os.path.join(ROOT, "tests", "fixtures", "gguf", "imatrix-llama-kq.gguf")
 IM_TYPES = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS")
 COLS = 512
 
@@ -112,6 +113,31 @@ def write_imatrix_fixture(exe, x):
     print("wrote %s (%d bytes)" % (os.path.relpath(OUT_IM, ROOT), os.path.getsize(OUT_IM)))
 
 
+def write_imatrix_file():
+    """An importance matrix in llama-imatrix's GGUF format for llama-kq.gguf's 14 projections
+    (2 layers, 256 columns each): value k of entry e (attn_q, attn_k, attn_v, attn_output,
+    ffn_gate, ffn_up, ffn_down of layer 0, then layer 1) = 0.25 (1 + (7 k + e) mod 13), stored
+    as sums 8x that and a count of 8 (test_gguf writes the same values as a legacy .dat)."""
+    import gguf
+    w = gguf.GGUFWriter(OUT_IMF, "imatrix")
+    w.add_string("general.type", "imatrix")
+    w.add_array("imatrix.datasets", ["fixture"])
+    w.add_uint32("imatrix.chunk_count", 1)
+    w.add_uint32("imatrix.chunk_size", 512)
+    names = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
+    k = np.arange(256)
+    for e in range(14):
+        v = 0.25 * (1 + (7 * k + e) % 13)
+        name = "blk.%d.%s.weight" % (e // 7, names[e % 7])
+        w.add_tensor(name + ".in_sum2", (8 * v).astype(np.float32).reshape(1, 256))
+        w.add_tensor(name + ".counts", np.array([[8]], dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    print("wrote %s (%d bytes)" % (os.path.relpath(OUT_IMF, ROOT), os.path.getsize(OUT_IMF)))
+
+
 def main():
     import gguf
     from gguf import quants
@@ -119,6 +145,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--peer", default="peer")
     a = ap.parse_args()
+    write_imatrix_file()
     peer = os.path.join(ROOT, a.peer)
     inc = os.path.join(peer, "src", "vendor", "llama.cpp", "ggml", "include")
     lib = os.path.join(peer, "cmake-build", "ggml", "src", "libggml-base.a")
