@@ -748,17 +748,21 @@ static const cli_help HELP_KL = {
 int cli_cmd_kl(int argc, char **argv) { return cli_run_with_opts(argc, argv, &HELP_KL, cmd_kl); }
 
 static const cli_help HELP_QUANTIZE = {
-    "mlstack quantize -m MODEL [--quant TYPE] -o OUT|OUT.gguf [--rows]",
+    "mlstack quantize -m MODEL [--quant TYPE] [--imatrix FILE] -o OUT|OUT.gguf [--rows]",
     "Writes a folder whose weights load already quantized (config, tokenizer and template copied),\n"
     "or, when OUT ends in .gguf, a GGUF file llama.cpp loads (without --quant: weights as stored).\n"
     "TYPE: q8_0 or q4_1 (mlstack's formats; into a GGUF file llama.cpp's Q8_0 / Q4_1 file types,\n"
     "made as llama-quantize makes them), or a llama.cpp file type (see --quant): the same tensor\n"
-    "types and, from the same float weights, the same bytes as llama-quantize without an imatrix.\n"
+    "types and, from the same float weights, the same bytes as llama-quantize (with --imatrix as\n"
+    "llama-quantize --imatrix). Written: Q4_0 .. Q8_0, the K-quant mixes, IQ4_NL, IQ4_XS, TQ1_0/TQ2_0;\n"
+    "not IQ3_*, IQ2_*, IQ1_* (they load and run, but are not written).\n"
     "The folder's model.safetensors holds each Q8_0/Q4_1 projection as the P16 panels the SIMD\n"
     "kernels read (U8 tensors marked \"mlstack.layout.NAME\": \"P16\" in its metadata): opening it\n"
     "maps them in place, with no copy and no packing at start (the scalar kernels, --ranks and\n"
     "saving derive the rows from them exactly).\n"
     "  -o, --out DIR|FILE.gguf  the new folder or GGUF file\n"
+    "      --imatrix FILE       with a llama.cpp TYPE: llama-imatrix's importance matrix (GGUF or the\n"
+    "                           legacy .dat) for the attention and MLP projections and the head\n"
     "      --rows               the folder with the blocks as rows (the format of builds before\n"
     "                           panels were saved; every engine packs them at start)\n",
     1, 0};
