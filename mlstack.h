@@ -35010,20 +35010,21 @@ static int mlstack__model_all_float(mlstack_model *m) {
 }
 
 /* llama.cpp's file types ("mixes", its llama_ftype numbers, kept as general.file_type) and its
-   per-tensor choices (llama_tensor_get_type, for dense models, without an importance matrix):
+   per-tensor choices (llama_tensor_get_type, for dense models):
    every projection gets the mix's base type, except
      - the LM head (the embedding table of a tied model): Q6_K (Q8_0 in the Q8_0 mix, and
        where rows are not a multiple of the base type's block)
      - attn_v: Q2_K -> Q3_K (Q4_K with >= 4 query heads per KV head), Q3_K_M -> Q5_K
-       in layers 0 and 1 then Q4_K, Q3_K_L -> Q5_K, Q4_K_S -> Q5_K in layers 0 .. 3, IQ4_NL ->
-       Q5_K with >= 4 query heads per KV head, Q4_K_M and Q5_K_M -> Q6_K in the layers that
+       in layers 0 and 1 then Q4_K, Q3_K_L -> Q5_K, Q4_K_S -> Q5_K in layers 0 .. 3, IQ4_NL and
+       IQ4_XS -> Q5_K with >= 4 query heads per KV head, Q4_K_M and Q5_K_M -> Q6_K in the layers that
        "use more bits" (the first and last eighth of the layers, and every third between)
      - ffn_down: Q2_K -> Q3_K, Q3_K_M -> Q5_K in the first
-       sixteenth then Q4_K, Q3_K_L -> Q5_K, Q4_K_S and IQ4_NL -> Q5_K in the first eighth,
-       Q4_K_M and Q5_K_M -> Q6_K in the layers that use more bits
+       sixteenth then Q4_K, Q3_K_L -> Q5_K, Q4_K_S -> Q5_K in the first eighth, IQ4_NL and
+       IQ4_XS -> Q5_K there without an importance matrix, Q4_0 -> Q4_1 and Q5_0 -> Q5_1 there
+       with one, Q4_K_M and Q5_K_M -> Q6_K in the layers that use more bits
      - attn_output: Q2_K -> Q3_K, Q3_K_M -> Q4_K, Q3_K_L -> Q5_K
    and a weight whose rows are not a multiple of 256 falls back from a 256-block type to a
-   32-block one: Q2_K, Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0 (rows not a
+   32-block one: IQ4_XS -> IQ4_NL, Q2_K, Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0 (rows not a
    multiple of 32 stay as stored; llama.cpp writes those F16). The embedding table of an untied
    model stays as stored here (llama.cpp gives it the base type). */
 static const struct {
