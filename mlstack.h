@@ -3542,7 +3542,9 @@ typedef struct mlstack__st_tensor {
     uint64_t begin, end; /* within the data area of its file */
     int file;
     int quant; /* U8 rows of this block format (MLSTACK__W_Q8_0/_Q4_1) from a GGUF file; else 0 */
-    uint32_t gtype; /* a GGUF's Q4_0 / IQ4_NL held repacked as quant (mlstack__weight.gtype); else 0 */
+    uint32_t gtype; /* a GGUF's Q4_0 / IQ4_NL held repacked as quant (mlstack__weight.gtype); with quant
+                       0, a GGUF's token embedding table of this block type as stored (U8 rows, each
+                       dequantized when looked up); else 0 */
 } mlstack__st_tensor;
 
 typedef struct mlstack__st_file {
@@ -31951,7 +31953,8 @@ struct mlstack_model {
     mlstack__gguf gguf; /* the mapped file when opened from a GGUF (>>gguf); else empty */
     mlstack__layer *layers;
     const void *embed; /* (V, D) as stored */
-    mlstack_dtype embed_dtype;
+    mlstack_dtype embed_dtype; /* U8 when embed_gtype is set */
+    uint32_t embed_gtype; /* a GGUF's block type (not Q8_0 / Q4_1) of the rows as stored; else 0 */
     const float *final_norm, *final_norm_b; /* final_norm_b: LayerNorm bias, else NULL */
     mlstack__weight lm_head;
     float *inv_freq; /* rope_dim(t) / 2 rotary frequencies of each table t, after scaling, table 1 after 0 */
@@ -33845,15 +33848,29 @@ static void mlstack__embed_scale_dtype(mlstack__config *c, mlstack_dtype dt) {
     if (c->fam->flags & MLSTACK__F_EMBED_SQRT) c->embed_scale = mlstack__round_to(c->embed_scale, dt);
 }
 
-/* The token embedding table: kept as Q8_0 / Q4_1 blocks when stored so, else a plain
-   [vocab, D] tensor; its scale is rounded to its dtype. *out is the table's tensor. */
+/* The token embedding table: kept as Q8_0 / Q4_1 blocks when stored so, as a GGUF's other
+   blocks as stored, else a plain [vocab, D] tensor; its scale is rounded to its dtype (f32 for
+   blocks). *out is the table's tensor. */
 static mlstack_result mlstack__map_embed(mlstack_model *m, const char *name, const mlstack__st_tensor **out,
                                          mlstack_error *err) {
     const mlstack__config *c = &m->cfg;
     const mlstack__st_tensor *t;
     mlstack_result r;
     t = mlstack__st_find(&m->st, name);
-    if (t && mlstack__st_quant_of(&m->st, t)) {
+    if (t && !t->quant && t->gtype) {
+        /* a GGUF's table of other blocks (mlstack__gguf_weights): rows dequantized on lookup */
+        int blk = mlstack__ggml_types[t->gtype].block;
+        if (c->n_embd % blk || t->n_dims != 2 || t->shape[0] != c->n_vocab ||
+            (uint64_t)t->shape[1] != (uint64_t)(c->n_embd / blk) * mlstack__ggml_types[t->gtype].size)
+            return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: tensor %s has the wrong shape for [%d, %d] in %s",
+                                 m->path, name, c->n_vocab, c->n_embd, mlstack__ggml_type_name(t->gtype));
+        m->n_params += (uint64_t)c->n_vocab * (uint64_t)c->n_embd;
+        m->weight_bytes += t->end - t->begin;
+        m->embed = m->st.files[t->file].data + t->begin;
+        m->embed_dtype = MLSTACK_DTYPE_U8;
+        m->embed_gtype = t->gtype;
+        mlstack__embed_scale_dtype(&m->cfg, MLSTACK_DTYPE_F32);
+    } else if (t && mlstack__st_quant_of(&m->st, t)) {
         /* an embedding table of Q8_0 / Q4_1 blocks (a GGUF's, or saved so): kept as blocks, each
            row dequantized when a token looks it up (mlstack__embed_row) */
         int q = mlstack__st_quant_of(&m->st, t);
@@ -33908,6 +33925,8 @@ static mlstack_result mlstack__map_head(mlstack_model *m, const char *head, cons
         /* a quantized copy of the tied head saved by mlstack_model_save */
         if ((r = mlstack__model_linear(m, "lm_head", c->n_vocab, c->n_embd, 0, &m->lm_head, err)) != MLSTACK_OK)
             return r;
+    } else if ((c->tied || m->no_head) && m->embed_gtype) { /* mlstack__gguf_weights made a head of such a table */
+        return MLSTACK__FAIL(err, MLSTACK_ERR_FORMAT, "%s: the tied head has no tensor of its own", m->path);
     } else if (c->tied || m->no_head) {
         mlstack__weight *w = &m->lm_head;
         w->name = "lm_head.weight";
@@ -34980,13 +34999,21 @@ static void mlstack__model_release_source(const mlstack_model *m, const void *p,
 #if MLSTACK__COLD_O1 /* end of cold code */
 #pragma GCC pop_options
 #endif
-/* x (n_embd,) = the embedding of `token` as f32: the row as stored, or a row of Q8_0 / Q4_1
-   blocks dequantized (d * q, d * q + m: the values llama.cpp's dequantization gives). */
+/* Bytes of one row of the embedding table as it is held. */
+static size_t mlstack__embed_row_bytes(const mlstack_model *m) {
+    if (m->embed_gtype)
+        return (size_t)(m->cfg.n_embd / mlstack__ggml_types[m->embed_gtype].block) *
+               mlstack__ggml_types[m->embed_gtype].size;
+    return mlstack__row_bytes((int)m->embed_dtype, m->cfg.n_embd);
+}
+/* x (n_embd,) = the embedding of `token` as f32: the row as stored, or a row of blocks
+   dequantized (Q8_0 / Q4_1: d * q, d * q + m; a GGUF's other blocks by the dequantizer that
+   would have expanded the whole table at load: the values llama.cpp's dequantization gives). */
 MLSTACK__FN void mlstack__embed_row(const mlstack_model *m, int32_t token, float *x) {
     int D = m->cfg.n_embd, q = m->embed_dtype == MLSTACK_DTYPE_Q8_0 || m->embed_dtype == MLSTACK_DTYPE_Q4_1;
-    const unsigned char *row =
-        (const unsigned char *)m->embed + (size_t)token * mlstack__row_bytes((int)m->embed_dtype, D);
-    if (q)
+    const unsigned char *row = (const unsigned char *)m->embed + (size_t)token * mlstack__embed_row_bytes(m);
+    if (m->embed_gtype) mlstack__ggml_dequant_row(m->embed_gtype, row, x, D);
+    else if (q)
         mlstack__ggml_dequant_row(m->embed_dtype == MLSTACK_DTYPE_Q8_0 ? MLSTACK__GGML_Q8_0 : MLSTACK__GGML_Q4_1, row,
                                   x, D);
     else
@@ -35709,6 +35736,11 @@ MLSTACK_API mlstack_result mlstack_model_save(mlstack_model *m, const char *dir,
    here (they are saved as GGUF). */
 static mlstack_result mlstack__save_check_types(mlstack_model *m, mlstack_error *err) {
     int i, k;
+    if (m->embed_gtype)
+        return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                             "mlstack_model_save: the embedding table is stored as %s, which safetensors output does "
+                             "not carry; save as GGUF",
+                             mlstack__ggml_type_name(m->embed_gtype));
     for (i = -1; i < m->cfg.n_layers; i++) {
         mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         int nw = mlstack__layer_weights(m, i, ws);
@@ -36041,12 +36073,14 @@ static mlstack_result mlstack__model_pooling(mlstack_model *m, const char *dir, 
    hyperparameters from general.architecture and the <arch>.* keys, tensors renamed to the
    Hugging Face names the weight map above uses, the tokenizer and chat template from the
    tokenizer.* metadata (>>tokenizer). Weights we compute on as stored stay in the mapping:
-   F32/F16/BF16, and Q8_0/Q4_1, whose blocks are ours byte for byte (held as U8 rows marked with
-   their format, as mlstack_model_save writes them). Other block types and a block-typed
-   embedding table are dequantized to f32 at load (>>ggmlquant); a tied head then stays in its
-   block format when that is Q8_0/Q4_1. llama.cpp's converter permutes the rows of Q and K of
-   llama-architecture models (its RoPE rotates adjacent pairs, ours halves): those rows are put
-   back in Hugging Face order in a copy of the stored type. A copied tensor's stored pages go
+   F32/F16/BF16, Q8_0/Q4_1, whose blocks are ours byte for byte (held as U8 rows marked with
+   their format, as mlstack_model_save writes them), and the native block formats (>>ggmlquant;
+   Q4_0, Q5_0 and IQ4_NL are repacked into copies). The token embedding table stays in the
+   mapping in any block type: each row is dequantized when a token looks it up
+   (mlstack__embed_row), and a tied head reads the same blocks as a projection. Tensors of
+   other types are dequantized to f32 at load. llama.cpp's converter permutes the rows of Q and
+   K of llama-architecture models (its RoPE rotates adjacent pairs, ours halves): those rows are
+   put back in Hugging Face order in a copy of the stored type. A copied tensor's stored pages go
    back to the system once copied. */
 
 /* The one mapping of per-layer tensor names, GGUF (blk.N.) <-> Hugging Face (model.layers.N.),
@@ -37290,22 +37324,26 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
             const mlstack__gguf_tensor *t = &g->tensors[i];
             mlstack__st_tensor *x = &st->tensors[n];
             char *name = names + (size_t)n * name_cap;
-            int keep, permute_heads = 0, quant = 0, is_embed = 0, is_float;
+            int keep, permute_heads = 0, quant = 0, is_embed = 0, is_float, raw = 0;
             uint64_t rows = t->ne[1] * t->ne[2] * t->ne[3],
                      row_bytes = t->ne[0] / mlstack__ggml_types[t->type].block * mlstack__ggml_types[t->type].size;
             /* the name */
             permute_heads = mlstack__gguf_tensor_name(c, t, name, name_cap, &is_embed);
             if (permute_heads && t->ne[1] != (uint64_t)permute_heads * (uint64_t)c->head_dim) permute_heads = 0;
-            /* kept in the mapping, or copied; an embedding of Q8_0 / Q4_1 blocks stays blocks (rows
-               dequantized on lookup), one of other block types is read as floats */
+            /* kept in the mapping, or copied; an embedding of blocks stays blocks (rows dequantized
+               on lookup: mlstack__embed_row), as Q8_0 / Q4_1 rows or (raw) as stored; with
+               mlstack__gguf_dequant_all (whose tied head reads the table) it is read as floats */
             is_float = t->type == MLSTACK__GGML_F32 || t->type == MLSTACK__GGML_F16 || t->type == MLSTACK__GGML_BF16;
             if (t->n_dims >= 2 && t->ne[0] <= (uint64_t)INT_MAX / 8) { /* 3-D (experts): rows of all */
                 if (!is_embed && strcmp(t->name, "per_layer_token_embd.weight") != 0) /* rows looked up */
                     quant = mlstack__gguf_wtype(t->type);
                 else if (t->type == MLSTACK__GGML_Q8_0 || t->type == MLSTACK__GGML_Q4_1)
                     quant = t->type == MLSTACK__GGML_Q8_0 ? MLSTACK__W_Q8_0 : MLSTACK__W_Q4_1;
+                else if (is_embed && t->n_dims == 2 && !is_float && !permute_heads && !mlstack__gguf_dequant_all &&
+                         mlstack__ggml_can_dequant(t->type) && (!c->tied || mlstack__gguf_wtype(t->type)))
+                    raw = 1;
             }
-            keep = !permute_heads && (is_float || (quant && mlstack__gguf_in_place(t->type)));
+            keep = !permute_heads && (is_float || raw || (quant && mlstack__gguf_in_place(t->type)));
             if (!keep && !quant && !mlstack__ggml_can_dequant(t->type))
                 return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
                                      "%s: tensor %s has type %s, which mlstack does not read yet", path, t->name,
@@ -37315,11 +37353,12 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                 x->name = name;
                 x->quant = quant;
                 x->gtype = quant && (t->type == MLSTACK__GGML_Q4_0 || t->type == MLSTACK__GGML_IQ4_NL) ? t->type : 0;
-                if (quant) {
+                if (quant || raw) {
                     x->dtype = MLSTACK_DTYPE_U8;
                     x->n_dims = 2;
                     x->shape[0] = (int64_t)rows;
-                    x->shape[1] = (int64_t)mlstack__row_bytes(quant, (int)t->ne[0]);
+                    x->shape[1] = quant ? (int64_t)mlstack__row_bytes(quant, (int)t->ne[0]) : (int64_t)row_bytes;
+                    if (raw) x->gtype = t->type;
                 } else {
                     x->dtype = t->type == MLSTACK__GGML_F16    ? MLSTACK_DTYPE_F16
                                : t->type == MLSTACK__GGML_BF16 ? MLSTACK_DTYPE_BF16
@@ -37739,8 +37778,8 @@ static int mlstack__gw_list_embed(mlstack_model *m, mlstack__gw_tensor *ts, int 
                       m->lm_head.data, m->lm_head.row_bytes, 0);
         mlstack__gw_made(&ts[*n_t - 1], &m->lm_head);
     } else
-        MLSTACK__GW_T("token_embd.weight", mlstack__gw_type((int)m->embed_dtype), 2, c->n_embd, c->n_vocab, m->embed,
-                      mlstack__row_bytes((int)m->embed_dtype, c->n_embd), 0);
+        MLSTACK__GW_T("token_embd.weight", m->embed_gtype ? m->embed_gtype : mlstack__gw_type((int)m->embed_dtype), 2,
+                      c->n_embd, c->n_vocab, m->embed, mlstack__embed_row_bytes(m), 0);
     MLSTACK__GW_T(c->fam->flags & MLSTACK__F_GGUF_EMBD_NORM ? "token_embd_norm.weight" : "output_norm.weight",
                   MLSTACK__GGML_F32, 1, c->n_embd, 1, m->final_norm, (size_t)c->n_embd * 4, 0);
     if (m->lm_head.data != m->embed && !tied_blocks) {
@@ -45736,7 +45775,7 @@ static void mlstack__prof_cost(const struct mlstack__prof *pr, int op, const voi
     *bytes = *flops = 0;
     switch (op) {
     case MLSTACK__OP_SAMPLE: *bytes = 4 * (uint64_t)c->n_vocab, *flops = (uint64_t)c->n_vocab; break;
-    case MLSTACK__OP_EMBED: *bytes = b * ((uint64_t)mlstack__row_bytes((int)m->embed_dtype, (int)D) + 4 * D); break;
+    case MLSTACK__OP_EMBED: *bytes = b * ((uint64_t)mlstack__embed_row_bytes(m) + 4 * D); break;
     case MLSTACK__OP_RMSNORM: *bytes = 4 * (2 * b * D + D), *flops = 4 * b * D; break;
     case MLSTACK__OP_ADD: *bytes = 12 * b * D, *flops = b * D; break;
     case MLSTACK__OP_SWIGLU: *bytes = 12 * b * F, *flops = 5 * b * F; break;
@@ -46167,7 +46206,7 @@ MLSTACK_API uint64_t mlstack_model_decode_bytes(const mlstack_model *m) {
     if (!m) return 0;
     c = &m->cfg;
     total = mlstack__read_bytes(&m->lm_head, MLSTACK__PACKED(&m->lm_head) != NULL) +
-            (uint64_t)mlstack__row_bytes((int)m->embed_dtype, c->n_embd) + 4 * (uint64_t)c->n_embd;
+            (uint64_t)mlstack__embed_row_bytes(m) + 4 * (uint64_t)c->n_embd;
     for (l = 0; l < c->n_layers; l++) {
         mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         int nw = mlstack__layer_weights((mlstack_model *)m, l, ws); /* only read */

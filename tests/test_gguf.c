@@ -1554,6 +1554,137 @@ static void test_block_embedding(void) {
     if (system(cmd) != 0) printf("could not remove %s\n", dir);
 }
 
+/* b (opened as stored) holds its embedding table of `type` in the mapped file, c (the same file
+   opened with mlstack__gguf_dequant_all) as f32 rows expanded at load: every row b looks up has
+   the bits of c's. */
+static void raw_embed_rows(mlstack_model *b, mlstack_model *c, uint32_t type, const char *what) {
+    int t, i, bad = 0, D;
+    float x[1024], y[1024];
+    if (!b || !c) return;
+    D = b->cfg.n_embd;
+    CHECKF(b->embed_gtype == type && b->embed_dtype == MLSTACK_DTYPE_U8, "%s: the table is held as %s", what,
+           b->embed_gtype ? mlstack__ggml_type_name(b->embed_gtype) : mlstack_dtype_name(b->embed_dtype));
+    CHECKF((const unsigned char *)b->embed >= b->gguf.data &&
+               (const unsigned char *)b->embed < b->gguf.data + b->gguf.data_size,
+           "%s: the table is not read in place from the mapped file", what);
+    CHECKF(c->embed_gtype == 0 && c->embed_dtype == MLSTACK_DTYPE_F32, "%s: the reference is not f32 rows", what);
+    for (t = 0; t < b->cfg.n_vocab && D <= 1024 && b->embed_gtype == type; t++) {
+        mlstack__embed_row(b, t, x);
+        mlstack__embed_row(c, t, y);
+        for (i = 0; i < D; i++) bad += memcmp(&x[i], &y[i], sizeof x[i]) != 0;
+    }
+    CHECKF(bad == 0, "%s: %d looked-up values differ from the f32 table's", what, bad);
+}
+
+/* x opened as stored (*b) and with every block type dequantized at load (*c). */
+static void open_both(const char *path, mlstack_model **b, mlstack_model **c, const char *what) {
+    mlstack_model_desc md;
+    mlstack_error err;
+    memset(&md, 0, sizeof md);
+    md.path = path;
+    CHECKF(mlstack_model_open(&md, b, &err) == MLSTACK_OK, "%s: %s", what, err.message);
+    mlstack__gguf_dequant_all = 1;
+    CHECKF(mlstack_model_open(&md, c, &err) == MLSTACK_OK, "%s (f32): %s", what, err.message);
+    mlstack__gguf_dequant_all = 0;
+}
+
+/* An embedding table of a block type other than Q8_0 / Q4_1 (K-quants, i-quants, Q5_0 ...)
+   stays those blocks in the mapped file, as llama.cpp keeps it, rather than an f32 copy of the
+   whole table: the looked-up rows have the f32 copy's bits, so an untied model of f32 layers
+   gives the same logits either way; a tied head of such a table reads its blocks (Q5_0 repacked
+   as Q8_0), and mlstack_model_save (safetensors) refuses a table it cannot carry. */
+static void test_raw_block_embedding(void) {
+    static const int32_t ids[5] = {7, 3, 200, 11, 255};
+    static const uint32_t types[3] = {MLSTACK__GGML_Q4_K, MLSTACK__GGML_Q5_0, MLSTACK__GGML_IQ4_XS};
+    char path[] = "/tmp/mlstack_gguf_raw_XXXXXX", dir[] = "/tmp/mlstack_gguf_rawd_XXXXXX", cmd[160];
+    mlstack_model_desc md;
+    mlstack_model *a = NULL, *b = NULL, *c = NULL;
+    mlstack_engine *eb = NULL, *ec = NULL;
+    mlstack_engine_desc ed;
+    mlstack_error err;
+    size_t k, rb, r;
+    int t;
+    if (temp_file(path) || !mkdtemp(dir)) return;
+    memset(&md, 0, sizeof md);
+    memset(&ed, 0, sizeof ed);
+    md.path = "tests/fixtures/gguf/llama-kq.gguf"; /* D 256, untied: every layer as f32 */
+    mlstack__gguf_dequant_all = 1;
+    CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_OK, "%s", err.message);
+    mlstack__gguf_dequant_all = 0;
+    for (k = 0; a && k < sizeof types / sizeof types[0]; k++) {
+        const void *e0 = a->embed;
+        mlstack_dtype d0 = a->embed_dtype;
+        int D = a->cfg.n_embd, V = a->cfg.n_vocab;
+        unsigned char *tab;
+        float *la = NULL, *lc = NULL;
+        rb = (size_t)(D / mlstack__ggml_types[types[k]].block) * mlstack__ggml_types[types[k]].size;
+        tab = (unsigned char *)malloc(rb * (size_t)V);
+        if (!tab) continue;
+        for (t = 0; t < V; t++) {
+            if (types[k] == MLSTACK__GGML_IQ4_XS) { /* no quantizer here: any bytes, with d 1/64 */
+                for (r = 0; r < rb; r++) tab[(size_t)t * rb + r] = (unsigned char)(r * 131u + (size_t)t * 17u);
+                tab[(size_t)t * rb] = 0x00, tab[(size_t)t * rb + 1] = 0x24;
+            } else {
+                mlstack__quantize_row(16 + (int)types[k], (const float *)e0 + (size_t)t * (size_t)D,
+                                      tab + (size_t)t * rb, D);
+            }
+        }
+        a->embed = tab, a->embed_dtype = MLSTACK_DTYPE_U8, a->embed_gtype = types[k];
+        CHECKF(mlstack_model_save_gguf(a, path, &err) == MLSTACK_OK, "%s", err.message);
+        a->embed = e0, a->embed_dtype = d0, a->embed_gtype = 0;
+        open_both(path, &b, &c, mlstack__ggml_type_name(types[k]));
+        raw_embed_rows(b, c, types[k], mlstack__ggml_type_name(types[k]));
+        if (b && c && mlstack_engine_init(b, &ed, &eb, &err) == MLSTACK_OK &&
+            mlstack_engine_init(c, &ed, &ec, &err) == MLSTACK_OK) {
+            la = fx_eval_all(eb, ids, 5, V, 5);
+            lc = fx_eval_all(ec, ids, 5, V, 5);
+            CHECKF(la && lc && memcmp(la, lc, sizeof(float) * 5 * (size_t)V) == 0,
+                   "%s: logits differ from those of the f32 table", mlstack__ggml_type_name(types[k]));
+        }
+        if (b && k == 0) {
+            CHECKF(mlstack_model_save(b, dir, &err) == MLSTACK_ERR_UNSUPPORTED && strstr(err.message, "Q4_K"),
+                   "safetensors output of a Q4_K embedding table: %s", err.message);
+        }
+        free(la), free(lc), free(tab);
+        mlstack_engine_free(eb), mlstack_engine_free(ec), eb = ec = NULL;
+        mlstack_model_close(b), mlstack_model_close(c), b = c = NULL;
+    }
+    mlstack_model_close(a), a = NULL;
+    { /* tied (D 64): the head of Q5_0 blocks is written as token_embd, read back as the table */
+        mlstack__weight h0;
+        unsigned char *tab;
+        md.path = "tests/fixtures/models/llama_tied";
+        CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_OK, "%s", err.message);
+        if (a && a->embed_dtype == MLSTACK_DTYPE_F32) {
+            rb = (size_t)(a->cfg.n_embd / 32) * 22;
+            tab = (unsigned char *)malloc(rb * (size_t)a->cfg.n_vocab);
+            for (t = 0; tab && t < a->cfg.n_vocab; t++)
+                mlstack__quantize_row(MLSTACK__W_Q5_0, (const float *)a->embed + (size_t)t * (size_t)a->cfg.n_embd,
+                                      tab + (size_t)t * rb, a->cfg.n_embd);
+            h0 = a->lm_head;
+            a->lm_head.data = tab, a->lm_head.wtype = MLSTACK__W_Q5_0, a->lm_head.row_bytes = rb;
+            CHECKF(tab && mlstack_model_save_gguf(a, path, &err) == MLSTACK_OK, "tied: %s", err.message);
+            a->lm_head = h0;
+            free(tab);
+            open_both(path, &b, &c, "tied Q5_0");
+            raw_embed_rows(b, c, MLSTACK__GGML_Q5_0, "tied Q5_0");
+            CHECKF(b && b->lm_head.wtype == MLSTACK__W_Q8_0 && b->lm_head.data != b->embed,
+                   "tied Q5_0: the head is not the table's blocks repacked as Q8_0");
+            if (b && mlstack_engine_init(b, &ed, &eb, &err) == MLSTACK_OK) {
+                float *lb = fx_eval_all(eb, ids, 4, b->cfg.n_vocab, 4);
+                CHECKF(lb != NULL, "tied Q5_0: no logits");
+                free(lb);
+            }
+            mlstack_engine_free(eb);
+            mlstack_model_close(b), mlstack_model_close(c);
+        }
+        mlstack_model_close(a);
+    }
+    remove(path);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) printf("could not remove %s\n", dir);
+}
+
 /* The 2026 families as llama.cpp writes them (tests/fixtures/gguf/<name>-f32.gguf, written by
    tools/make_gguf_fixtures.py from tests/fixtures/families/<name>): read, every position of the
    family's prompt within 1e-4 of transformers' logits (logits.bin) and bit-identical to the
@@ -1744,6 +1875,7 @@ int main(void) {
     test_model_errors();
     test_write();
     test_block_embedding();
+    test_raw_block_embedding();
     test_write_mix();
     test_imatrix();
     test_write_mixes();
