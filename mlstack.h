@@ -16241,6 +16241,13 @@ typedef struct mlstack__kernels {
                            int nr, size_t ldk, float scale, float *s, mlstack__fetch *f);
     void (*attn_pv_kv)(float *acc, int G, int Dh, const float *p, mlstack_dtype dt, const void *const *v,
                        const int *len, int nr, mlstack__fetch *f);
+    /* attn_scores_kv and attn_pv_kv for a quantized cache (qt: Q8_0 or Q4_0 blocks, Dh a multiple
+       of 32; keys transposed bytes, ldk apart, >>kvcache): the same bits as the dense ops on the
+       dequantized chunk (>>forward mlstack__kv_chunk_any); NULL where the table has none */
+    void (*attn_scores_kq)(const float *q, int G, int Dh, uint32_t qt, const void *const *k, const int *len, int nr,
+                           size_t ldk, float scale, float *s, mlstack__fetch *f);
+    void (*attn_pv_kq)(float *acc, int G, int Dh, const float *p, uint32_t qt, const void *const *v, const int *len,
+                       int nr, mlstack__fetch *f);
     /* dst (n,) of dtype F32/F16/BF16 = src (n,) rounded to nearest even (KV rows) */
     void (*from_f32)(mlstack_dtype dt, const float *src, void *dst, size_t n);
     /* x (B, n) -> Q8 activation blocks, bit-identical to mlstack__quantize_rows (finite x) */
@@ -17476,7 +17483,7 @@ MLSTACK__FN void mlstack__from_f32(mlstack_dtype dt, const float *src, void *dst
 }
 #define MLSTACK__ATTN_SCALAR                                                                                       \
     mlstack__attn_scores_scalar, mlstack__softmax_scalar, mlstack__attn_pv_scalar, mlstack__kv_chunk_scalar, NULL, \
-        NULL, mlstack__from_f32, mlstack__quantize_rows, mlstack__rope_table, mlstack__rope_apply,                 \
+        NULL, NULL, NULL, mlstack__from_f32, mlstack__quantize_rows, mlstack__rope_table, mlstack__rope_apply,     \
         mlstack__conv_step_scalar, mlstack__dn_rule_scalar, mlstack__ssd_step_scalar, mlstack__gelu_tanh_scalar,   \
         mlstack__softcap_scalar, mlstack__altup_route_scalar, mlstack__altup_pred_scalar, mlstack__altup_corr_scalar
 
@@ -19576,6 +19583,187 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__attn_pv_kv_avx2(float *acc, int G, int
     else
         mlstack__pv_kv_f32_avx2(acc, G, Dh, p, v, len, nr, f);
 }
+/* The chunk ops straight from a quantized cache (Q8_0 / Q4_0 blocks, type qt): each key or value
+   vector is its block's f16 scale times its integers, one exact product per lane, what the
+   reference's dequantized copy holds (>>forward mlstack__kv_deq_keys, mlstack__kv_deq_block),
+   fed to the same FMA chains in the same order as the dense ops above: the same bits, from a
+   half or a quarter of F16's bytes. Keys: byte t of key j at k + t * ldk + j (row 0 and 1 the
+   scale's bytes, then 32 int8 or 16 bytes of nibbles: byte i holds dims i and i + 16). */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256 mlstack__kq_scale8_avx2(const unsigned char *b, size_t col) {
+    __m128i lo = _mm_loadl_epi64((const __m128i *)(const void *)b),
+            hi = _mm_loadl_epi64((const __m128i *)(const void *)(b + col));
+    return _mm256_cvtph_ps(_mm_unpacklo_epi8(lo, hi));
+}
+/* 8 integers of a block (8 bytes at p; Q4: the low nibbles, or the high ones when hi) times sc */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256 mlstack__kq_ld8_avx2(const unsigned char *p, __m256 sc, int hi,
+                                                                          const int Q4) {
+    __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)p);
+    __m256i w;
+    if (!Q4) w = _mm256_cvtepi8_epi32(x);
+    else {
+        w = _mm256_cvtepu8_epi32(x);
+        if (hi) w = _mm256_srli_epi32(w, 4);
+        w = _mm256_sub_epi32(_mm256_and_si256(w, _mm256_set1_epi32(15)), _mm256_set1_epi32(8));
+    }
+    return _mm256_mul_ps(sc, _mm256_cvtepi32_ps(w));
+}
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
+mlstack__scores_kq_tile_avx2(const float *q, int Dh, const unsigned char *const *kb, size_t col, int n, float scale,
+                             float *s, mlstack__fetch *f, const int GH, const int NV, const int Q4) {
+    __m256 a[3][4], sc[4];
+    const size_t bs = (size_t)(Q4 ? 18 : 34) * col;
+    int h, v, b, i;
+    MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++) a[h][v] = _mm256_setzero_ps();
+    for (b = 0; b < Dh / 32; b++) {
+        MLSTACK__UNROLL for (v = 0; v < NV; v++) sc[v] = mlstack__kq_scale8_avx2(kb[v] + b * bs, col);
+        for (i = 0; i < 32; i++) {
+            __m256 x[3];
+            const size_t row = (size_t)(2 + (Q4 ? i & 15 : i)) * col + b * bs;
+            MLSTACK__UNROLL for (h = 0; h < GH; h++) x[h] = _mm256_broadcast_ss(q + (size_t)h * Dh + 32 * b + i);
+            mlstack__fetch_step(f);
+            MLSTACK__UNROLL for (v = 0; v < NV; v++) {
+                __m256 k = mlstack__kq_ld8_avx2(kb[v] + row, sc[v], i >= 16, Q4);
+                MLSTACK__UNROLL for (h = 0; h < GH; h++) a[h][v] = _mm256_fmadd_ps(x[h], k, a[h][v]);
+            }
+        }
+    }
+    MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++)
+        mlstack__st8_part_avx2(s + h * 32 + 8 * v, n - 8 * v, _mm256_mul_ps(a[h][v], _mm256_set1_ps(scale)));
+}
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
+mlstack__scores_kq_qt_avx2(const float *q, int G, int Dh, const unsigned char *const *kb, size_t col, int n, int nv,
+                           float scale, float *s, mlstack__fetch *f, const int Q4) {
+    int g;
+    for (g = 0; g < G;) {
+        int gh = mlstack__heads_pass_avx2(G - g), v0, tv;
+        const float *qg = q + (size_t)g * Dh;
+        float *sg = s + g * 32;
+        for (v0 = 0; v0 < nv; v0 += tv) {
+            int h, hn;
+            tv = mlstack__att_nv_avx2(nv - v0);
+            hn = tv == 4 ? gh : 1;
+#define MLSTACK__SKQ_AVX2(GH_, NV_)                                                                                  \
+    case (GH_) * 8 + (NV_):                                                                                          \
+        mlstack__scores_kq_tile_avx2(qg + (size_t)h * Dh, Dh, kb + v0, col, n - 8 * v0, scale, sg + h * 32 + 8 * v0, \
+                                     f, GH_, NV_, Q4);                                                               \
+        break;
+            for (h = 0; h < gh; h += hn) {
+                switch (hn * 8 + tv) {
+                    /* clang-format off */
+                    MLSTACK__SKQ_AVX2(3, 4) MLSTACK__SKQ_AVX2(2, 4)
+                    MLSTACK__SKQ_AVX2(1, 1) MLSTACK__SKQ_AVX2(1, 2) MLSTACK__SKQ_AVX2(1, 4)
+                default: break;
+                    /* clang-format on */
+                }
+            }
+#undef MLSTACK__SKQ_AVX2
+        }
+        g += gh;
+    }
+}
+static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__scores_kq8_avx2(const float *q, int G, int Dh,
+                                                                       const unsigned char *const *kb, size_t col,
+                                                                       int n, int nv, float scale, float *s,
+                                                                       mlstack__fetch *f) {
+    mlstack__scores_kq_qt_avx2(q, G, Dh, kb, col, n, nv, scale, s, f, 0);
+}
+static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__scores_kq4_avx2(const float *q, int G, int Dh,
+                                                                       const unsigned char *const *kb, size_t col,
+                                                                       int n, int nv, float scale, float *s,
+                                                                       mlstack__fetch *f) {
+    mlstack__scores_kq_qt_avx2(q, G, Dh, kb, col, n, nv, scale, s, f, 1);
+}
+MLSTACK__FN MLSTACK__T_AVX2 void mlstack__attn_scores_kq_avx2(const float *q, int G, int Dh, uint32_t qt,
+                                                              const void *const *k, const int *len, int nr, size_t ldk,
+                                                              float scale, float *s, mlstack__fetch *f) {
+    const unsigned char *kb[4];
+    int r, j, n = 0, nv = 0;
+    for (r = 0; r < nr; n += len[r++])
+        for (j = 0; j < len[r]; j += 8) kb[nv++] = (const unsigned char *)k[r] + j;
+    if (qt == MLSTACK__GGML_Q8_0) mlstack__scores_kq8_avx2(q, G, Dh, kb, ldk, n, nv, scale, s, f);
+    else
+        mlstack__scores_kq4_avx2(q, G, Dh, kb, ldk, n, nv, scale, s, f);
+}
+/* acc (GH heads, Dh apart) of one pass's NV vectors (NV / 4 blocks) += p . the runs' quantized
+   value rows (rs bytes apart, vb[r] at the pass's first block), key by key in order. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void
+mlstack__pv_kq_tile_avx2(float *a, int Dh, const float *p, const unsigned char *const *vb, const int *len, int nr,
+                         size_t rs, mlstack__fetch *f, const int GH, const int NV, const int Q4) {
+    __m256 acc[3][8];
+    const size_t bs = Q4 ? 18 : 34;
+    int h, i, r, j, jj;
+    MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (i = 0; i < NV; i++) acc[h][i] =
+        _mm256_loadu_ps(a + (size_t)h * Dh + 8 * i);
+    for (r = 0, j = 0; r < nr; r++) {
+        const unsigned char *row = vb[r];
+        for (jj = 0; jj < len[r]; jj++, j++, row += rs) {
+            __m256 pj[3], sc[2];
+            MLSTACK__UNROLL for (h = 0; h < GH; h++) pj[h] = _mm256_broadcast_ss(p + h * 32 + j);
+            mlstack__fetch_step(f);
+            MLSTACK__UNROLL for (i = 0; i < NV; i += 4) {
+                uint16_t d;
+                memcpy(&d, row + (size_t)(i / 4) * bs, 2);
+                sc[i / 4] = _mm256_cvtph_ps(_mm_set1_epi16((short)d));
+            }
+            MLSTACK__UNROLL for (i = 0; i < NV; i++) {
+                const int o = 8 * (i % 4); /* the vector's first dim in its block */
+                __m256 x =
+                    mlstack__kq_ld8_avx2(row + (size_t)(i / 4) * bs + 2 + (Q4 ? o % 16 : o), sc[i / 4], o >= 16, Q4);
+                MLSTACK__UNROLL for (h = 0; h < GH; h++) acc[h][i] = _mm256_fmadd_ps(pj[h], x, acc[h][i]);
+            }
+        }
+    }
+    MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (i = 0; i < NV; i++)
+        _mm256_storeu_ps(a + (size_t)h * Dh + 8 * i, acc[h][i]);
+}
+/* Dh a multiple of 32: three heads (or two) a block a pass, a head alone two. */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__pv_kq_qt_avx2(float *acc, int G, int Dh, const float *p,
+                                                                          const void *const *v, const int *len, int nr,
+                                                                          mlstack__fetch *f, const int Q4) {
+    const unsigned char *vb[MLSTACK__ATT_CHUNK + 1];
+    const size_t bs = Q4 ? 18 : 34, rs = (size_t)Dh / 32 * bs;
+    int g, gh, d, m, r, h, hn;
+    for (g = 0; g < G; g += gh) {
+        gh = mlstack__heads_pass_avx2(G - g);
+        for (d = 0; d < Dh; d += m) {
+            float *a = acc + (size_t)g * Dh + d;
+            const float *pg = p + g * 32;
+            m = gh == 1 && Dh - d >= 64 ? 64 : 32;
+            hn = m == 64 ? 1 : gh;
+            for (r = 0; r < nr; r++) vb[r] = (const unsigned char *)v[r] + (size_t)d / 32 * bs;
+#define MLSTACK__PKQ_AVX2(GH_, NV_)                                                                      \
+    case (GH_) * 16 + (NV_):                                                                             \
+        mlstack__pv_kq_tile_avx2(a + (size_t)h * Dh, Dh, pg + h * 32, vb, len, nr, rs, f, GH_, NV_, Q4); \
+        break;
+            for (h = 0; h < gh; h += hn) {
+                switch (hn * 16 + m / 8) {
+                    /* clang-format off */
+                    MLSTACK__PKQ_AVX2(3, 4) MLSTACK__PKQ_AVX2(2, 4) MLSTACK__PKQ_AVX2(1, 4) MLSTACK__PKQ_AVX2(1, 8)
+                default: break;
+                    /* clang-format on */
+                }
+            }
+#undef MLSTACK__PKQ_AVX2
+        }
+    }
+}
+static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__pv_kq8_avx2(float *acc, int G, int Dh, const float *p,
+                                                                   const void *const *v, const int *len, int nr,
+                                                                   mlstack__fetch *f) {
+    mlstack__pv_kq_qt_avx2(acc, G, Dh, p, v, len, nr, f, 0);
+}
+static MLSTACK__NOINLINE MLSTACK__T_AVX2 void mlstack__pv_kq4_avx2(float *acc, int G, int Dh, const float *p,
+                                                                   const void *const *v, const int *len, int nr,
+                                                                   mlstack__fetch *f) {
+    mlstack__pv_kq_qt_avx2(acc, G, Dh, p, v, len, nr, f, 1);
+}
+MLSTACK__FN MLSTACK__T_AVX2 void mlstack__attn_pv_kq_avx2(float *acc, int G, int Dh, const float *p, uint32_t qt,
+                                                          const void *const *v, const int *len, int nr,
+                                                          mlstack__fetch *f) {
+    if (qt == MLSTACK__GGML_Q8_0) mlstack__pv_kq8_avx2(acc, G, Dh, p, v, len, nr, f);
+    else
+        mlstack__pv_kq4_avx2(acc, G, Dh, p, v, len, nr, f);
+}
 /* Rotary rotation 8 pairs at a time (fmsub(a, c, b s) is fma(a, c, -(b s)) exactly); a Dh/2
    that is not a multiple of 8 finishes in C. */
 MLSTACK__FN MLSTACK__T_AVX2 void mlstack__rope_apply_avx2(float *v, int Dh, const float *cs) {
@@ -19700,12 +19888,13 @@ static MLSTACK__T_AVX2 void mlstack__ssd_step_avx2(float *S, const float *x, con
     for (; p0 + 8 <= P; p0 += 8) mlstack__ssd_cols_avx2(S, x, B, C, dt, dA, D, N, P, y, p0, 1);
     if (p0 < P) mlstack__ssd_cols(S, x, B, C, dt, dA, D, N, P, y, p0, P - p0);
 }
-#define MLSTACK__ATTN_AVX2                                                                                           \
-    mlstack__attn_scores_avx2, mlstack__softmax_avx2, mlstack__attn_pv_avx2, mlstack__kv_chunk_avx2,                 \
-        mlstack__attn_scores_kv_avx2, mlstack__attn_pv_kv_avx2, mlstack__from_f32_avx2, mlstack__quantize_rows_avx2, \
-        mlstack__rope_table, mlstack__rope_apply_avx2, mlstack__conv_step_avx2, mlstack__dn_rule_avx2,               \
-        mlstack__ssd_step_avx2, mlstack__gelu_tanh_avx2, mlstack__softcap_avx2, mlstack__altup_route_avx2,           \
-        mlstack__altup_pred_avx2, mlstack__altup_corr_avx2
+#define MLSTACK__ATTN_AVX2                                                                                   \
+    mlstack__attn_scores_avx2, mlstack__softmax_avx2, mlstack__attn_pv_avx2, mlstack__kv_chunk_avx2,         \
+        mlstack__attn_scores_kv_avx2, mlstack__attn_pv_kv_avx2, mlstack__attn_scores_kq_avx2,                \
+        mlstack__attn_pv_kq_avx2, mlstack__from_f32_avx2, mlstack__quantize_rows_avx2, mlstack__rope_table,  \
+        mlstack__rope_apply_avx2, mlstack__conv_step_avx2, mlstack__dn_rule_avx2, mlstack__ssd_step_avx2,    \
+        mlstack__gelu_tanh_avx2, mlstack__softcap_avx2, mlstack__altup_route_avx2, mlstack__altup_pred_avx2, \
+        mlstack__altup_corr_avx2
 
 static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
                                                        mlstack__matmul_avx2,
@@ -20746,12 +20935,13 @@ MLSTACK__FN MLSTACK__T_AVX512 void mlstack__ssd_step_avx512(float *S, const floa
     for (; p0 + 16 <= P; p0 += 16) mlstack__ssd_cols_avx512(S, x, B, C, dt, dA, D, N, P, y, p0, 1);
     for (; p0 < P; p0 += 8) mlstack__ssd_cols(S, x, B, C, dt, dA, D, N, P, y, p0, P - p0 < 8 ? P - p0 : 8);
 }
-#define MLSTACK__ATTN_AVX512                                                                                   \
-    mlstack__attn_scores_avx512, mlstack__softmax_avx2, mlstack__attn_pv_avx512, mlstack__kv_chunk_avx2,       \
-        mlstack__attn_scores_kv_avx2, mlstack__attn_pv_kv_avx2, mlstack__from_f32_avx512,                      \
-        mlstack__quantize_rows_avx512, mlstack__rope_table, mlstack__rope_apply_avx2, mlstack__conv_step_avx2, \
-        mlstack__dn_rule_avx512, mlstack__ssd_step_avx512, mlstack__gelu_tanh_avx2, mlstack__softcap_avx2,     \
-        mlstack__altup_route_avx2, mlstack__altup_pred_avx2, mlstack__altup_corr_avx2
+#define MLSTACK__ATTN_AVX512                                                                                    \
+    mlstack__attn_scores_avx512, mlstack__softmax_avx2, mlstack__attn_pv_avx512, mlstack__kv_chunk_avx2,        \
+        mlstack__attn_scores_kv_avx2, mlstack__attn_pv_kv_avx2, mlstack__attn_scores_kq_avx2,                   \
+        mlstack__attn_pv_kq_avx2, mlstack__from_f32_avx512, mlstack__quantize_rows_avx512, mlstack__rope_table, \
+        mlstack__rope_apply_avx2, mlstack__conv_step_avx2, mlstack__dn_rule_avx512, mlstack__ssd_step_avx512,   \
+        mlstack__gelu_tanh_avx2, mlstack__softcap_avx2, mlstack__altup_route_avx2, mlstack__altup_pred_avx2,    \
+        mlstack__altup_corr_avx2
 
 static const mlstack__kernels mlstack__kernels_avx512 = {"avx512+vnni",
                                                          mlstack__matmul_avx512,
@@ -22205,12 +22395,12 @@ static void mlstack__ssd_step_neon(float *S, const float *x, const float *B, con
     for (; p0 + 4 <= P; p0 += 4) mlstack__ssd_cols_neon(S, x, B, C, dt, dA, D, N, P, y, p0, 1);
     if (p0 < P) mlstack__ssd_cols(S, x, B, C, dt, dA, D, N, P, y, p0, P - p0);
 }
-#define MLSTACK__ATTN_NEON                                                                                       \
-    mlstack__attn_scores_neon, mlstack__softmax_neon, mlstack__attn_pv_neon, mlstack__kv_chunk_neon,             \
-        mlstack__attn_scores_kv_neon, mlstack__attn_pv_kv_neon, mlstack__from_f32_neon, mlstack__quantize_rows,  \
-        mlstack__rope_table, mlstack__rope_apply, mlstack__conv_step_neon, mlstack__dn_rule_neon,                \
-        mlstack__ssd_step_neon, mlstack__gelu_tanh_scalar, mlstack__softcap_scalar, mlstack__altup_route_scalar, \
-        mlstack__altup_pred_scalar, mlstack__altup_corr_scalar
+#define MLSTACK__ATTN_NEON                                                                                 \
+    mlstack__attn_scores_neon, mlstack__softmax_neon, mlstack__attn_pv_neon, mlstack__kv_chunk_neon,       \
+        mlstack__attn_scores_kv_neon, mlstack__attn_pv_kv_neon, NULL, NULL, mlstack__from_f32_neon,        \
+        mlstack__quantize_rows, mlstack__rope_table, mlstack__rope_apply, mlstack__conv_step_neon,         \
+        mlstack__dn_rule_neon, mlstack__ssd_step_neon, mlstack__gelu_tanh_scalar, mlstack__softcap_scalar, \
+        mlstack__altup_route_scalar, mlstack__altup_pred_scalar, mlstack__altup_corr_scalar
 
 static const mlstack__kernels mlstack__kernels_neon = {"neon",
                                                        mlstack__matmul_neon,
@@ -40313,15 +40503,17 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
                                            kv_head, kn_, vn_, lenn);
         else
             nnext = 0;
-        for (direct = R == 1 && kn->attn_scores_kv && Dh % 8 == 0 && !kv->v_of_k && !kv->mixed, r = 0; r + 1 < nrun;
-             r++)
+        for (direct = R == 1 && Dh % 8 == 0 && !kv->v_of_k &&
+                      (kv->mixed ? kv->kq && kv->vq && kn->attn_scores_kq : kn->attn_scores_kv != NULL),
+            r = 0;
+             r + 1 < nrun; r++)
             direct &= len[r] % 8 == 0;
         while (fe.at != fe.end || fe.i < fe.n) mlstack__fetch_step(&fe); /* this chunk's lines not yet asked for */
         fe.i = fe.n = 0, fe.at = fe.end = NULL;
         mlstack__kv_fetch(kv, layer, kn_, vn_, lenn, nnext,
                           direct ? &fe : NULL); /* direct: from inside the kernels' loops */
         if (kv->v_of_k) mlstack__kv_chunk_latent(kn, kv->dtype, kr, len, nrun, (size_t)kv->page_tokens, Dh, Dv, kt, vf);
-        else if (kv->mixed)
+        else if (kv->mixed && !direct)
             mlstack__kv_chunk_any(kn, kv, kr, vr, len, nrun, kt, vf);
         else if (!direct)
             kn->kv_chunk(kv->dtype, kr, vr, len, nrun, (size_t)kv->page_tokens, Dh, kt, vf);
@@ -40329,7 +40521,9 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
             int nr = t1[r] - t + 1 < n ? t1[r] - t + 1 : n;
             float *ar = acc + (size_t)r * G * Dv;
             if (nr <= 0) continue;
-            if (direct) /* one row (nr = n): the chunk read where it lies */
+            if (direct && kv->kq) /* one row (nr = n): the chunk read where it lies */
+                kn->attn_scores_kq(q, G, Dh, kv->kq, kr, len, nrun, (size_t)kv->page_tokens, scale, sc, &fe);
+            else if (direct)
                 kn->attn_scores_kv(q, G, Dh, kv->dtype, kr, len, nrun, (size_t)kv->page_tokens, scale, sc, &fe);
             else
                 kn->attn_scores(q + (size_t)r * ldq, G, Dh, kt, nr, scale, sc);
@@ -40343,7 +40537,9 @@ static void mlstack__attend(const mlstack__kernels *kn, float *out, size_t ldo, 
             for (g = 0; g < G; g++)
                 if (corr[g] != 1.0f)
                     for (d = 0; d < Dv; d++) ar[(size_t)g * Dv + d] *= corr[g];
-            if (direct) kn->attn_pv_kv(ar, G, Dh, sc, kv->dtype, vr, len, nrun, &fe);
+            if (direct && kv->vq) kn->attn_pv_kq(ar, G, Dh, sc, kv->vq, vr, len, nrun, &fe);
+            else if (direct)
+                kn->attn_pv_kv(ar, G, Dh, sc, kv->dtype, vr, len, nrun, &fe);
             else
                 kn->attn_pv(ar, G, Dv, sc, vf, nr);
         }

@@ -689,6 +689,89 @@ static void check_attn_from_cache(const mlstack__kernels *k) {
     }
 }
 
+/* The scores and pv ops straight from a quantized cache (Q8_0 and Q4_0 keys and values, each
+   type with each): the same bits as the reference's dequantized copy (mlstack__kv_deq_keys,
+   mlstack__kv_deq_block) through the scalar chunk ops, for pages of 8, 16 and 64 slots, short
+   last runs, head sizes of 1-4 blocks and 1-8 heads; every byte of the pages random but the
+   scales (f16 of about 2^-8 .. 1, of either sign). */
+static void check_attn_from_quant_cache(const mlstack__kernels *k) {
+    static const uint32_t qts[] = {MLSTACK__GGML_Q8_0, MLSTACK__GGML_Q4_0};
+    static const int Gs[] = {1, 2, 3, 4, 8}, Dhs[] = {32, 64, 96, 128}, ns[] = {1, 8, 17, 32}, Ps[] = {8, 16, 64};
+    enum { NPG = 8, MAXP = 64, MAXB = 4 * 34 };
+    static unsigned char pool[NPG * MAXP * 2 * MAXB];
+    static float q[8 * 128], kt[128 * 32], vf[32 * 128], s0[8 * 32], s1[8 * 32], a0[8 * 128], a1[8 * 128];
+    const void *kp[33], *vp[33];
+    int do_s, do_p, ki, vi, gi, dd, nn, pi, t0, i, j, d;
+    mlstack__fetch fe;
+    if (!k->attn_scores_kq || !k->attn_pv_kq) return;
+    do_s = TK_COMPARE(k, attn_scores_kq), do_p = TK_COMPARE(k, attn_pv_kq);
+    for (i = 0; i < 8 * 128; i++) q[i] = frand();
+    for (ki = 0; ki < 2 && (do_s || do_p); ki++)
+        for (vi = 0; vi < 2; vi++)
+            for (dd = 0; dd < 4; dd++)
+                for (pi = 0; pi < 3; pi++) {
+                    int Dh = Dhs[dd], P = Ps[pi], nb = Dh / 32;
+                    size_t kbs = qts[ki] == MLSTACK__GGML_Q8_0 ? 34 : 18, vbs = qts[vi] == MLSTACK__GGML_Q8_0 ? 34 : 18,
+                           kb = kbs * (size_t)nb, vb = vbs * (size_t)nb, pg = (size_t)P * (kb + vb);
+                    for (i = 0; i < (int)sizeof pool; i++) pool[i] = (unsigned char)(frand() * 128 + 128);
+                    for (i = 0; i < NPG;
+                         i++) { /* the scales: keys' rows 0 and 1 of each block, values' first 2 bytes */
+                        unsigned char *page = pool + (size_t)i * pg;
+                        int b;
+                        for (b = 0; b < nb; b++)
+                            for (j = 0; j < P; j++) {
+                                uint16_t h = mlstack__f32_to_f16(frand() * (j % 5 ? 1.0f : 1.0f / 256));
+                                page[b * kbs * (size_t)P + (size_t)j] = (unsigned char)(h & 255);
+                                page[(b * kbs + 1) * (size_t)P + (size_t)j] = (unsigned char)(h >> 8);
+                                h = mlstack__f32_to_f16(frand() * (j % 3 ? 1.0f : 1.0f / 256));
+                                memcpy(page + (size_t)P * kb + (size_t)j * vb + b * vbs, &h, 2);
+                            }
+                    }
+                    for (gi = 0; gi < 5; gi++)
+                        for (nn = 0; nn < 4; nn++)
+                            for (t0 = 0; t0 < 16 && t0 < P; t0 += 8) {
+                                int G = Gs[gi], n = ns[nn], nr = 0, slot = t0, m = n, g, same_s = 1, same_a = 1;
+                                int len[33];
+                                for (; m > 0; m -= len[nr++], slot = 0) { /* runs over pages out of order */
+                                    const unsigned char *page = pool + (size_t)((nr * 5 + 3) % NPG) * pg;
+                                    len[nr] = P - slot < m ? P - slot : m;
+                                    kp[nr] = page + slot, vp[nr] = page + (size_t)P * kb + (size_t)slot * vb;
+                                }
+                                for (j = 0, i = 0; i < nr; j += len[i++]) {
+                                    mlstack__kv_deq_keys(qts[ki], (const unsigned char *)kp[i], (size_t)P, len[i],
+                                                         (size_t)Dh, kt, j);
+                                    for (m = 0; m < len[i]; m++)
+                                        for (d = 0; d < Dh; d += 32)
+                                            mlstack__kv_deq_block(qts[vi],
+                                                                  (const unsigned char *)vp[i] + (size_t)m * vb +
+                                                                      (size_t)d / 32 * vbs,
+                                                                  vf + (size_t)(j + m) * Dh + d);
+                                }
+                                mlstack__kt_zero(kt, n, Dh);
+                                mlstack__attn_scores_scalar(q, G, Dh, kt, n, 0.125f, s0);
+                                fe.i = 0, fe.n = 1, fe.at = fe.end = NULL; /* lines asked for on the way: no effect */
+                                fe.lo[0] = pool, fe.hi[0] = pool + 4096 + 32;
+                                k->attn_scores_kq(q, G, Dh, qts[ki], kp, len, nr, (size_t)P, 0.125f, s1, &fe);
+                                for (g = 0; g < G; g++)
+                                    for (j = 0; j < n; j++) same_s &= !memcmp(&s0[g * 32 + j], &s1[g * 32 + j], 4);
+                                if (do_s && vi == 0)
+                                    CHECKF(same_s,
+                                           "%s scores from the quantized cache, type %u G%d Dh%d n%d P%d slot %d: not "
+                                           "the copy's",
+                                           k->name, (unsigned)qts[ki], G, Dh, n, P, t0);
+                                for (i = 0; i < G * Dh; i++) a0[i] = a1[i] = frand();
+                                mlstack__attn_pv_scalar(a0, G, Dh, s0, vf, n);
+                                k->attn_pv_kq(a1, G, Dh, s0, qts[vi], vp, len, nr, &fe);
+                                for (i = 0; i < G * Dh; i++) same_a &= !memcmp(&a0[i], &a1[i], 4);
+                                if (do_p && ki == 0)
+                                    CHECKF(same_a,
+                                           "%s pv from the quantized cache, type %u G%d Dh%d n%d P%d slot %d: not the "
+                                           "copy's",
+                                           k->name, (unsigned)qts[vi], G, Dh, n, P, t0);
+                            }
+                }
+}
+
 static void check_attn_chunk(const mlstack__kernels *k) {
     int i;
     /* attention chunk ops: scores, softmax and pv, for head dims with tails and short chunks; one
@@ -864,6 +947,7 @@ static void check_path(const mlstack__kernels *k) {
     check_kv_from_f32(k);
     check_kv_chunk(k);
     check_attn_from_cache(k);
+    check_attn_from_quant_cache(k);
     check_attn_chunk(k);
     check_mixer_steps(k);
 }

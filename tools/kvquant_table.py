@@ -13,6 +13,11 @@
   python3 tools/kvquant_table.py --gguf models/SmolLM2-135M-Instruct.Q4_1.gguf --text FILE \\
           --kl --depths 1024,4096,8192 --bench --depth 8128 --threads 1,2
 
+  --make-text FILE  writes the text the tables in docs/performance-log.md used: the files of
+           /usr/share/common-licenses/ then /usr/share/doc/*/copyright (each sorted by name,
+           symlinks followed, unreadable or non-UTF-8 ones skipped) joined with blank lines until
+           it holds 256 KiB (about 60k tokens: llama-perplexity -c N wants 2N of them)
+
 Needs build/mlstack and llama-perplexity / llama-bench in --peer/bin (tools/build_llamacpp.sh
 with LLAMACPP_TARGETS="llama-bench llama-perplexity"). Prints Markdown tables."""
 import argparse
@@ -58,6 +63,26 @@ def peer_kl(a, n, types, work):
     return res
 
 
+def make_text(path, want=256 * 1024):
+    import glob
+    files = sorted(glob.glob("/usr/share/common-licenses/*")) + sorted(glob.glob("/usr/share/doc/*/copyright"))
+    parts, size = [], 0
+    for f in files:
+        try:
+            with open(f, encoding="utf-8") as fh:
+                t = fh.read().strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if t and size < want:
+            parts.append(t)
+            size += len(t.encode()) + 2
+    if size < want:
+        sys.exit("make-text: only %d bytes found" % size)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("\n\n".join(parts) + "\n")
+    print("%s: %d files, %d bytes" % (path, len(parts), os.path.getsize(path)), file=sys.stderr)
+
+
 def ours_tg(a, t, th):
     out = sh([a.mlstack, "bench", "-m", a.gguf, "-p", "0", "-n", str(a.gen), "-d", str(a.depth), "-t", str(th),
               "-r", str(a.reps), "--bw-mib", "0", "--json", "--cache-type-k", t, "--cache-type-v", t])
@@ -76,7 +101,9 @@ def peer_tg(a, t, th):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--gguf", required=True)
+    ap.add_argument("--gguf")
+    ap.add_argument("--make-text", metavar="FILE", help="write the license/copyright text to FILE and stop")
+    ap.add_argument("--engines", default="mlstack,llama.cpp", help="--kl: which engines to run (the other's columns: -)")
     ap.add_argument("--text", help="--kl: the text (at least twice the deepest depth in tokens for llama.cpp)")
     ap.add_argument("--peer", default=os.path.join(ROOT, "peer"))
     ap.add_argument("--mlstack", default=os.path.join(ROOT, "build", "mlstack"))
@@ -90,15 +117,22 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("-r", "--reps", type=int, default=3)
     a = ap.parse_args()
+    if a.make_text:
+        make_text(a.make_text)
+        return
+    if not a.gguf:
+        ap.error("--gguf is required")
+    engines = a.engines.split(",")
     types = a.types.split(",")
     if a.kl:
         print("| depth | cache k/v | mlstack mean KL | mlstack top-1 | llama.cpp mean KLD | llama.cpp same top |")
         print("|---|---|---|---|---|---|")
         with tempfile.TemporaryDirectory() as work:
             for n in [int(x) for x in a.depths.split(",")]:
-                peer = peer_kl(a, n, types, work)
+                nan = (float("nan"), float("nan"))
+                peer = peer_kl(a, n, types, work) if "llama.cpp" in engines else {t: nan for t in types}
                 for t in types:
-                    kl, top = ours_kl(a, n, t)
+                    kl, top = ours_kl(a, n, t) if "mlstack" in engines else nan
                     print("| %d | %s | %.6f | %.2f%% | %.6f | %.2f%% |" % (n, t, kl, top, peer[t][0], peer[t][1]),
                           flush=True)
     if a.bench:
