@@ -511,8 +511,14 @@ BENCH_ARGS ?=
 # llama.cpp on the SmolLM2 shape (all five types; add --shapes smollm2,tinyllama through
 # VS_ARGS for the 1.1B shape) when tools/build_llamacpp.sh has built the peer; then memory
 # (peak RSS, time to first token) and long contexts (pp4096/pp8192, tg32 at depth 4096/8192,
-# with mlstack's attention share) side by side too.
+# with mlstack's attention share) side by side too. Then the sizes people run, as GGUF files of
+# random blocks (gen_bench_models.py makes missing ones: 2.4-5.2 GB each, under models/bench or
+# BLOCK_VS_ARGS's --models): Llama-3.2-1B, Llama-3.2-3B, Qwen3-4B and Llama-3.1-8B at Q4_K_M,
+# pp512 and tg64 at 2 threads, and their peak RSS (the 8B takes about 9 GiB in llama.cpp, which
+# repacks it: all four fit a 24 GiB machine, one at a time). The whole matrix (three mixes, 1 and 2
+# threads): BLOCK_VS_ARGS="--types q4_k_m,iq4_xs,iq2_xxs --threads 1,2 ...".
 VS_ARGS ?= --shapes smollm2 -r 2 --spread
+BLOCK_VS_ARGS ?= --shapes llama3.2-1b,llama3.2-3b,qwen3-4b,llama3.1-8b --types q4_k_m --threads 2 -r 1 --spread
 bench: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),model)
 	$(B)/mlstack bench -m $(MODEL) --quant none,q8_0,q4_1 -t 1,2 -p 128 -n 32 -r 3 $(BENCH_ARGS)
 	$(B)/mlstack bench -m $(MODEL) --quant none,q8_0,q4_1 -t 2 --parallel 1,8,32 -n 32
@@ -524,7 +530,9 @@ bench: $(B)/mlstack $(if $(filter $(DEFAULT_MODEL),$(MODEL)),model)
 	    python3 tools/bench_vs_llamacpp.py $(VS_ARGS) && \
 	    python3 tools/bench_vs_llamacpp.py --batched --shapes smollm2 --types q8_0 --npl 1,8 --threads 2 && \
 	    python3 tools/bench_vs_llamacpp.py --memory --shapes smollm2 --types bf16,q8_0 --threads 2 -r 3 && \
-	    python3 tools/bench_vs_llamacpp.py --long --shapes smollm2 --types q8_0 --threads 2 -r 1; \
+	    python3 tools/bench_vs_llamacpp.py --long --shapes smollm2 --types q8_0 --threads 2 -r 1 && \
+	    python3 tools/bench_vs_llamacpp.py $(BLOCK_VS_ARGS) --tests pp512,tg64 && \
+	    python3 tools/bench_vs_llamacpp.py --memory $(BLOCK_VS_ARGS); \
 	else echo "bench: no llama.cpp in peer/bin: run tools/build_llamacpp.sh for the side-by-side table"; fi
 
 clean:

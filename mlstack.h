@@ -16124,8 +16124,10 @@ MLSTACK__FN size_t mlstack__p16_bytes(int wtype, int n_in) { /* one panel */
     case MLSTACK__W_Q8_0: return nb * (512 + 32);
     case MLSTACK__W_Q4_1: return nb * (256 + 64);
     default:
-        if (wtype == MLSTACK__W_IQ4_XS || wtype == MLSTACK__W_IQ2_XXS) /* IQ panels (below) */
+        if (wtype == MLSTACK__W_IQ4_XS) /* IQ panels (below) */
             return (size_t)(n_in / 256) * (32 + 8 * (256 + 16));
+        if (wtype == MLSTACK__W_IQ2_XXS) /* the compact IQ panels (below) */
+            return (size_t)(n_in / 256) * (32 + 8 * (192 + 16));
         if (MLSTACK__W_IS_GGML(wtype))
             return (size_t)(n_in / mlstack__wtype_block(wtype)) * mlstack__kqp_sb_bytes(wtype);
         return (size_t)n_in * 32;
@@ -17264,34 +17266,63 @@ MLSTACK__FN void mlstack__kqp_pack_group(const mlstack__weight *w, int grp, unsi
        nibble runs of the KQ panels), then gp x 16 int8 scales sa
    A kernel looks the codes up by a byte shuffle, forms the group's exact integer dot times sa,
    and the rule's steps with dw = d * mlstack__iqp_dmul (the decoder's own f32 product: IQ4_XS 1,
-   IQ2_XXS 0.125). Bytes per weight: 2208 / 4096 = 0.539 (files: IQ4_XS 0.531, IQ2_XXS 0.258). */
+   IQ2_XXS 0.125). Bytes per weight: 2208 / 4096 = 0.539 (files: IQ4_XS 0.531, IQ2_XXS 0.258).
+   IQ2_XXS keeps its panels compact, since its codes need 3 bits (a 2-bit magnitude index, bit 2
+   the sign): each 64-byte run above becomes 48 bytes, 32 of magnitudes (byte k: the bits 0, 1,
+   4, 5 of run byte k, and those of run byte 32 + k shifted up by 2) and 16 of signs (byte k: bit
+   2 and bit 6 of run bytes k, 16 + k, 32 + k, 48 + k at bits 0, 1, 2, 3 and 4, 5, 6, 7), 1696 /
+   4096 = 0.414 bytes per weight; a kernel expands a group's panels into the layout above
+   (mlstack__iqp2_expand_avx2) in its matmul scratch and reads them there, so the tiles and
+   their bits are the same for both types. */
 #define MLSTACK__W_HAS_IQP(wt) ((wt) == MLSTACK__W_IQ4_XS || (wt) == MLSTACK__W_IQ2_XXS)
 #define MLSTACK__PACKS_IQP (MLSTACK__PACK_BIT(MLSTACK__W_IQ4_XS) | MLSTACK__PACK_BIT(MLSTACK__W_IQ2_XXS))
 #define MLSTACK__IQP_SB (32 + 8 * (256 + 16)) /* bytes of one 256-input block of one panel */
-static const int8_t mlstack__iqp_iq2_values[16] = {8, 25, 43, 0, 0, 0, 0, 0, -8, -25, -43, 0, 0, 0, 0, 0};
+static const int8_t mlstack__iqp_iq2_values[16] = {8, 25, 43, 0, -8, -25, -43, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 MLSTACK__FN const int8_t *mlstack__iqp_values(int wtype) {
     return wtype == MLSTACK__W_IQ4_XS ? mlstack__iq4nl_values : mlstack__iqp_iq2_values;
 }
 MLSTACK__FN float mlstack__iqp_dmul(int wtype) { return wtype == MLSTACK__W_IQ4_XS ? 1.0f : 0.125f; }
 
+/* One 256-input block of a group of gp IQ panels (src, the 4-bit layout above, codes below 8)
+   into IQ2_XXS's compact layout (dst). */
+static void mlstack__iqp2_compact(const unsigned char *src, int gp, unsigned char *dst) {
+    int j, run, k;
+    memcpy(dst, src, (size_t)gp * 32);
+    src += (size_t)gp * 32, dst += (size_t)gp * 32;
+    for (j = 0; j < 8; j++) {
+        for (run = 0; run < 4 * gp; run++, src += 64, dst += 48) {
+            unsigned char a[64], sg[64];
+            for (k = 0; k < 64; k++)
+                a[k] = (unsigned char)(src[k] & 0x33), sg[k] = (unsigned char)((src[k] >> 2) & 0x11);
+            for (k = 0; k < 32; k++) dst[k] = (unsigned char)(a[k] | a[32 + k] << 2);
+            for (k = 0; k < 16; k++)
+                dst[32 + k] = (unsigned char)(sg[k] | sg[16 + k] << 1 | sg[32 + k] << 2 | sg[48 + k] << 3);
+        }
+        memcpy(dst, src, (size_t)gp * 16);
+        src += (size_t)gp * 16, dst += (size_t)gp * 16;
+    }
+}
+
 /* Group `grp` of w's IQ panels (layout above) into dst, the start of the whole packed copy:
-   each block of each row decoded by the reference decoder, its values coded by the table. */
+   each block of each row decoded by the reference decoder, its values coded by the table
+   (IQ2_XXS: a block of the group at a time in the 4-bit layout, then made compact). */
 MLSTACK__FN void mlstack__iqp_pack_group(const mlstack__weight *w, int grp, unsigned char *dst) {
     const int8_t *vals = mlstack__iqp_values(w->wtype);
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), bsz = mlstack__ggml_types[w->wtype - 16].size;
     int np = mlstack__p16_panels(w->n_out), p0 = grp * MLSTACK__P16_GROUP, r, l, s, j, t, nsb = w->n_in / 256;
-    int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP;
-    size_t gsz = (size_t)gp * (256 + 16);
-    unsigned char *d = dst + (size_t)p0 * pb, code[256];
+    int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP, iq2 = w->wtype == MLSTACK__W_IQ2_XXS;
+    size_t gsz = (size_t)gp * (256 + 16), sbb = (size_t)gp * (iq2 ? 32 + 8 * (192 + 16) : MLSTACK__IQP_SB);
+    unsigned char *d = dst + (size_t)p0 * pb, code[256], tmp[MLSTACK__P16_GROUP * MLSTACK__IQP_SB];
     memset(code, 0, sizeof code);
     for (t = 15; t >= 0; t--) code[(unsigned char)vals[t]] = (unsigned char)t;
     memset(d, 0, (size_t)gp * pb);
-    for (r = 0; r < gp; r++)
-        for (l = 0; l < MLSTACK__P16 && 16 * (p0 + r) + l < w->n_out; l++) {
-            const unsigned char *row = (const unsigned char *)w->data + (size_t)(16 * (p0 + r) + l) * w->row_bytes;
-            for (s = 0; s < nsb; s++) {
-                const unsigned char *b = row + (size_t)s * bsz;
-                unsigned char *sb = d + (size_t)s * gp * MLSTACK__IQP_SB;
+    for (s = 0; s < nsb; s++) {
+        unsigned char *sb = iq2 ? tmp : d + (size_t)s * sbb;
+        if (iq2) memset(tmp, 0, sizeof tmp);
+        for (r = 0; r < gp; r++)
+            for (l = 0; l < MLSTACK__P16 && 16 * (p0 + r) + l < w->n_out; l++) {
+                const unsigned char *b =
+                    (const unsigned char *)w->data + (size_t)(16 * (p0 + r) + l) * w->row_bytes + (size_t)s * bsz;
                 mlstack__kqg gr[8];
                 mlstack__kq_decode(w->wtype, b, 256, gr);
                 memcpy(sb + (size_t)r * 32 + 2 * l, b, 2); /* d: the first field of both blocks */
@@ -17304,7 +17335,8 @@ MLSTACK__FN void mlstack__iqp_pack_group(const mlstack__weight *w, int grp, unsi
                     q[(size_t)gp * 256 + (size_t)r * 16 + l] = (unsigned char)(int8_t)gr[j].sa;
                 }
             }
-        }
+        if (iq2) mlstack__iqp2_compact(tmp, gp, d + (size_t)s * sbb);
+    }
 }
 
 /* The float steps of one group (>>kernels rule above), given its exact integer dots. */
@@ -17526,7 +17558,7 @@ typedef struct mlstack__matmul_job {
    of activations, their 32 x 16 x 16 int32 dots and 32 x 16 scales (116736 bytes, plus 64 to
    align them: 29200 floats). */
 #define MLSTACK__MM_KC 128
-#define MLSTACK__MM_SCRATCH(n_in) (8 * ((size_t)(n_in) + 31) > 29200 ? 8 * ((size_t)(n_in) + 31) : 29200)
+#define MLSTACK__MM_SCRATCH(n_in) (9 * ((size_t)(n_in) + 31) > 29200 ? 9 * ((size_t)(n_in) + 31) : 29200)
 /* Whether k multiplies w from its P16 panels (or pair panels). */
 #define MLSTACK__USES_P16(k, w)                                            \
     ((MLSTACK__PACKED(w) && MLSTACK__PACKS_HAS((k)->packs, (w)->wtype)) || \
@@ -18970,9 +19002,38 @@ mlstack__iqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
     }
 #define MLSTACK__IQP_AVX2_SHAPES(F) F(2, 4) F(2, 2) F(1, 8) F(1, 2)
 MLSTACK__IQP_AVX2_SHAPES(MLSTACK__IQP_AVX2_FN)
-/* y rows [o0, o1) (o0 on a group of panels) from w's IQ panels, tiles as the KQ panels' */
+/* A group of gp compact IQ2_XXS panels (src: nsb blocks, layout in >>kernels) expanded into
+   the IQ panels' 4-bit layout at dst (nsb * gp * MLSTACK__IQP_SB bytes). Returns dst. */
+MLSTACK__FN MLSTACK__T_AVX2 const unsigned char *mlstack__iqp2_expand_avx2(const unsigned char *src, int nsb, int gp,
+                                                                           unsigned char *dst) {
+    const __m256i m33 = _mm256_set1_epi8(0x33), m11 = _mm256_set1_epi8(0x11);
+    const __m256i c0 = _mm256_setr_epi64x(0, 0, 1, 1), c1 = _mm256_setr_epi64x(2, 2, 3, 3);
+    unsigned char *out = dst;
+    int s, j, run;
+    for (s = 0; s < nsb; s++) {
+        memcpy(out, src, (size_t)gp * 32);
+        src += (size_t)gp * 32, out += (size_t)gp * 32;
+        for (j = 0; j < 8; j++) {
+            for (run = 0; run < 4 * gp; run++, src += 48, out += 64) {
+                __m256i m = _mm256_loadu_si256((const __m256i *)(const void *)src);
+                __m256i sg = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(src + 32)));
+                __m256i a = _mm256_and_si256(m, m33), b = _mm256_and_si256(_mm256_srli_epi16(m, 2), m33);
+                a = _mm256_or_si256(a, _mm256_slli_epi16(_mm256_and_si256(_mm256_srlv_epi64(sg, c0), m11), 2));
+                b = _mm256_or_si256(b, _mm256_slli_epi16(_mm256_and_si256(_mm256_srlv_epi64(sg, c1), m11), 2));
+                _mm256_storeu_si256((__m256i *)(void *)out, a);
+                _mm256_storeu_si256((__m256i *)(void *)(out + 32), b);
+            }
+            memcpy(out, src, (size_t)gp * 16);
+            src += (size_t)gp * 16, out += (size_t)gp * 16;
+        }
+    }
+    return dst;
+}
+
+/* y rows [o0, o1) (o0 on a group of panels) from w's IQ panels, tiles as the KQ panels'
+   (IQ2_XXS: each group expanded into scratch first) */
 static MLSTACK__T_AVX2 void mlstack__mm_iqp_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
-                                                 int o0, int o1) {
+                                                 int o0, int o1, float *scratch) {
     int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / 256, np = mlstack__p16_panels(w->n_out), p, b, v0, nvec;
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     const unsigned char *packed = MLSTACK__PACKED(w);
@@ -18984,6 +19045,7 @@ static MLSTACK__T_AVX2 void mlstack__mm_iqp_avx2(const mlstack__weight *w, const
         int vt = 2 * ((nv + 15) / 16 < gp ? (nv + 15) / 16 : gp);
         const unsigned char *wp = packed + (size_t)p * pb;
         const float *bias = w->bias ? w->bias + p * 16 : NULL;
+        if (w->wtype == MLSTACK__W_IQ2_XXS) wp = mlstack__iqp2_expand_avx2(wp, nsb, gp, (unsigned char *)scratch);
         for (b = 0; b < B; b += 2) {
             int rb = B - b < 2 ? B - b : 2, step = rb == 1 ? 8 : 4;
             const mlstack__q8x *xb = xq + (size_t)b * nb;
@@ -19014,7 +19076,7 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__matmul_avx2(const mlstack__weight *w, 
         return;
     }
     if (MLSTACK__W_IS_IQ(w->wtype) && !(MLSTACK__W_IS_TQ(w->wtype) && MLSTACK__PACKED(w))) {
-        if (MLSTACK__W_HAS_IQP(w->wtype) && MLSTACK__PACKED(w)) mlstack__mm_iqp_avx2(w, xq, y, B, o0, o1);
+        if (MLSTACK__W_HAS_IQP(w->wtype) && MLSTACK__PACKED(w)) mlstack__mm_iqp_avx2(w, xq, y, B, o0, o1, scratch);
         else
             mlstack__mm_iq_avx2(w, xq, y, B, o0, o1, scratch);
         return;
@@ -20613,7 +20675,7 @@ static MLSTACK__NOINLINE MLSTACK__T_VNNI void mlstack__iqp_vnni_one(const unsign
 /* y rows [o0, o1) (o0 on a group of panels) from w's IQ panels: a full group of 4 panels in
    tiles of up to 3 activation rows, a short group's panels one by one. */
 static MLSTACK__T_VNNI void mlstack__mm_iqp_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
-                                                 int o0, int o1) {
+                                                 int o0, int o1, float *scratch) {
     int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / 256, np = mlstack__p16_panels(w->n_out), p, b, j, i;
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     const unsigned char *packed = MLSTACK__PACKED(w);
@@ -20624,6 +20686,8 @@ static MLSTACK__T_VNNI void mlstack__mm_iqp_vnni(const mlstack__weight *w, const
     for (p = o0 / 16; p * 16 < o1; p += 4) {
         int ro = (o1 - p * 16 + 15) / 16, nv = o1 - p * 16;
         const unsigned char *wp = packed + (size_t)p * pb;
+        if (w->wtype == MLSTACK__W_IQ2_XXS) /* compact panels: the group expanded (full or short, as packed) */
+            wp = mlstack__iqp2_expand_avx2(wp, nsb, np - p < 4 ? np - p : 4, (unsigned char *)scratch);
         if (ro > 4) ro = 4;
         for (b = 0; b < B; b += 3) {
             int rb = B - b < 3 ? B - b : 3;
@@ -20654,7 +20718,7 @@ static MLSTACK__T_AVX512 void mlstack__matmul_avx512(const mlstack__weight *w, c
         return;
     }
     if (MLSTACK__W_IS_IQ(w->wtype) && !(MLSTACK__W_IS_TQ(w->wtype) && MLSTACK__PACKED(w))) {
-        if (MLSTACK__W_HAS_IQP(w->wtype) && MLSTACK__PACKED(w)) mlstack__mm_iqp_vnni(w, xq, y, B, o0, o1);
+        if (MLSTACK__W_HAS_IQP(w->wtype) && MLSTACK__PACKED(w)) mlstack__mm_iqp_vnni(w, xq, y, B, o0, o1, scratch);
         else
             mlstack__mm_iq_avx2(w, xq, y, B, o0, o1, scratch);
         return;

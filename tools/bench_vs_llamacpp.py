@@ -4,10 +4,13 @@
     tools/bench_vs_llamacpp.py                              # full matrix (slow)
     tools/bench_vs_llamacpp.py --shapes smollm2 --types f16,q8_0 --threads 1,2 -r 3
     tools/bench_vs_llamacpp.py --batched --shapes smollm2 --types f16 --npl 1,2,4,8,16
+    tools/bench_vs_llamacpp.py --shapes llama3.1-8b,qwen3-4b --types q4_k_m,iq4_xs,iq2_xxs --tests pp512,tg64
 
 Needs llama.cpp's tools from tools/build_llamacpp.sh (peer/bin) and the
 models from tools/gen_bench_models.py (models/bench/SHAPE-TYPE; missing ones are
-generated unless --no-gen).  mlstack is run as `build/mlstack bench`; when that
+generated unless --no-gen).  The random-block shapes (llama3.2-1b, llama3.2-3b, qwen3-4b,
+llama3.1-8b; types q4_k_m, iq4_xs, iq2_xxs, q8_0, tq2_0) are a GGUF alone, which both engines
+read (0.7-5.2 GB each; the 8B Q4_K_M takes about 9 GiB of memory in llama.cpp, which repacks it).  mlstack is run as `build/mlstack bench`; when that
 command does not exist yet, its column reads "-" and a message says why.
 
 Default mode, for every shape x type x threads x test (pp128, pp512, tg64) and
@@ -66,6 +69,9 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUANT_TYPES = ("q8_0", "q4_1")
+# gen_bench_models.py's random-block shapes: a GGUF only (no float folder), which both engines read
+# as it is (mlstack -m FILE.gguf), in the mixes q4_k_m, iq4_xs, iq2_xxs, q8_0 and tq2_0
+BLOCK_SHAPES = ("llama3.2-1b", "llama3.2-3b", "qwen3-4b", "llama3.1-8b")
 
 DEFAULT_MLSTACK_CMD = ("{mlstack} bench -m {model_dir} -p {n_prompt} -n {n_gen} -d {depth} "
                        "-t {threads} -r {reps} {quant_flag} --bw-mib 0 --json")
@@ -159,7 +165,7 @@ def model_dir(args, shape: str, typ: str) -> str:
 def ensure_model(args, shape: str, typ: str) -> bool:
     d = model_dir(args, shape, typ)
     have = os.path.isfile(os.path.join(d, "model.gguf")) and \
-        os.path.isfile(os.path.join(d, "model.safetensors"))
+        (shape in BLOCK_SHAPES or os.path.isfile(os.path.join(d, "model.safetensors")))
     if have:
         return True
     if args.no_gen:
@@ -376,8 +382,8 @@ def model_configs(args):
     for shape in args.shapes:
         for typ in args.types:
             if ensure_model(args, shape, typ):
-                mdir = model_dir(args, shape, typ)
-                yield shape, typ, mdir, os.path.join(mdir, "model.gguf")
+                gguf_path = os.path.join(model_dir(args, shape, typ), "model.gguf")
+                yield shape, typ, gguf_path if shape in BLOCK_SHAPES else model_dir(args, shape, typ), gguf_path
 
 def bench_default(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
     tests = parse_tests(args.tests)
@@ -508,7 +514,8 @@ def bench_memory(args, lc: LlamaCpp, ml: Mlstack) -> list[dict]:
                 path = gguf_path if eng == "gguf" else saved[eng] if eng in saved else mdir
                 # token ids: the bench folders carry no tokenizer files (5 ids, about the prompt's length)
                 return [ml.exe, "run", "-m", path, "--ids", "1,450,2211,7601,11", "-n", "1", "-t", str(th)] + quant
-            engines = ([] if not lc_ok else ["lc"]) + ([] if ml.why_not else ["gguf", "dir"] + sorted(saved))
+            folder = [] if mdir == gguf_path else ["dir"]  # a GGUF alone (--gguf, block shapes): no folder
+            engines = ([] if not lc_ok else ["lc"]) + ([] if ml.why_not else ["gguf"] + folder + sorted(saved))
             for eng in engines:
                 rc, _, _, text = measure_process(cmd_of(eng), args.timeout, args.verbose)  # warms the page cache
                 if eng == "lc" and rc < 0:  # a crash in its repacking path: without repacking
