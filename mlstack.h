@@ -1810,7 +1810,7 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
    setup, the profiler's reports) is compiled at -Og (#pragma GCC optimize between the marks
    "#if MLSTACK__COLD_O1"; the name is from when it was -O1): at -O2 it was about half of the
    implementation's compile time, for no speed any benchmark sees; -Og (from -O1 in 2026-12)
-   took about 4 s more CPU off one -O2 compile of the implementation, with tokenizer and GGUF
+   took 2-4 s more CPU off one -O2 compile of the implementation (of 24-25), tokenizer and GGUF
    opens unchanged and a chat template's render 15-30% slower (tens of microseconds a request). A function there is never inlined into one outside (GCC does not
    inline across optimize attributes), so a small helper the forward pass calls stays outside.
    Per-token code (kernels, forward pass, sampling, the grammar matcher,
