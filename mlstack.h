@@ -102,7 +102,7 @@
                                                                      moving a function? PARTS has the rules)
      MLSTACK_FULL_OPT           undefined   implementation file      GCC: compile the cold code (COLD CODE in
                                                                      >>platform) at the command line's -O too,
-                                                                     not at -O1
+                                                                     not at -Og
      MLSTACK_STATIC             undefined   every file that includes make all public functions static
      MLSTACK_SHARED             undefined   every file               default visibility for a shared lib
      MLSTACK_MALLOC/REALLOC/FREE libc       implementation file      allocator (define all three or none)
@@ -1761,8 +1761,12 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
    7. Check with `make build/mlstack` (the two parts, gcc) and `make compile-tests` (each part
       with clang); the slowest part sets the build's wall time, their sum its CPU time.
    8. Code that runs once per file, model, request or schema, not per token, goes inside a cold
-      region (COLD CODE below: "#if MLSTACK__COLD_O1" marks), compiled at -O1; a function on
-      the per-token path, or one with float arithmetic that reaches logits, stays outside. */
+      region (COLD CODE below: "#if MLSTACK__COLD_O1" marks), compiled at -Og; a function on
+      the per-token path, or one with float arithmetic that reaches logits, stays outside.
+   9. The SIMD kernels stay at the command line's level: at -O1 (or -Og) GCC unrolls a
+      "#pragma GCC unroll" loop only late, after the pass that keeps small arrays in registers,
+      so a tile's accumulator array (acc[b][v]) lives on the stack and every FMA goes through
+      memory (AVX2 F32 panels: 28% more instructions at one row). */
 #define MLSTACK__N_PARTS 2
 #define MLSTACK__PART_SEL(k, here, elsewhere) MLSTACK__PART_SEL_(k, here, elsewhere)
 #define MLSTACK__PART_SEL_(k, here, elsewhere) MLSTACK__PART_##k(here, elsewhere)
@@ -1807,14 +1811,17 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
    parsers, the regex compiler, tokenizer loading, the grammar vocabulary's trie, the template
    interpreter, the GBNF, regex and JSON Schema compilers, tool-call parsing, config.json parsing,
    weight mapping, a random model's setup, saving and the GGUF writer, rank, KV cache and engine
-   setup, the profiler's reports) is compiled at -O1 (#pragma GCC optimize between the marks
-   "#if MLSTACK__COLD_O1"): at -O2 it was about half of the implementation's compile time, for no
-   speed any benchmark sees. A function there is never inlined into one outside (GCC does not
+   setup, the profiler's reports) is compiled at -Og (#pragma GCC optimize between the marks
+   "#if MLSTACK__COLD_O1"; the name is from when it was -O1): at -O2 it was about half of the
+   implementation's compile time, for no speed any benchmark sees; -Og (from -O1 in 2026-12)
+   took 2-4 s more CPU off one -O2 compile of the implementation (of 24-25), tokenizer and GGUF
+   opens unchanged and a chat template's render 15-30% slower (tens of microseconds a request). A function there is never inlined into one outside (GCC does not
    inline across optimize attributes), so a small helper the forward pass calls stays outside.
    Per-token code (kernels, forward pass, sampling, the grammar matcher,
    the tokenizer's encoder and the regex matcher) keeps the command line's level. -O1 forms no
    fused multiply-adds where -O2 -ffp-contract=fast would, so cold code holds no float arithmetic
-   that reaches logits. Define MLSTACK_FULL_OPT to compile it at the command line's level. */
+   that reaches logits (-Og forms none either). Define MLSTACK_FULL_OPT to compile it at the
+   command line's level. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
     !defined(MLSTACK_FULL_OPT)
 #define MLSTACK__COLD_O1 1
@@ -2965,7 +2972,7 @@ MLSTACK__FN void mlstack__pool_free(mlstack__pool *p) {
 #define MLSTACK__PART 1
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* A DOM parser (RFC 8259) used for every JSON the engine reads. Strings are decoded (escapes,
    \u surrogate pairs) into NUL-terminated UTF-8; invalid UTF-8, lone surrogates and control
@@ -4951,7 +4958,7 @@ static int mlstack__re_test(const mlstack__regex *re, int mop, int32_t a, uint32
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* ---- compiler ---- */
 
@@ -7603,7 +7610,7 @@ done:
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* ---- loading ---- */
 static int mlstack__jbool(const mlstack__json *o, const char *key, int def) {
@@ -8507,7 +8514,7 @@ MLSTACK__FN int mlstack__json_quote(mlstack__buf *b, const char *s, size_t n) {
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* The older layout vocab.json + merges.txt: assembles the tokenizer.json that transformers'
    conversion would build for the tokenizer class named in tokenizer_config.json. */
@@ -9344,7 +9351,7 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d) {
 #define MLSTACK__PART 1
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* A Jinja subset for chat templates, aiming at what transformers renders: jinja2's
    ImmutableSandboxedEnvironment with trim_blocks and lstrip_blocks, the loopcontrols extension,
@@ -17936,7 +17943,7 @@ static void mlstack__fetch_add(mlstack__fetch *f, const void *p, size_t n) {
 #define MLSTACK__T_AVX2
 #endif
 
-static MLSTACK__T_AVX2 float mlstack__hsum256(__m256 v) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 float mlstack__hsum256(__m256 v) {
     __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
     lo = _mm_add_ps(lo, hi);
     lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
@@ -17945,13 +17952,13 @@ static MLSTACK__T_AVX2 float mlstack__hsum256(__m256 v) {
 }
 
 /* 8 weights at element i of a row, as f32 */
-static MLSTACK__T_AVX2 __m256 mlstack__ld8_f32(const unsigned char *r, int i) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256 mlstack__ld8_f32(const unsigned char *r, int i) {
     return _mm256_loadu_ps((const float *)(const void *)r + i);
 }
-static MLSTACK__T_AVX2 __m256 mlstack__ld8_f16(const unsigned char *r, int i) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256 mlstack__ld8_f16(const unsigned char *r, int i) {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(r + 2 * (size_t)i)));
 }
-static MLSTACK__T_AVX2 __m256 mlstack__ld8_bf16(const unsigned char *r, int i) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256 mlstack__ld8_bf16(const unsigned char *r, int i) {
     __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(r + 2 * (size_t)i)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
 }
@@ -18322,7 +18329,8 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, cons
    integers, then its float steps. */
 /* The reference's decoded groups (the same integers), the values unpacked 32 at a time for
    Q5_0, Q4_K, Q5_K and Q6_K (the others by the reference decoder). */
-static MLSTACK__T_AVX2 __m256i mlstack__kq_bits_avx2(uint32_t h) { /* byte j = 0x10 where bit j of h is set */
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256i
+mlstack__kq_bits_avx2(uint32_t h) { /* byte j = 0x10 where bit j of h is set */
     const __m256i sel = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL, 0x0101010101010101LL, 0),
                   bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
     __m256i t = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)h), sel), bit);
@@ -19108,7 +19116,7 @@ static MLSTACK__T_AVX2 void mlstack__to_f32_avx2(mlstack_dtype dtype, const void
 
 /* e^x for x in float range: x = n ln2 + r, |r| <= ln2/2, e^r by a degree-6 polynomial (relative
    error ~2e-7), times 2^n built in the exponent bits. Inputs are clamped to [-87, 88]. */
-static MLSTACK__T_AVX2 __m256 mlstack__exp256(__m256 x) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256 mlstack__exp256(__m256 x) {
     __m256 n, r, p;
     __m256i e;
     x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.0f)), _mm256_set1_ps(-87.0f));
@@ -19223,7 +19231,7 @@ static MLSTACK__T_AVX2 void mlstack__rmsnorm_avx2(float *out, const float *x, co
     for (; i < n; i++) out[i] = w[i] * (x[i] * _mm256_cvtss_f32(sc));
 }
 
-static MLSTACK__T_AVX2 float mlstack__hmax256(__m256 v) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 float mlstack__hmax256(__m256 v) {
     __m128 lo = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     lo = _mm_max_ps(lo, _mm_movehl_ps(lo, lo));
     lo = _mm_max_ss(lo, _mm_movehdup_ps(lo));
@@ -19293,7 +19301,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 void mlstack__scores_tile_avx2(con
         mlstack__st8_part_avx2(s + h * 32 + 8 * v, n - 8 * v, _mm256_mul_ps(a[h][v], _mm256_set1_ps(scale)));
 }
 /* Heads the next pass takes when `left` remain: three (16 registers of tiles), four as two pairs. */
-static int mlstack__heads_pass_avx2(int left) { return left == 4 ? 2 : left >= 3 ? 3 : left; }
+static MLSTACK__ALWAYS_INLINE int mlstack__heads_pass_avx2(int left) { return left == 4 ? 2 : left >= 3 ? 3 : left; }
 /* Vectors the next attention tile takes of nv left: 8, 4, 2 or 1, so that 3, 5, 6 and 7 (a
    chunk's last keys, a Dh that is not a multiple of 32) are made of those rather than compiled
    each for itself; tiles of several heads take 4 (32 keys or values), what is left goes head by
@@ -19986,7 +19994,7 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
 #endif
 
 /* Horizontal sum in a fixed tree (gcc 12's _mm512_reduce_add_ps trips -Wuninitialized in C++). */
-static MLSTACK__T_AVX512 float mlstack__hsum512(__m512 v) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 float mlstack__hsum512(__m512 v) {
     __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
     __m128 lo = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
     lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
@@ -19994,17 +20002,17 @@ static MLSTACK__T_AVX512 float mlstack__hsum512(__m512 v) {
     return _mm_cvtss_f32(lo);
 }
 
-static MLSTACK__T_AVX512 float mlstack__hmax512(__m512 v) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 float mlstack__hmax512(__m512 v) {
     __m256 h = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
     __m128 lo = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
     lo = _mm_max_ps(lo, _mm_movehl_ps(lo, lo));
     lo = _mm_max_ss(lo, _mm_movehdup_ps(lo));
     return _mm_cvtss_f32(lo);
 }
-static MLSTACK__T_AVX512 __m512 mlstack__ld16_f16(const unsigned char *r, int i, __mmask16 m) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 __m512 mlstack__ld16_f16(const unsigned char *r, int i, __mmask16 m) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)(const void *)r + i));
 }
-static MLSTACK__T_AVX512 __m512 mlstack__ld16_bf16(const unsigned char *r, int i, __mmask16 m) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 __m512 mlstack__ld16_bf16(const unsigned char *r, int i, __mmask16 m) {
     __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)(const void *)r + i));
     return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
 }
@@ -20886,7 +20894,7 @@ static MLSTACK__T_AVX512 void mlstack__to_f32_avx512(mlstack_dtype dtype, const 
 }
 
 /* e^x as mlstack__exp256, 16 lanes, 2^n applied with scalef. */
-static MLSTACK__T_AVX512 __m512 mlstack__exp512(__m512 x) {
+static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 __m512 mlstack__exp512(__m512 x) {
     __m512 n, r, p;
     x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.0f)), _mm512_set1_ps(-87.0f));
     n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
@@ -24282,7 +24290,7 @@ struct mlstack_vocab {
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 static int mlstack__vocab_cmp_ctx(const mlstack_vocab *v, int32_t a, int32_t b) {
     uint32_t la = v->len[a], lb = v->len[b], n = la < lb ? la : lb;
@@ -24645,7 +24653,7 @@ MLSTACK_API const char *mlstack_vocab_token_text(const mlstack_vocab *v, int32_t
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* ---- GBNF parser: text -> rules ---- */
 
@@ -26036,7 +26044,7 @@ MLSTACK_API const char *mlstack_matcher_error(const mlstack_matcher *m) { return
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* ---- compiling: GBNF text -> checked, flattened rules ---- */
 
@@ -31615,7 +31623,7 @@ MLSTACK_API const char *mlstack_grammar_gbnf(const mlstack_grammar *g) { return 
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* ---- tool calls: Hermes-style <tool_call>{"name": ..., "arguments": {...}}</tool_call> ---- */
 
@@ -32370,7 +32378,7 @@ struct mlstack_model {
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 static int mlstack__json_int(const mlstack__json *v, int64_t *out) {
     if (!v || v->type != MLSTACK__JSON_NUMBER) return 0;
@@ -32874,7 +32882,7 @@ static size_t mlstack__dn_state_floats(const mlstack__config *c) {
 }
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 
 /* Gated delta-net layers (Qwen3.5, Qwen3-Next): their heads and conv width; without layer_types
@@ -33058,7 +33066,7 @@ static mlstack_result mlstack__cfg_mla(mlstack__config *c, const mlstack__json *
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* Mixture of experts: the expert count and width, top k, renormalization, the shared expert and
    which layers are MoE (decoder_sparse_step, mlp_only_layers). */
@@ -33297,7 +33305,7 @@ static double mlstack__erfinv(double x) {
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* Gemma 3n's options (F_GEMMA3N): altup_num_inputs (default 4) streams, altup_active_idx (0),
    altup_correct_scale (true), laurel_rank (64), activation_sparsity_pattern (a list of one
@@ -33688,7 +33696,7 @@ static size_t mlstack__mix_scratch_floats(const mlstack__config *c, int kind) {
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* Hybrids: which layers attend (and so have KV), the recurrent layers' options, the size of a
    sequence's state, LFM2's FFN width rule. Families without a mixer: every layer attends. */
@@ -33864,7 +33872,7 @@ static int mlstack__model_rope(mlstack_model *m) {
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 static void mlstack__model_free_owned(mlstack_model *m) {
     int i;
@@ -34136,7 +34144,7 @@ static void mlstack__weight_view(mlstack__weight *dst, const mlstack__weight *w,
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* GPT-NeoX's query_key_value: rows grouped per head (q_h, k_h, v_h, each head_dim rows), as
    transformers views them (heads, 3 Dh). Copied once at load into q | k | v order (weight
@@ -34210,7 +34218,7 @@ static void mlstack__layer_kind(const mlstack__config *c, int l, mlstack__layer 
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* sqrt(D) embedding scales (Gemma) are made in the embedding's dtype by transformers: for F16
    and BF16 tables the scale is rounded to that type (then multiplied in f32, exactly as the
@@ -35021,7 +35029,7 @@ static int mlstack__dn_stored_head(const mlstack__config *c, int h) {
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* The delta-net input projections as stored: Qwen3.5's in_proj_qkv, _z, _b, _a; Qwen3-Next's
    in_proj_qkvz and in_proj_ba grouped per key head; or (Qwen3-Next GGUF) in_proj_qkv, _z and the
@@ -35366,7 +35374,7 @@ MLSTACK__FN int mlstack__layer_weights(mlstack_model *m, int l, mlstack__weight 
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* A weight's source bytes are no longer read once its quantized or packed copy exists: their
    pages of the mapped checkpoint go back to the system (mlstack__map_release), so a model does
@@ -35404,7 +35412,7 @@ MLSTACK__FN void mlstack__embed_row(const mlstack_model *m, int32_t token, float
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* Whether every projection and the LM head is stored as F32, F16 or BF16. */
 static int mlstack__model_all_float(mlstack_model *m) {
@@ -36020,7 +36028,7 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* Writes dir/model.safetensors with every tensor the model uses, quantized projections as
    their P16 panels (U8 [n_panels, panel bytes], "Saved panels" above) or, with
@@ -38504,7 +38512,7 @@ static mlstack_result mlstack__gw_fold(mlstack_model *m, mlstack__gw_tensor *ts,
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* Llama 3 rope scaling as llama.cpp keeps it: per-frequency divisors. Returns 0 when out of memory. */
 /* Gemma 3n / Gemma 4 beyond the common tensors, under llama.cpp's names: the per-layer input
@@ -39590,7 +39598,7 @@ static int mlstack__rand_gemma4(mlstack_model *m, mlstack__pool *pool, mlstack_d
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 MLSTACK_API mlstack_result mlstack_model_open_random(const char *config_path, mlstack_dtype dtype, mlstack_dtype quant,
                                                      uint64_t seed, mlstack_model **out, mlstack_error *err) {
@@ -39967,7 +39975,7 @@ static int mlstack__kv_layout(mlstack__kv *kv, const mlstack__config *c) {
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* The pool holds as many pages as `budget` gives pages of all c->n_kv_heads; the data is
    allocated for `kv_heads` of them in `n_layers` layers (one rank's share, >>ranks), so every
@@ -43239,7 +43247,7 @@ static int mlstack__split_bound(int n, int R, int i) {
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 static void mlstack__shard_of(const mlstack__config *c, int R, int r, mlstack__shard *sh) {
     int G = c->n_heads / c->n_kv_heads;
@@ -43456,7 +43464,7 @@ static int mlstack__rank_holds(const mlstack__rank *rk, int l) {
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* The rank's weights: views of its rows of its stage's layers (with panels of those rows when
    its kernels read panels); with one rank, the model's own weights. */
@@ -43593,7 +43601,7 @@ static size_t mlstack__kv_width_max(const mlstack__config *c, size_t w) {
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* Activations of the rank's shapes. */
 static mlstack_result mlstack__rank_scratch(mlstack_engine *e, mlstack__rank *rk) {
@@ -43912,7 +43920,7 @@ static uint64_t mlstack__fingerprint(const mlstack_engine *e) {
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* Under a transport: every rank sends (fingerprint, rank count, its setup result); all check. */
 static mlstack_result mlstack__ranks_agree(mlstack_engine *e, mlstack_error *err) {
@@ -43995,7 +44003,7 @@ static void mlstack__comm_release(mlstack__comm *g) {
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* The mesh asked for, checked against the model and the transport: R ranks in S pipeline stages. */
 static mlstack_result mlstack__ranks_check(const mlstack__config *c, const mlstack_engine_desc *d, int *R_out,
@@ -45845,7 +45853,7 @@ MLSTACK_API int mlstack_engine_cache_clear(mlstack_engine *e) {
 /* The descriptor with its defaults filled in; MLSTACK_OK or the reason it is refused. */
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 /* The cache types of d resolved (kv_type_k / kv_type_v: 0 takes kv_type, 0 there F16) and checked
    against the model: blocks of 32 need head_dim a multiple of 32; latent attention keeps its
@@ -46301,7 +46309,7 @@ static void mlstack__prof_free(struct mlstack_engine *e) {
 
 #if MLSTACK__COLD_O1 /* cold code from here (PARTS rule 8) */
 #pragma GCC push_options
-#pragma GCC optimize("O1")
+#pragma GCC optimize("Og")
 #endif
 MLSTACK_API mlstack_result mlstack_engine_profile_start(mlstack_engine *e, const mlstack_profile_schedule *schedule) {
     struct mlstack__prof *pr;
