@@ -28600,7 +28600,7 @@ static mlstack__json *mlstack__js_ev_names(mlstack__js *j, const char *key, cons
 /* The constraint for the unevaluated* of s into m (made). */
 static int mlstack__js_unev_make(mlstack__js *j, const mlstack__json *s, const mlstack__jsev *L, mlstack__json *m) {
     const mlstack__json *u;
-    mlstack__json *a, *it;
+    mlstack__json *a = NULL, *it;
     long i;
     if ((u = mlstack__json_get(s, "unevaluatedProperties")) != NULL && !L->all_p && u->type != MLSTACK__JSON_TRUE) {
         if ((L->n_name && !mlstack__js_add(m, mlstack__js_ev_names(j, "properties", L->name, L->n_name))) ||
