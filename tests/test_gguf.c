@@ -379,6 +379,15 @@ static void test_files(void) {
     mlstack__gguf_close(&g);
 }
 
+/* A quantize fixture's tensor of llama.cpp's blocks for type name: 512 inputs, src's rows. */
+static const mlstack__gguf_tensor *quant_fixture_rows(const mlstack__gguf *g, const mlstack__gguf_tensor *src,
+                                                      const char *name) {
+    const mlstack__gguf_tensor *t = mlstack__gguf_tensor_find(g, name);
+    CHECKF(t && strcmp(mlstack__ggml_type_name(t->type), name) == 0 && t->ne[0] == 512 && t->ne[1] == src->ne[1],
+           "%s missing or misshapen", name);
+    return t;
+}
+
 /* tests/fixtures/gguf/quantize_imatrix.gguf (tools/make_quant_fixtures.py): the same float rows,
    one importance-matrix row (mean squared activations, some zero, some 300x the rest) and, per
    GGML type, the blocks ggml's ggml_quantize_chunk makes with it (llama-quantize --imatrix's
@@ -405,14 +414,11 @@ static void test_quantize_bytes_imatrix(void) {
     }
     memcpy(qw, g.data + im->offset, sizeof qw);
     for (i = 0; i < sizeof types / sizeof types[0]; i++) {
-        const mlstack__gguf_tensor *t = mlstack__gguf_tensor_find(&g, types[i]);
+        const mlstack__gguf_tensor *t = quant_fixture_rows(&g, src, types[i]);
         size_t rb, k;
         uint64_t r;
         int bad = 0, same_plain = 1;
         unsigned char got[1024], plain[1024];
-        CHECKF(t && strcmp(mlstack__ggml_type_name(t->type), types[i]) == 0 && t->ne[0] == 512 &&
-                   t->ne[1] == src->ne[1],
-               "%s missing or misshapen", types[i]);
         if (!t) continue;
         rb = (size_t)(t->bytes / t->ne[1]);
         for (r = 0; r < t->ne[1] && rb <= sizeof got; r++) {
@@ -457,14 +463,11 @@ static void test_quantize_bytes(void) {
     src = mlstack__gguf_tensor_find(&g, "src");
     CHECK(src && src->type == MLSTACK__GGML_F32 && src->ne[0] == 512 && src->ne[1] >= 8);
     for (i = 0; src && i < sizeof types / sizeof types[0]; i++) {
-        const mlstack__gguf_tensor *t = mlstack__gguf_tensor_find(&g, types[i]);
+        const mlstack__gguf_tensor *t = quant_fixture_rows(&g, src, types[i]);
         size_t rb;
         uint64_t r;
         int bad = 0;
         unsigned char got[1024];
-        CHECKF(t && strcmp(mlstack__ggml_type_name(t->type), types[i]) == 0 && t->ne[0] == 512 &&
-                   t->ne[1] == src->ne[1],
-               "%s missing or misshapen", types[i]);
         if (!t) continue;
         rb = (size_t)(t->bytes / t->ne[1]);
         for (r = 0; r < t->ne[1] && rb <= sizeof got; r++) {
