@@ -35474,7 +35474,9 @@ static int mlstack__mix_parse(const char *s) {
 static uint32_t mlstack__mix_type(int ftype, int role, int l, int n, int n_in, int gqa, int im) {
     const uint32_t Q4_0 = MLSTACK__GGML_Q4_0, Q5_0 = MLSTACK__GGML_Q5_0, Q5_1 = MLSTACK__GGML_Q5_1,
                    Q8_0 = MLSTACK__GGML_Q8_0, Q2_K = MLSTACK__GGML_Q2_K, Q3_K = MLSTACK__GGML_Q3_K,
-                   Q4_K = MLSTACK__GGML_Q4_K, Q5_K = MLSTACK__GGML_Q5_K, Q6_K = MLSTACK__GGML_Q6_K;
+                   Q4_K = MLSTACK__GGML_Q4_K, Q5_K = MLSTACK__GGML_Q5_K, Q6_K = MLSTACK__GGML_Q6_K,
+                   Q4_1 = MLSTACK__GGML_Q4_1, IQ4_NL = MLSTACK__GGML_IQ4_NL, IQ4_XS = MLSTACK__GGML_IQ4_XS,
+                   TQ1_0 = MLSTACK__GGML_TQ1_0, TQ2_0 = MLSTACK__GGML_TQ2_0;
     uint32_t base = 0, t;
     size_t i;
     int more_bits = l < n / 8 || l >= 7 * n / 8 || (l - n / 8) % 3 == 2;
@@ -35497,17 +35499,17 @@ static uint32_t mlstack__mix_type(int ftype, int role, int l, int n, int n_in, i
             : (ftype == 15 || ftype == 17) && more_bits        ? Q6_K
             : ftype == 14 && l < n / 8                         ? Q5_K
             : (ftype == 25 || ftype == 30) && !im && l < n / 8 ? Q5_K
-            : (ftype == 2 || ftype == 8) && im && l < n / 8    ? (ftype == 2 ? MLSTACK__GGML_Q4_1 : Q5_1)
+            : (ftype == 2 || ftype == 8) && im && l < n / 8    ? (ftype == 2 ? Q4_1 : Q5_1)
                                                                : t;
     else if (role == 4)
         t = ftype == 10 ? Q3_K : ftype == 12 ? Q4_K : ftype == 13 ? Q5_K : t;
     if (n_in % (int)mlstack__ggml_types[t].block)
-        t = t == MLSTACK__GGML_IQ4_XS                                                        ? MLSTACK__GGML_IQ4_NL
-            : t == Q2_K || t == Q3_K || t == MLSTACK__GGML_TQ1_0 || t == MLSTACK__GGML_TQ2_0 ? Q4_0
-            : t == Q4_K                                                                      ? Q5_0
-            : t == Q5_K                                                                      ? Q5_1
-            : t == Q6_K                                                                      ? Q8_0
-                                                                                             : t;
+        t = t == IQ4_XS                                          ? IQ4_NL
+            : t == Q2_K || t == Q3_K || t == TQ1_0 || t == TQ2_0 ? Q4_0
+            : t == Q4_K                                          ? Q5_0
+            : t == Q5_K                                          ? Q5_1
+            : t == Q6_K                                          ? Q8_0
+                                                                 : t;
     return n_in % (int)mlstack__ggml_types[t].block ? 0 : t;
 }
 
