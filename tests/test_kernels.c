@@ -470,6 +470,13 @@ static void check_gelu_softcap(const mlstack__kernels *k) {
     }
 }
 
+/* Whether G heads' n scores (rows of 32) have the same bits in a and b. */
+static int same_score_rows(const float *a, const float *b, int G, int n) {
+    int g, same = 1;
+    for (g = 0; g < G; g++) same &= !memcmp(a + g * 32, b + g * 32, sizeof(float) * (size_t)n);
+    return same;
+}
+
 /* AltUp's route, prediction and correction: the scalar rule's bits (n streams, D with tails) */
 static void check_altup(const mlstack__kernels *k) {
     enum { NS = 5, DM = 45 };
@@ -649,7 +656,7 @@ static void check_attn_from_cache(const mlstack__kernels *k) {
         float *kt = (float *)malloc(sizeof(float) * MAXD * 32), *vf = (float *)malloc(sizeof(float) * 32 * MAXD);
         static float q[8 * 128], s0[8 * 32], s1[8 * 32], a0[8 * 128], a1[8 * 128];
         const void *kp[33], *vp[33];
-        int len[33], di, gi, dd, nn, pi, t0, j;
+        int len[33], di, gi, dd, nn, pi, t0;
         mlstack__fetch fe;
         for (i = 0; i < 8 * 128; i++) q[i] = frand();
         for (di = 0; di < 3 && (do_s || do_p); di++) {
@@ -660,7 +667,7 @@ static void check_attn_from_cache(const mlstack__kernels *k) {
                     for (nn = 0; nn < 4; nn++)
                         for (pi = 0; pi < 3; pi++)
                             for (t0 = 0; t0 < 16; t0 += 8) {
-                                int G = Gs[gi], Dh = Dhs[dd], n = ns[nn], P = Ps[pi], g, same_s = 1, same_a = 1;
+                                int G = Gs[gi], Dh = Dhs[dd], n = ns[nn], P = Ps[pi], same_s, same_a;
                                 int nr =
                                     kv_runs(pool, (size_t)2 * MAXP * MAXD * es, 3, P, Dh, t0 % P, n, es, kp, vp, len);
                                 mlstack__kv_chunk_scalar(dts[di], kp, vp, len, nr, (size_t)P, Dh, kt, vf);
@@ -668,8 +675,7 @@ static void check_attn_from_cache(const mlstack__kernels *k) {
                                 fe.i = 0, fe.n = 1, fe.at = fe.end = NULL; /* lines asked for on the way: no effect */
                                 fe.lo[0] = pool, fe.hi[0] = pool + 4096 + 32;
                                 k->attn_scores_kv(q, G, Dh, dts[di], kp, len, nr, (size_t)P, 0.125f, s1, &fe);
-                                for (g = 0; g < G; g++)
-                                    for (j = 0; j < n; j++) same_s &= !memcmp(&s0[g * 32 + j], &s1[g * 32 + j], 4);
+                                same_s = same_score_rows(s0, s1, G, n);
                                 if (do_s)
                                     CHECKF(
                                         same_s,
@@ -678,7 +684,7 @@ static void check_attn_from_cache(const mlstack__kernels *k) {
                                 for (i = 0; i < G * Dh; i++) a0[i] = a1[i] = frand();
                                 mlstack__attn_pv_scalar(a0, G, Dh, s0, vf, n);
                                 k->attn_pv_kv(a1, G, Dh, s0, dts[di], vp, len, nr, &fe);
-                                for (i = 0; i < G * Dh; i++) same_a &= !memcmp(&a0[i], &a1[i], 4);
+                                same_a = !memcmp(a0, a1, sizeof(float) * (size_t)(G * Dh));
                                 if (do_p)
                                     CHECKF(same_a,
                                            "%s pv from the cache, dtype %d G%d Dh%d n%d P%d slot %d: not the copy's",
@@ -730,7 +736,7 @@ static void check_attn_from_quant_cache(const mlstack__kernels *k) {
                     for (gi = 0; gi < 5; gi++)
                         for (nn = 0; nn < 4; nn++)
                             for (t0 = 0; t0 < 16 && t0 < P; t0 += 8) {
-                                int G = Gs[gi], n = ns[nn], nr = 0, slot = t0, m = n, g, same_s = 1, same_a = 1;
+                                int G = Gs[gi], n = ns[nn], nr = 0, slot = t0, m = n, same_s, same_a;
                                 int len[33];
                                 for (; m > 0; m -= len[nr++], slot = 0) { /* runs over pages out of order */
                                     const unsigned char *page = pool + (size_t)((nr * 5 + 3) % NPG) * pg;
@@ -752,8 +758,7 @@ static void check_attn_from_quant_cache(const mlstack__kernels *k) {
                                 fe.i = 0, fe.n = 1, fe.at = fe.end = NULL; /* lines asked for on the way: no effect */
                                 fe.lo[0] = pool, fe.hi[0] = pool + 4096 + 32;
                                 k->attn_scores_kq(q, G, Dh, qts[ki], kp, len, nr, (size_t)P, 0.125f, s1, &fe);
-                                for (g = 0; g < G; g++)
-                                    for (j = 0; j < n; j++) same_s &= !memcmp(&s0[g * 32 + j], &s1[g * 32 + j], 4);
+                                same_s = same_score_rows(s0, s1, G, n);
                                 if (do_s && vi == 0)
                                     CHECKF(same_s,
                                            "%s scores from the quantized cache, type %u G%d Dh%d n%d P%d slot %d: not "
@@ -762,7 +767,7 @@ static void check_attn_from_quant_cache(const mlstack__kernels *k) {
                                 for (i = 0; i < G * Dh; i++) a0[i] = a1[i] = frand();
                                 mlstack__attn_pv_scalar(a0, G, Dh, s0, vf, n);
                                 k->attn_pv_kq(a1, G, Dh, s0, qts[vi], vp, len, nr, &fe);
-                                for (i = 0; i < G * Dh; i++) same_a &= !memcmp(&a0[i], &a1[i], 4);
+                                same_a = !memcmp(a0, a1, sizeof(float) * (size_t)(G * Dh));
                                 if (do_p && ki == 0)
                                     CHECKF(same_a,
                                            "%s pv from the quantized cache, type %u G%d Dh%d n%d P%d slot %d: not the "
