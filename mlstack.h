@@ -23774,21 +23774,8 @@ MLSTACK__FN int mlstack__ggml_made_wtype(uint32_t gtype) {
                                                                           : 16 + (int)gtype;
 }
 
-static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, int wtype, uint32_t gtype,
-                                       const float *qw, void *dst);
-/* Quantizes w into dst (n_out * row_bytes(wtype) bytes) on the pool; *w then describes dst. */
-MLSTACK__FN int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w, int wtype, void *dst) {
-    return mlstack__quantize_weight_as(pool, w, wtype, 0, NULL, dst);
-}
-/* The same, as GGML type gtype by llama.cpp's reference quantizer (w in the format
-   mlstack__ggml_made_wtype names, gtype kept for writing when repacked), with importance
-   weights qw (n_in of them, every row's) or without (NULL). */
-MLSTACK__FN int mlstack__quantize_weight_ggml(mlstack__pool *pool, mlstack__weight *w, uint32_t gtype, const float *qw,
-                                              void *dst) {
-    int r = mlstack__quantize_weight_as(pool, w, mlstack__ggml_made_wtype(gtype), gtype, qw, dst);
-    if (r == 0) w->gtype = gtype == MLSTACK__GGML_Q4_0 || gtype == MLSTACK__GGML_IQ4_NL ? gtype : 0;
-    return r;
-}
+/* The body of both below: w as wtype, by the GGML reference quantizer of gtype when gtype is
+   not 0, with importance weights qw or without (NULL). */
 static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, int wtype, uint32_t gtype,
                                        const float *qw, void *dst) {
     mlstack__quant_job j;
@@ -23810,6 +23797,19 @@ static int mlstack__quantize_weight_as(mlstack__pool *pool, mlstack__weight *w, 
     w->row_bytes = j.dst_row;
     w->gtype = 0;
     return 0;
+}
+/* Quantizes w into dst (n_out * row_bytes(wtype) bytes) on the pool; *w then describes dst. */
+MLSTACK__FN int mlstack__quantize_weight(mlstack__pool *pool, mlstack__weight *w, int wtype, void *dst) {
+    return mlstack__quantize_weight_as(pool, w, wtype, 0, NULL, dst);
+}
+/* The same, as GGML type gtype by llama.cpp's reference quantizer (w in the format
+   mlstack__ggml_made_wtype names, gtype kept for writing when repacked), with importance
+   weights qw (n_in of them, every row's) or without (NULL). */
+MLSTACK__FN int mlstack__quantize_weight_ggml(mlstack__pool *pool, mlstack__weight *w, uint32_t gtype, const float *qw,
+                                              void *dst) {
+    int r = mlstack__quantize_weight_as(pool, w, mlstack__ggml_made_wtype(gtype), gtype, qw, dst);
+    if (r == 0) w->gtype = gtype == MLSTACK__GGML_Q4_0 || gtype == MLSTACK__GGML_IQ4_NL ? gtype : 0;
+    return r;
 }
 
 /* ==== 17. GGML QUANTS ==== */ /* >>ggmlquant */
