@@ -20604,87 +20604,108 @@ static MLSTACK__T_VNNI void mlstack__mm_kqp_vnni(const mlstack__weight *w, const
 #undef MLSTACK__KQP_ONE_FN
 #undef MLSTACK__KQP_FN
 
-/* IQ panels (IQ4_XS, IQ2_XXS; layout in >>kernels), RB activation rows x RO panels: per group,
-   the codes through the format's table offset by 128 (tab: v + 128, unsigned) by vpshufb,
-   vpdpbusd into int32 started at -128 times the activations' sum (so the dot of the values
-   exactly), isum = sa * dot by vpmulld, and the rule's float step with dw = d * dmul. */
+/* IQ panels (IQ4_XS, IQ2_XXS; layout in >>kernels), one panel (J of a group of GS) x RB
+   activation rows: per group, the codes through the format's table offset by 128 (tab: v + 128,
+   unsigned) by vpshufb, vpdpbusd into int32 started at -128 times the row's activation sum (so
+   the exact dot of the values), then the rule's float step with dw = d * dmul. The dot times sa
+   is formed in f32, float(dot) * float(sa): both factors are exact (|dot| <= 32 * 127 * 127 <
+   2^24) and the product is rounded once to nearest even, the rounding of float(sa * dot) -- the
+   same bits as the integer product, one multiply where vpmulld takes two. On AVX-512 every step
+   here competes for the same two vector ports, so what a tile costs per vpdpbusd is the count of
+   its other vector instructions: the lookup (5 per 128 codes) is shared by the RB rows and the
+   float step (4 per row and group of 32) is not, so a tile takes up to 8 rows of one panel (2 x
+   8 named accumulators) where the old one took 3 rows of 4 panels. */
+#define MLSTACK__IQP_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define MLSTACK__IQP_RB 12 /* rows of the tallest tile: as many as MLSTACK__IQP_ROWS names */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__iqp_tile(const unsigned char *wp, const mlstack__q8x *xq,
                                                                      size_t ldx, int nsb, float *y, size_t ldy,
                                                                      const float *bias, int nv, __m512i tab, float dmul,
-                                                                     const int RB, const int RO, const int GS,
-                                                                     const int J, mlstack__p16_pf pf) {
-    const size_t gsz = (size_t)GS * (256 + 16), hsz = (size_t)GS * 32;
-    __m512 acc[6][4], dd[4]; /* rows 3..5 unused: the accumulator shape of mlstack__p16_store */
-    __m512i ia[3][4];
-    int b, p, g, s, j;
-    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] = _mm512_setzero_ps();
+                                                                     int gs, int jp, mlstack__p16_pf pf, const int RB) {
+    const size_t gsz = (size_t)gs * (256 + 16), hsz = (size_t)gs * 32, run = (size_t)gs * 64;
+    const __m512i m15 = _mm512_set1_epi8(15);
+    const __mmask16 m = mlstack__mask16(nv);
+    int s, j;
+#define MLSTACK__IQP_DECL(n_)                          \
+    __m512 a##n_ = _mm512_setzero_ps(), d##n_ = a##n_; \
+    __m512i i##n_ = _mm512_setzero_si512();
+    MLSTACK__IQP_ROWS(MLSTACK__IQP_DECL)
+#undef MLSTACK__IQP_DECL
     for (s = 0; s < nsb; s++) {
         const unsigned char *sbk = wp + (size_t)s * (hsz + 8 * gsz);
+        const __m512 dd =
+            _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sbk + (size_t)jp * 32))),
+                          _mm512_set1_ps(dmul));
         mlstack__p16_fetch_next(pf, s);
-        MLSTACK__UNROLL for (p = 0; p < RO; p++) dd[p] = _mm512_mul_ps(
-            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sbk + (size_t)(J + p) * 32))),
-            _mm512_set1_ps(dmul));
         for (j = 0; j < 8; j++) {
-            const unsigned char *gq = sbk + hsz + (size_t)j * gsz, *gs = gq + (size_t)GS * 256;
+            const unsigned char *gq = sbk + hsz + (size_t)j * gsz + (size_t)jp * 64;
             const mlstack__q8x *xk = xq + (size_t)(s * 8 + j);
-            MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] =
-                _mm512_set1_epi32(-128 * xk[(size_t)b * ldx].sum);
-            MLSTACK__UNROLL for (g = 0; g < 4; g++) {
-                __m512i raw[4], lo[4];
-                MLSTACK__UNROLL for (p = 0; p < RO; p++) {
-                    const unsigned char *rp = gq + (size_t)(g * GS + J + p) * 64;
-                    raw[p] = _mm512_loadu_si512((const void *)rp);
-                    mlstack__p16_fetch(rp, pf);
-                    lo[p] = _mm512_shuffle_epi8(tab, _mm512_and_si512(raw[p], _mm512_set1_epi8(15)));
-                }
-                MLSTACK__UNROLL for (b = 0; b < RB; b++) {
-                    int32_t x4;
-                    __m512i xv;
-                    memcpy(&x4, xk[(size_t)b * ldx].q + 4 * g, 4);
-                    xv = _mm512_set1_epi32(x4);
-                    MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], lo[p], xv);
-                }
-                MLSTACK__UNROLL for (p = 0; p < RO; p++) lo[p] =
-                    _mm512_shuffle_epi8(tab, _mm512_and_si512(_mm512_srli_epi16(raw[p], 4), _mm512_set1_epi8(15)));
-                MLSTACK__UNROLL for (b = 0; b < RB; b++) {
-                    int32_t x4;
-                    __m512i xv;
-                    memcpy(&x4, xk[(size_t)b * ldx].q + 16 + 4 * g, 4);
-                    xv = _mm512_set1_epi32(x4);
-                    MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], lo[p], xv);
-                }
-            }
-            MLSTACK__UNROLL for (p = 0; p < RO; p++) {
-                __m512i sa =
-                    _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(gs + (size_t)(J + p) * 16)));
-                MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p] =
-                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_mullo_epi32(ia[b][p], sa)),
-                                    _mm512_mul_ps(dd[p], _mm512_set1_ps(xk[(size_t)b * ldx].d)), acc[b][p]);
-            }
+            __m512 sa;
+#define MLSTACK__IQP_INIT(n_) \
+    if (RB > n_) i##n_ = _mm512_set1_epi32(-128 * xk[(size_t)(n_) * ldx].sum);
+            MLSTACK__IQP_ROWS(MLSTACK__IQP_INIT)
+#undef MLSTACK__IQP_INIT
+#define MLSTACK__IQP_DOT(n_)                                            \
+    if (RB > n_) {                                                      \
+        int32_t x4_;                                                    \
+        memcpy(&x4_, xk[(size_t)(n_) * ldx].q + o_, 4);                 \
+        i##n_ = _mm512_dpbusd_epi32(i##n_, v_, _mm512_set1_epi32(x4_)); \
+    }
+/* the 4 input quads g_ (and 16 + g_) of the group: its run's low nibbles, then its high ones */
+#define MLSTACK__IQP_QUAD(g_)                                                             \
+    {                                                                                     \
+        const __m512i raw_ = _mm512_loadu_si512((const void *)(gq + (size_t)(g_) * run)); \
+        __m512i v_ = _mm512_shuffle_epi8(tab, _mm512_and_si512(raw_, m15));               \
+        int o_ = 4 * (g_);                                                                \
+        mlstack__p16_fetch(gq + (size_t)(g_) * run, pf);                                  \
+        MLSTACK__IQP_ROWS(MLSTACK__IQP_DOT)                                               \
+        v_ = _mm512_shuffle_epi8(tab, _mm512_and_si512(_mm512_srli_epi16(raw_, 4), m15)); \
+        o_ = 16 + 4 * (g_);                                                               \
+        MLSTACK__IQP_ROWS(MLSTACK__IQP_DOT)                                               \
+    }
+            MLSTACK__IQP_QUAD(0)
+            MLSTACK__IQP_QUAD(1)
+            MLSTACK__IQP_QUAD(2)
+            MLSTACK__IQP_QUAD(3)
+#undef MLSTACK__IQP_QUAD
+#undef MLSTACK__IQP_DOT
+            sa = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
+                (const __m128i *)(const void *)(sbk + hsz + (size_t)j * gsz + (size_t)gs * 256 + (size_t)jp * 16))));
+#define MLSTACK__IQP_STEP(n_)                                                 \
+    if (RB > n_)                                                              \
+        a##n_ = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i##n_), sa), \
+                                _mm512_mul_ps(dd, _mm512_set1_ps(xk[(size_t)(n_) * ldx].d)), a##n_);
+            MLSTACK__IQP_ROWS(MLSTACK__IQP_STEP)
+#undef MLSTACK__IQP_STEP
         }
     }
-    mlstack__p16_store(acc, y, ldy, bias, nv, RB, RO);
-}
-#define MLSTACK__IQP_FN(RB_)                                                                                           \
-    static MLSTACK__NOINLINE MLSTACK__T_VNNI void mlstack__iqp_vnni_##RB_(                                             \
-        const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, int nsb, float *y, size_t ldy, const float *bias, \
-        int nv, __m512i tab, float dmul, mlstack__p16_pf pf) {                                                         \
-        mlstack__iqp_tile(wp, xq, ldx, nsb, y, ldy, bias, nv, tab, dmul, RB_, 4, 4, 0, pf);                            \
+#define MLSTACK__IQP_STORE(n_)                                                       \
+    if (RB > n_) {                                                                   \
+        d##n_ = bias ? _mm512_add_ps(a##n_, _mm512_maskz_loadu_ps(m, bias)) : a##n_; \
+        _mm512_mask_storeu_ps(y + (size_t)(n_) * ldy, m, d##n_);                     \
     }
-MLSTACK__IQP_FN(1)
-MLSTACK__IQP_FN(2)
-MLSTACK__IQP_FN(3)
-#undef MLSTACK__IQP_FN
-static MLSTACK__NOINLINE MLSTACK__T_VNNI void mlstack__iqp_vnni_one(const unsigned char *wp, const mlstack__q8x *xq,
-                                                                    int nsb, float *y, const float *bias, int nv,
-                                                                    __m512i tab, float dmul, int ro, int j) {
-    mlstack__iqp_tile(wp, xq, 0, nsb, y, 0, bias, nv, tab, dmul, 1, 1, ro, j, mlstack__p16_nopf);
+    MLSTACK__IQP_ROWS(MLSTACK__IQP_STORE)
+#undef MLSTACK__IQP_STORE
 }
-/* y rows [o0, o1) (o0 on a group of panels) from w's IQ panels: a full group of 4 panels in
-   tiles of up to 3 activation rows, a short group's panels one by one. */
+#define MLSTACK__IQP_FN(n_)                                                                                            \
+    static MLSTACK__NOINLINE MLSTACK__T_VNNI void mlstack__iqp_vnni_##n_(                                              \
+        const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, int nsb, float *y, size_t ldy, const float *bias, \
+        int nv, __m512i tab, float dmul, int gs, int jp, mlstack__p16_pf pf) {                                         \
+        mlstack__iqp_tile(wp, xq, ldx, nsb, y, ldy, bias, nv, tab, dmul, gs, jp, pf, (n_) + 1);                        \
+    }
+MLSTACK__IQP_ROWS(MLSTACK__IQP_FN)
+#undef MLSTACK__IQP_FN
+typedef void (*mlstack__iqp_vnni_fn)(const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, int nsb, float *y,
+                                     size_t ldy, const float *bias, int nv, __m512i tab, float dmul, int gs, int jp,
+                                     mlstack__p16_pf pf);
+/* y rows [o0, o1) (o0 on a group of panels) from w's IQ panels: per group, tiles of up to 8
+   activation rows, each over the group's panels one by one (the rows stay in L1 while the
+   group's panels come from L2). */
 static MLSTACK__T_VNNI void mlstack__mm_iqp_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                  int o0, int o1, float *scratch) {
-    int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / 256, np = mlstack__p16_panels(w->n_out), p, b, j, i;
+#define MLSTACK__IQP_PTR(n_) mlstack__iqp_vnni_##n_,
+    static const mlstack__iqp_vnni_fn tiles[MLSTACK__IQP_RB] = {MLSTACK__IQP_ROWS(MLSTACK__IQP_PTR)};
+#undef MLSTACK__IQP_PTR
+    int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / 256, np = mlstack__p16_panels(w->n_out), p, b, j;
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), ldy = (size_t)w->n_out;
     const unsigned char *packed = MLSTACK__PACKED(w);
     const __m512i tab = _mm512_xor_si512(
@@ -20692,32 +20713,26 @@ static MLSTACK__T_VNNI void mlstack__mm_iqp_vnni(const mlstack__weight *w, const
         _mm512_set1_epi8((char)0x80));
     float dmul = mlstack__iqp_dmul(w->wtype);
     for (p = o0 / 16; p * 16 < o1; p += 4) {
-        int ro = (o1 - p * 16 + 15) / 16, nv = o1 - p * 16;
+        int ro = (o1 - p * 16 + 15) / 16, nv = o1 - p * 16, gs = np - p < 4 ? np - p : 4;
         const unsigned char *wp = packed + (size_t)p * pb;
         if (w->wtype == MLSTACK__W_IQ2_XXS) /* compact panels: the group expanded (full or short, as packed) */
-            wp = mlstack__iqp2_expand_avx2(wp, nsb, np - p < 4 ? np - p : 4, (unsigned char *)scratch);
+            wp = mlstack__iqp2_expand_avx2(wp, nsb, gs, (unsigned char *)scratch);
         if (ro > 4) ro = 4;
-        for (b = 0; b < B; b += 3) {
-            int rb = B - b < 3 ? B - b : 3;
-            const mlstack__q8x *xb = xq + (size_t)b * nb;
-            mlstack__p16_pf pf = mlstack__p16_prefetch(wp, 4 * pb, nsb, b, B, 3, p + 8 <= np);
-            float *yb = y + (size_t)b * ldy + (size_t)p * 16;
-            const float *bb = w->bias ? w->bias + p * 16 : NULL;
-            if (ro != 4) { /* a short group's panels: one activation row at a time */
-                for (j = 0; j < ro; j++)
-                    for (i = 0; i < rb; i++)
-                        mlstack__iqp_vnni_one(wp, xb + (size_t)i * nb, nsb, yb + (size_t)i * ldy + 16 * j,
-                                              bb ? bb + 16 * j : NULL, nv - 16 * j, tab, dmul, ro, j);
-                continue;
+        for (b = 0; b < B; b += MLSTACK__IQP_RB) {
+            int rb = B - b < MLSTACK__IQP_RB ? B - b : MLSTACK__IQP_RB;
+            /* the prefetch of the next group as packed (IQ2_XXS: its compact bytes), by the first panel's tile */
+            mlstack__p16_pf pf =
+                mlstack__p16_prefetch(packed + (size_t)p * pb, 4 * pb, nsb, b, B, MLSTACK__IQP_RB, p + 8 <= np);
+            for (j = 0; j < ro; j++) {
+                tiles[rb - 1](wp, xq + (size_t)b * nb, (size_t)nb, nsb, y + (size_t)b * ldy + (size_t)(p + j) * 16, ldy,
+                              w->bias ? w->bias + (p + j) * 16 : NULL, nv - 16 * j, tab, dmul, gs, j, pf);
+                pf.next = NULL;
             }
-            if (rb == 3) mlstack__iqp_vnni_3(wp, xb, (size_t)nb, nsb, yb, ldy, bb, nv, tab, dmul, pf);
-            else if (rb == 2)
-                mlstack__iqp_vnni_2(wp, xb, (size_t)nb, nsb, yb, ldy, bb, nv, tab, dmul, pf);
-            else
-                mlstack__iqp_vnni_1(wp, xb, (size_t)nb, nsb, yb, ldy, bb, nv, tab, dmul, pf);
         }
     }
 }
+#undef MLSTACK__IQP_RB
+#undef MLSTACK__IQP_ROWS
 
 /* MXFP4 rows at one activation row (B == 1), 16 outputs per vector: the products and order of
    >>avx2's mlstack__mxfp4_row_body_avx2 (so the same bits), with less work per weight. A step's
