@@ -20613,8 +20613,10 @@ static MLSTACK__T_VNNI void mlstack__mm_kqp_vnni(const mlstack__weight *w, const
    same bits as the integer product, one multiply where vpmulld takes two. On AVX-512 every step
    here competes for the same two vector ports, so what a tile costs per vpdpbusd is the count of
    its other vector instructions: the lookup (5 per 128 codes) is shared by the RB rows and the
-   float step (4 per row and group of 32) is not, so a tile takes up to 8 rows of one panel (2 x
-   8 named accumulators) where the old one took 3 rows of 4 panels. */
+   float step (4 per row and group of 32) is not, so a tile takes up to 12 rows of one panel (12
+   named int32 sums, as many as vpdpbusd's latency of about 6 cycles needs at 2 per cycle, and
+   12 f32 accumulators) where the old one took 3 rows of 4 panels: 2.82 against 2.34 G vpdpbusd/s
+   in cache on an Intel Xeon (docs/performance-log.md). */
 #define MLSTACK__IQP_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 #define MLSTACK__IQP_RB 12 /* rows of the tallest tile: as many as MLSTACK__IQP_ROWS names */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__iqp_tile(const unsigned char *wp, const mlstack__q8x *xq,
@@ -20697,9 +20699,9 @@ MLSTACK__IQP_ROWS(MLSTACK__IQP_FN)
 typedef void (*mlstack__iqp_vnni_fn)(const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, int nsb, float *y,
                                      size_t ldy, const float *bias, int nv, __m512i tab, float dmul, int gs, int jp,
                                      mlstack__p16_pf pf);
-/* y rows [o0, o1) (o0 on a group of panels) from w's IQ panels: per group, tiles of up to 8
-   activation rows, each over the group's panels one by one (the rows stay in L1 while the
-   group's panels come from L2). */
+/* y rows [o0, o1) (o0 on a group of panels) from w's IQ panels: per group, tiles of up to 12
+   activation rows, each over the group's panels one by one (a tile's rows read again per panel,
+   from L1 or L2; the group's panels from L2). */
 static MLSTACK__T_VNNI void mlstack__mm_iqp_vnni(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                  int o0, int o1, float *scratch) {
 #define MLSTACK__IQP_PTR(n_) mlstack__iqp_vnni_##n_,
