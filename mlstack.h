@@ -23649,12 +23649,396 @@ static int mlstack__b32_block_w(uint32_t type, const float *x, unsigned char *y,
     return o + 16;
 }
 
+/* The search tables of the grid i-quants' quantizers, made at first use from the grid codes
+   above, the same for every run. Table t: 0 IQ2_XXS, 1 IQ2_XS, 2 IQ2_S, 3 IQ1_S/IQ1_M (points of
+   8 values, 3 levels each: code u = sum l_j 4^j, l_j in 0 .. 2, so u <= 0xAAAA), 4 IQ3_XXS,
+   5 IQ3_S (points of 4 values, 8 levels: u = sum l_j 8^j < 4096). map[u] is u's grid index when
+   u is on the grid, else -1 - o with nb[o] the count of its neighbours and nb[o + 1 ..] their
+   grid indices: the grid points at the nwant smallest squared distances from u (nwant: 2 for
+   IQ2_XXS, IQ2_XS and IQ3_XXS, 1 for IQ2_S, 3 for IQ1_* and IQ3_S), nearest first, lower index
+   first among equals -- llama.cpp's kmap / kneighbors order, which its searches depend on.
+   Under 1 MB a table, kept for the process. */
+#define MLSTACK__IQS_NT 6
+#define MLSTACK__GGML_IS_IQS(t)                                                                   \
+    ((t) == MLSTACK__GGML_IQ2_XXS || (t) == MLSTACK__GGML_IQ2_XS || (t) == MLSTACK__GGML_IQ2_S || \
+     (t) == MLSTACK__GGML_IQ1_S || (t) == MLSTACK__GGML_IQ1_M || (t) == MLSTACK__GGML_IQ3_XXS ||  \
+     (t) == MLSTACK__GGML_IQ3_S)
+typedef struct mlstack__iqs_tab {
+    int32_t *map;
+    uint16_t *nb;
+} mlstack__iqs_tab;
+static const struct {
+    unsigned short n, nwant, bits, dims, map;
+} mlstack__iqs_info[MLSTACK__IQS_NT] = {{256, 2, 2, 8, 0xAAAB},  {512, 2, 2, 8, 0xAAAB}, {1024, 1, 2, 8, 0xAAAB},
+                                        {2048, 3, 2, 8, 0xAAAB}, {256, 2, 3, 4, 4096},   {512, 3, 3, 4, 4096}};
+#if MLSTACK__OWNS_DATA
+MLSTACK__VAR mlstack__iqs_tab mlstack__iqs_tabs[MLSTACK__IQS_NT];
+MLSTACK__VAR mlstack__once_flag mlstack__iqs_once[MLSTACK__IQS_NT] = {MLSTACK__ONCE_INIT, MLSTACK__ONCE_INIT,
+                                                                      MLSTACK__ONCE_INIT, MLSTACK__ONCE_INIT,
+                                                                      MLSTACK__ONCE_INIT, MLSTACK__ONCE_INIT};
+#else
+MLSTACK__VAR mlstack__iqs_tab mlstack__iqs_tabs[MLSTACK__IQS_NT]; /* a part build's other parts (PARTS in >>platform) */
+MLSTACK__VAR mlstack__once_flag mlstack__iqs_once[MLSTACK__IQS_NT];
+#endif
+static int mlstack__iqs_index(uint32_t type) {
+    return type == MLSTACK__GGML_IQ2_XXS   ? 0
+           : type == MLSTACK__GGML_IQ2_XS  ? 1
+           : type == MLSTACK__GGML_IQ2_S   ? 2
+           : type == MLSTACK__GGML_IQ3_XXS ? 4
+           : type == MLSTACK__GGML_IQ3_S   ? 5
+                                           : 3;
+}
+static const uint16_t *mlstack__iqs_grid(int t) {
+    static const uint16_t *const g[MLSTACK__IQS_NT] = {mlstack__iq_grid_iq2xxs, mlstack__iq_grid_iq2xs,
+                                                       mlstack__iq_grid_iq2s,   mlstack__iq_grid_iq1s,
+                                                       mlstack__iq_grid_iq3xxs, mlstack__iq_grid_iq3s};
+    return g[t];
+}
+/* The squared distances (in units of the level step 2) from point u to every grid point of
+   table t into d2; returns the largest distance kept (the nwant-th smallest distinct one), or
+   -1 when u is no point (a 2-bit level 3). */
+static int mlstack__iqs_dist(int t, unsigned u, uint8_t *d2) {
+    int n = mlstack__iqs_info[t].n, b = mlstack__iqs_info[t].bits, dims = mlstack__iqs_info[t].dims, j, k, have = 0;
+    unsigned mask = (1u << b) - 1;
+    uint8_t seen[200] = {0};
+    const uint16_t *g = mlstack__iqs_grid(t);
+    for (k = 0; b == 2 && k < 8; k++)
+        if (((u >> (2 * k)) & 3) == 3) return -1;
+    for (j = 0; j < n; j++) {
+        int s = 0;
+        for (k = 0; k < dims; k++) {
+            int e = (int)((u >> (b * k)) & mask) - (int)((g[j] >> (b * k)) & mask);
+            s += e * e;
+        }
+        d2[j] = (uint8_t)s, seen[s] = 1;
+    }
+    for (k = 0; k < 200; k++)
+        if (seen[k] && ++have == mlstack__iqs_info[t].nwant) return k;
+    return 199;
+}
+static void mlstack__iqs_build(int t) {
+    mlstack__iqs_tab *tb = &mlstack__iqs_tabs[t];
+    int n = mlstack__iqs_info[t].n, nmap = mlstack__iqs_info[t].map, j, k, lim;
+    int u;
+    size_t total = 0, o = 0;
+    const uint16_t *g = mlstack__iqs_grid(t);
+    uint8_t d2[2048];
+    int32_t *map = (int32_t *)MLSTACK_MALLOC((size_t)nmap * sizeof(int32_t));
+    uint16_t *nb;
+    if (!map) return;
+    for (u = 0; u < nmap; u++) map[u] = -1;
+    for (j = 0; j < n; j++) map[g[j]] = j;
+    for (u = 0; u < nmap; u++) /* pass 1: the lists' sizes */
+        if (map[u] < 0 && (lim = mlstack__iqs_dist(t, (unsigned)u, d2)) >= 0)
+            for (total++, j = 0; j < n; j++) total += d2[j] <= lim;
+    if (!(nb = (uint16_t *)MLSTACK_MALLOC((total ? total : 1) * sizeof(uint16_t)))) {
+        MLSTACK_FREE(map);
+        return;
+    }
+    for (u = 0; u < nmap; u++) { /* pass 2: each list by distance, then index */
+        size_t at;
+        if (map[u] >= 0 || (lim = mlstack__iqs_dist(t, (unsigned)u, d2)) < 0) continue;
+        map[u] = -1 - (int32_t)o, at = o++;
+        for (k = 0; k <= lim; k++)
+            for (j = 0; j < n; j++)
+                if (d2[j] == k) nb[o++] = (uint16_t)j;
+        nb[at] = (uint16_t)(o - at - 1);
+    }
+    tb->nb = nb;
+    tb->map = map;
+}
+static void mlstack__iqs_build0(void) { mlstack__iqs_build(0); }
+static void mlstack__iqs_build1(void) { mlstack__iqs_build(1); }
+static void mlstack__iqs_build2(void) { mlstack__iqs_build(2); }
+static void mlstack__iqs_build3(void) { mlstack__iqs_build(3); }
+static void mlstack__iqs_build4(void) { mlstack__iqs_build(4); }
+static void mlstack__iqs_build5(void) { mlstack__iqs_build(5); }
+/* The tables for GGML type `type` (built on first use by any thread), or NULL out of memory. */
+MLSTACK__FN const mlstack__iqs_tab *mlstack__iqs_tables(uint32_t type) {
+    static void (*const build[MLSTACK__IQS_NT])(void) = {mlstack__iqs_build0, mlstack__iqs_build1, mlstack__iqs_build2,
+                                                         mlstack__iqs_build3, mlstack__iqs_build4, mlstack__iqs_build5};
+    int t = mlstack__iqs_index(type);
+    mlstack__once(&mlstack__iqs_once[t], build[t]);
+    return mlstack__iqs_tabs[t].map ? &mlstack__iqs_tabs[t] : NULL;
+}
+
+/* dims values xv (signs taken out) onto the grid of table t at inverse scale id: each level
+   l = nearest(0.5 (id x - 1)) clamped to 0 .. kmax (2, or 7 for 3-bit levels); a point off the
+   grid becomes the neighbour whose values (2 l + 1) `scale` explains best by error weighted by w
+   (the first of equals). The levels into L, the grid index returned; *on: whether the rounded
+   point was on the grid. */
+static int mlstack__iqs_point(const mlstack__iqs_tab *tb, int t, const float *xv, const float *w, float id, float scale,
+                              int8_t *L, int *on) {
+    int b = mlstack__iqs_info[t].bits, dims = mlstack__iqs_info[t].dims, kmax = b == 2 ? 2 : 7;
+    unsigned u = 0, mask = (1u << b) - 1;
+    int i, j, gi, best = -1;
+    float best_d2 = FLT_MAX;
+    const uint16_t *g = mlstack__iqs_grid(t), *nb;
+    for (i = 0; i < dims; i++) {
+        int l = mlstack__kq_nearest(0.5f * (id * xv[i] - 1));
+        L[i] = (int8_t)(l < 0 ? 0 : l > kmax ? kmax : l);
+        u |= (unsigned)L[i] << (b * i);
+    }
+    *on = (gi = tb->map[u]) >= 0;
+    if (gi >= 0) return gi;
+    nb = tb->nb + (-1 - gi);
+    for (j = 1; j <= (int)nb[0]; j++) {
+        float d2 = 0;
+        for (i = 0; i < dims; i++) {
+            float diff = scale * (float)(2 * ((g[nb[j]] >> (b * i)) & mask) + 1) - xv[i];
+            d2 += w[i] * diff * diff;
+        }
+        if (d2 < best_d2) best_d2 = d2, best = nb[j];
+    }
+    for (i = 0; i < dims; i++) L[i] = (int8_t)((g[best] >> (b * i)) & mask);
+    return best;
+}
+/* Per 8 values: |x| into xv and their signs; an odd number of negatives keeps the sign of the
+   value of least weight w x^2 (the first of equals) as +, so 7 bits code the 8 (the decoder's
+   parity). Returns the 7 sign bits. */
+static unsigned mlstack__iqs_signs(const float *x, const float *w, float *xv) {
+    unsigned s = 0;
+    int i, m = 0, neg = 0;
+    float mn;
+    for (i = 0; i < 8; i++) {
+        xv[i] = x[i] >= 0 ? x[i] : -x[i];
+        if (!(x[i] >= 0)) s |= 1u << i, neg++;
+    }
+    if (neg & 1) {
+        for (mn = w[0] * x[0] * x[0], i = 1; i < 8; i++)
+            if (w[i] * x[i] * x[i] < mn) mn = w[i] * x[i] * x[i], m = i;
+        xv[m] = -xv[m], s ^= 1u << m;
+    }
+    return s & 127;
+}
+/* The weighted least-squares scale of n values xv at levels 2 L + 1: sumqx / sumq2 in *sx, *sq. */
+static void mlstack__iqs_fit(int n, const float *xv, const float *w, const int8_t *L, float *sx, float *sq) {
+    int i;
+    *sx = *sq = 0;
+    for (i = 0; i < n; i++) {
+        float q = (float)(2 * L[i] + 1);
+        *sx += w[i] * xv[i] * q;
+        *sq += w[i] * q * q;
+    }
+}
+/* The grid index of the levels L of one point of table t (0 when off the grid: the searches
+   never leave them so). */
+static int mlstack__iqs_index_of(const mlstack__iqs_tab *tb, int t, const int8_t *L) {
+    int b = mlstack__iqs_info[t].bits, i;
+    unsigned u = 0;
+    for (i = 0; i < mlstack__iqs_info[t].dims; i++) u |= (unsigned)(L[i] & ((1 << b) - 1)) << (b * i);
+    return u < mlstack__iqs_info[t].map && tb->map[u] >= 0 ? tb->map[u] : 0;
+}
+/* One 32-value group of IQ2_XXS (weights w, their square roots wa; signs taken out into xv):
+   the scale (0: an all-zero group) and the levels L. llama.cpp's search: a start scale from
+   mlstack__kq_fit_pos (levels 0 .. 4), 13 trial inverse scales (5 + 0.1 is) / (3 s), is = -6
+   .. 6, each rounded onto the grid (mlstack__iqs_point) and kept when its weighted
+   least-squares scale explains more, then the levels re-chosen at the kept scale and the scale
+   refitted. *none: an all-zero group (scale 0, nothing packed). */
+static float mlstack__iq2xxs_group(const mlstack__iqs_tab *tb, const float *xv, const float *w, const float *wa,
+                                   int8_t *L, int *none) {
+    float mx = xv[0], scale, eff, best = 0, sx, sq, id;
+    int8_t La[32];
+    int i, k, on, is;
+    for (i = 1; i < 32; i++) mx = xv[i] > mx ? xv[i] : mx;
+    *none = 1;
+    if (mx < 1e-15f) return 0.0f;
+    scale = mlstack__kq_fit_pos(32, 4, xv, (uint8_t *)L, w);
+    eff = scale * 3;
+    if (eff <= 0) return 0.0f;
+    *none = 0;
+    for (is = -6; is <= 6; is++) {
+        id = (5 + (float)is * 0.1f) / eff;
+        for (k = 0; k < 4; k++) mlstack__iqs_point(tb, 0, xv + 8 * k, wa + 8 * k, id, 1 / id, La + 8 * k, &on);
+        mlstack__iqs_fit(32, xv, w, La, &sx, &sq);
+        if (sq > 0 && sx * sx > best * sq) scale = sx / sq, best = scale * sx, memcpy(L, La, 32);
+    }
+    if (scale > 0) {
+        id = 1 / scale;
+        for (k = 0; k < 4; k++) mlstack__iqs_point(tb, 0, xv + 8 * k, wa + 8 * k, id, scale, L + 8 * k, &on);
+        mlstack__iqs_fit(32, xv, w, L, &sx, &sq);
+        if (sq > 0) scale = sx / sq;
+    }
+    return scale;
+}
+/* The search rules of IQ2_XS (16 values, 2 points), IQ3_XXS and IQ3_S (32 values, 8 points of
+   4): a group below eps (0: exactly zero) is all zero; start scale max / div; trial inverse
+   scales (div + step is) / max, is = -nt .. nt, each rounded onto the grid (mlstack__iqs_point)
+   and kept when its weighted least-squares scale explains more; then, when a kept point was off
+   the grid (all points count as off before a first trial is kept where on0 is 0), the points
+   re-chosen at the kept scale (only those off it, or all with refit_all) and the scale refitted. */
+typedef struct mlstack__iqs_rule {
+    float eps, div, step;
+    int nt, on0, refit_all;
+} mlstack__iqs_rule;
+static const mlstack__iqs_rule mlstack__iqs_rules[3] = {{1e-15f, 5, 0.1f, 9, 1, 0}, /* IQ2_XS */
+                                                        {1e-8f, 15, 0.2f, 15, 1, 0}, /* IQ3_XXS */
+                                                        {0, 15, 0.2f, 9, 0, 1}}; /* IQ3_S */
+static float mlstack__iqs_search(const mlstack__iqs_tab *tb, int t, int n, const float *xv, const float *w,
+                                 const float *wa, int8_t *L, int *none, const mlstack__iqs_rule *r) {
+    float mx = xv[0], scale, best = 0, sx, sq, id;
+    int8_t La[32];
+    int i, k, is, d = mlstack__iqs_info[t].dims, np = n / d, on[8], ona[8], off = 0;
+    for (i = 1; i < n; i++) mx = xv[i] > mx ? xv[i] : mx;
+    memset(L, 0, (size_t)n);
+    if ((*none = r->eps > 0 ? mx < r->eps : mx == 0)) return 0.0f;
+    scale = mx / r->div;
+    for (k = 0; k < np; k++) on[k] = r->on0;
+    for (is = -r->nt; is <= r->nt; is++) {
+        id = (r->div + (float)is * r->step) / mx;
+        for (k = 0; k < np; k++) mlstack__iqs_point(tb, t, xv + d * k, wa + d * k, id, 1 / id, La + d * k, &ona[k]);
+        mlstack__iqs_fit(n, xv, w, La, &sx, &sq);
+        if (sq > 0 && sx * sx > best * sq) {
+            scale = sx / sq, best = scale * sx, memcpy(L, La, (size_t)n);
+            for (k = 0; k < np; k++) on[k] = ona[k];
+        }
+    }
+    for (k = 0; k < np; k++) off += !on[k];
+    if (off > 0 && scale > 0) {
+        id = 1 / scale;
+        for (k = 0; k < np; k++)
+            if (r->refit_all || !on[k])
+                mlstack__iqs_point(tb, t, xv + d * k, wa + d * k, id, scale, L + d * k, &ona[k]);
+        mlstack__iqs_fit(n, xv, w, L, &sx, &sq);
+        if (sq > 0) scale = sx / sq;
+    }
+    return scale;
+}
+/* One IQ2_XXS (66 bytes: d, then per 32-group 4 grid-index bytes and a word of 4 x 7 sign bits
+   and a 4-bit scale) or IQ2_XS (74 bytes: d, 32 words of a 9-bit grid index and 7 sign bits,
+   8 bytes of two 4-bit scales) block of 256 values with importance weights qw: llama.cpp's
+   quantize_row_iq2_xxs_impl / _xs_impl. Weights qw sqrt(mean x^2 + x^2); each group's scale
+   from the searches above; d = (largest scale) / 31, each scale stored as the nearest
+   l = 0 .. 15 of 0.5 (scale / d - 1). */
+static void mlstack__iq2x_block(uint32_t type, const mlstack__iqs_tab *tb, const float *x, unsigned char *y,
+                                const float *qw) {
+    int xs = type == MLSTACK__GGML_IQ2_XS, gs = xs ? 16 : 32, ng = 256 / gs, ib, i, k, none;
+    float w[32], wa[32], xv[32], sc[16], mxs = 0, sigma2, d, id;
+    int8_t L[32];
+    unsigned sg[4];
+    memset(y, 0, xs ? 74 : 66);
+    sigma2 = mlstack__kq_sumsq(256, x) / 256;
+    for (ib = 0; ib < ng; ib++) {
+        const float *xb = x + gs * ib;
+        unsigned char *q = y + 2 + (xs ? 4 : 8) * ib;
+        for (i = 0; i < gs; i++) w[i] = qw[gs * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]), wa[i] = sqrtf(w[i]);
+        for (k = 0; k < gs / 8; k++) sg[k] = mlstack__iqs_signs(xb + 8 * k, w + 8 * k, xv + 8 * k);
+        sc[ib] = xs ? mlstack__iqs_search(tb, 1, 16, xv, w, wa, L, &none, &mlstack__iqs_rules[0])
+                    : mlstack__iq2xxs_group(tb, xv, w, wa, L, &none);
+        if (none) continue;
+        if (sc[ib] < 0) /* (never, as there): the scale positive, every sign flipped */
+            for (sc[ib] = -sc[ib], k = 0; k < gs / 8; k++) sg[k] = ~sg[k] & 127;
+        for (k = 0; k < gs / 8; k++) {
+            int gi = mlstack__iqs_index_of(tb, xs, L + 8 * k);
+            if (xs) {
+                unsigned v = (unsigned)gi | sg[k] << 9;
+                q[2 * k] = (unsigned char)(v & 0xFF), q[2 * k + 1] = (unsigned char)(v >> 8);
+            } else {
+                q[k] = (unsigned char)gi;
+            }
+        }
+        if (!xs) {
+            uint32_t aux = sg[0] | sg[1] << 7 | sg[2] << 14 | sg[3] << 21;
+            for (k = 0; k < 4; k++) q[4 + k] = (unsigned char)(aux >> (8 * k));
+        }
+        mxs = sc[ib] > mxs ? sc[ib] : mxs;
+    }
+    if (mxs == 0) {
+        memset(y, 0, xs ? 74 : 66);
+        return;
+    }
+    d = mxs / 31;
+    mlstack__kq_put16(y, d);
+    id = 1 / d;
+    for (ib = 0; ib < ng; ib++) {
+        int l = mlstack__kq_nearest(0.5f * (id * sc[ib] - 1));
+        l = l < 0 ? 0 : l > 15 ? 15 : l;
+        if (xs) y[66 + ib / 2] = (unsigned char)(y[66 + ib / 2] | l << (4 * (ib & 1)));
+        else
+            y[2 + 8 * ib + 7] = (unsigned char)(y[2 + 8 * ib + 7] | l << 4);
+    }
+}
+
+/* One IQ3_XXS (98 bytes: d, 64 grid-index bytes, per 32-group a word of 4 x 7 sign bits and a
+   4-bit scale) or IQ3_S (110 bytes: d, 64 low index bytes, 8 bytes of ninth index bits, 32
+   bytes of signs, 4 bytes of two 4-bit scales) block of 256 values, with importance weights qw
+   (qw sqrt(2 mean x^2 + x^2)) or without (NULL: x^2): llama.cpp's quantize_row_iq3_xxs_impl /
+   quantize_row_iq3_s_impl. IQ3_S keeps all 8 signs of a value (no parity trick). The stored d
+   is (largest scale) / 31 times 1.0125 (IQ3_XXS) or 1.033 (IQ3_S), the scales rounded against
+   the plain one. As there, IQ3_S writes an all-zero group's successors' indices and signs where
+   that group's would be (its pointers advance only past groups it packs): the same bytes. */
+static void mlstack__iq3_block(uint32_t type, const mlstack__iqs_tab *tb, const float *x, unsigned char *y,
+                               const float *qw) {
+    int s3 = type == MLSTACK__GGML_IQ3_S, t = s3 ? 5 : 4, ib, i, k, none, packed = 0;
+    float w[32], wa[32], xv[32], sc[8], mxs = 0, sigma2, d, id;
+    int8_t L[32];
+    unsigned sg[4];
+    memset(y, 0, s3 ? 110 : 98);
+    sigma2 = 2 * mlstack__kq_sumsq(256, x) / 256;
+    for (ib = 0; ib < 8; ib++) {
+        const float *xb = x + 32 * ib;
+        for (i = 0; i < 32; i++) w[i] = qw ? qw[32 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]) : xb[i] * xb[i];
+        for (i = 0; i < 32; i++) wa[i] = sqrtf(w[i]);
+        for (k = 0; k < 4; k++) {
+            if (!s3) {
+                sg[k] = mlstack__iqs_signs(xb + 8 * k, w + 8 * k, xv + 8 * k);
+                continue;
+            }
+            for (sg[k] = 0, i = 0; i < 8; i++) {
+                xv[8 * k + i] = xb[8 * k + i] >= 0 ? xb[8 * k + i] : -xb[8 * k + i];
+                sg[k] |= (unsigned)!(xb[8 * k + i] >= 0) << i;
+            }
+        }
+        sc[ib] = mlstack__iqs_search(tb, t, 32, xv, w, wa, L, &none, &mlstack__iqs_rules[s3 ? 2 : 1]);
+        if (none) continue;
+        if (sc[ib] < 0) /* (never, as there): the scale positive, every sign flipped */
+            for (sc[ib] = -sc[ib], k = 0; k < 4; k++) sg[k] = ~sg[k] & (s3 ? 255u : 127u);
+        for (k = 0; k < 8; k++) {
+            int gi = mlstack__iqs_index_of(tb, t, L + 4 * k);
+            if (!s3) {
+                y[2 + 8 * ib + k] = (unsigned char)gi;
+                continue;
+            }
+            y[2 + 8 * packed + k] = (unsigned char)(gi & 255);
+            y[66 + ib] = (unsigned char)(y[66 + ib] | (gi >> 8) << k);
+        }
+        if (s3) {
+            for (k = 0; k < 4; k++) y[74 + 4 * packed + k] = (unsigned char)sg[k];
+            packed++;
+        } else {
+            uint32_t aux = sg[0] | sg[1] << 7 | sg[2] << 14 | sg[3] << 21;
+            for (k = 0; k < 4; k++) y[66 + 4 * ib + k] = (unsigned char)(aux >> (8 * k));
+        }
+        mxs = sc[ib] > mxs ? sc[ib] : mxs;
+    }
+    if (mxs == 0) {
+        if (!s3) memset(y, 0, 98);
+        return;
+    }
+    d = mxs / 31;
+    mlstack__kq_put16(y, d * (s3 ? 1.033f : 1.0125f));
+    id = 1 / d;
+    for (ib = 0; ib < 8; ib++) {
+        int l = mlstack__kq_nearest(0.5f * (id * sc[ib] - 1));
+        l = l < 0 ? 0 : l > 15 ? 15 : l;
+        if (s3) y[106 + ib / 2] = (unsigned char)(y[106 + ib / 2] | l << (4 * (ib & 1)));
+        else
+            y[66 + 4 * ib + 3] = (unsigned char)(y[66 + 4 * ib + 3] | l << 4);
+    }
+}
+
 /* mlstack__ggml_quantize_row with an importance matrix row qw (n weights, one per column), or
    without one (qw NULL); the rules in the comment above. */
 MLSTACK__FN void mlstack__ggml_quantize_row_w(uint32_t type, const float *x, void *dst, int n, const float *qw) {
     unsigned char *y = (unsigned char *)dst;
     int i;
     float s2;
+    if (!qw && (type == MLSTACK__GGML_IQ3_XXS || type == MLSTACK__GGML_IQ3_S)) { /* (these two only here) */
+        const mlstack__iqs_tab *tb = mlstack__iqs_tables(type);
+        for (i = 0; tb && i < n; i += 256, y += mlstack__ggml_types[type].size)
+            mlstack__iq3_block(type, tb, x + i, y, NULL);
+        return;
+    }
     if (!qw || type == MLSTACK__GGML_Q8_0 || type == MLSTACK__GGML_TQ1_0 || type == MLSTACK__GGML_TQ2_0) {
         mlstack__ggml_quantize_row(type, x, dst, n);
         return;
@@ -23681,6 +24065,19 @@ MLSTACK__FN void mlstack__ggml_quantize_row_w(uint32_t type, const float *x, voi
     case MLSTACK__GGML_IQ4_XS:
         for (i = 0; i < n; i += 256, y += 136) mlstack__iq4xs_block(x + i, y, qw + i);
         return;
+    case MLSTACK__GGML_IQ2_XXS:
+    case MLSTACK__GGML_IQ2_XS:
+    case MLSTACK__GGML_IQ3_XXS:
+    case MLSTACK__GGML_IQ3_S: {
+        const mlstack__iqs_tab *tb = mlstack__iqs_tables(type); /* (the caller has made them) */
+        size_t bs = mlstack__ggml_types[type].size;
+        for (i = 0; tb && i < n; i += 256, y += bs)
+            if (type == MLSTACK__GGML_IQ2_XXS || type == MLSTACK__GGML_IQ2_XS)
+                mlstack__iq2x_block(type, tb, x + i, y, qw + i);
+            else
+                mlstack__iq3_block(type, tb, x + i, y, qw + i);
+        return;
+    }
     default: mlstack__kq_quantize_row(16 + (int)type, x, y, n, qw); return;
     }
 }
@@ -35449,13 +35846,14 @@ static const struct {
     int ftype;
     uint32_t base;
 } mlstack__mixes[] = {
-    {"Q4_0", 2, MLSTACK__GGML_Q4_0},      {"Q4_1", 3, MLSTACK__GGML_Q4_1},    {"Q8_0", 7, MLSTACK__GGML_Q8_0},
-    {"Q5_0", 8, MLSTACK__GGML_Q5_0},      {"Q5_1", 9, MLSTACK__GGML_Q5_1},    {"Q2_K", 10, MLSTACK__GGML_Q2_K},
-    {"Q3_K_S", 11, MLSTACK__GGML_Q3_K},   {"Q3_K_M", 12, MLSTACK__GGML_Q3_K}, {"Q3_K", 12, MLSTACK__GGML_Q3_K},
-    {"Q3_K_L", 13, MLSTACK__GGML_Q3_K},   {"Q4_K_S", 14, MLSTACK__GGML_Q4_K}, {"Q4_K_M", 15, MLSTACK__GGML_Q4_K},
-    {"Q4_K", 15, MLSTACK__GGML_Q4_K},     {"Q5_K_S", 16, MLSTACK__GGML_Q5_K}, {"Q5_K_M", 17, MLSTACK__GGML_Q5_K},
-    {"Q5_K", 17, MLSTACK__GGML_Q5_K},     {"Q6_K", 18, MLSTACK__GGML_Q6_K},   {"IQ4_NL", 25, MLSTACK__GGML_IQ4_NL},
-    {"IQ4_XS", 30, MLSTACK__GGML_IQ4_XS}, {"TQ1_0", 36, MLSTACK__GGML_TQ1_0}, {"TQ2_0", 37, MLSTACK__GGML_TQ2_0}};
+    {"Q4_0", 2, MLSTACK__GGML_Q4_0},        {"Q4_1", 3, MLSTACK__GGML_Q4_1},     {"Q8_0", 7, MLSTACK__GGML_Q8_0},
+    {"Q5_0", 8, MLSTACK__GGML_Q5_0},        {"Q5_1", 9, MLSTACK__GGML_Q5_1},     {"Q2_K", 10, MLSTACK__GGML_Q2_K},
+    {"Q3_K_S", 11, MLSTACK__GGML_Q3_K},     {"Q3_K_M", 12, MLSTACK__GGML_Q3_K},  {"Q3_K", 12, MLSTACK__GGML_Q3_K},
+    {"Q3_K_L", 13, MLSTACK__GGML_Q3_K},     {"Q4_K_S", 14, MLSTACK__GGML_Q4_K},  {"Q4_K_M", 15, MLSTACK__GGML_Q4_K},
+    {"Q4_K", 15, MLSTACK__GGML_Q4_K},       {"Q5_K_S", 16, MLSTACK__GGML_Q5_K},  {"Q5_K_M", 17, MLSTACK__GGML_Q5_K},
+    {"Q5_K", 17, MLSTACK__GGML_Q5_K},       {"Q6_K", 18, MLSTACK__GGML_Q6_K},    {"IQ4_NL", 25, MLSTACK__GGML_IQ4_NL},
+    {"IQ4_XS", 30, MLSTACK__GGML_IQ4_XS},   {"TQ1_0", 36, MLSTACK__GGML_TQ1_0},  {"TQ2_0", 37, MLSTACK__GGML_TQ2_0},
+    {"IQ2_XXS", 19, MLSTACK__GGML_IQ2_XXS}, {"IQ2_XS", 20, MLSTACK__GGML_IQ2_XS}};
 static int mlstack__mix_is(const char *s, const char *name) { /* ASCII case-insensitive equality */
     for (; *s && *name; s++, name++)
         if ((*s >= 'a' && *s <= 'z' ? *s - 32 : *s) != *name) return 0;
@@ -35476,14 +35874,25 @@ static uint32_t mlstack__mix_type(int ftype, int role, int l, int n, int n_in, i
                    Q8_0 = MLSTACK__GGML_Q8_0, Q2_K = MLSTACK__GGML_Q2_K, Q3_K = MLSTACK__GGML_Q3_K,
                    Q4_K = MLSTACK__GGML_Q4_K, Q5_K = MLSTACK__GGML_Q5_K, Q6_K = MLSTACK__GGML_Q6_K,
                    Q4_1 = MLSTACK__GGML_Q4_1, IQ4_NL = MLSTACK__GGML_IQ4_NL, IQ4_XS = MLSTACK__GGML_IQ4_XS,
-                   TQ1_0 = MLSTACK__GGML_TQ1_0, TQ2_0 = MLSTACK__GGML_TQ2_0;
+                   TQ1_0 = MLSTACK__GGML_TQ1_0, TQ2_0 = MLSTACK__GGML_TQ2_0, IQ3_S = MLSTACK__GGML_IQ3_S,
+                   IQ2_XXS = MLSTACK__GGML_IQ2_XXS;
     uint32_t base = 0, t;
     size_t i;
     int more_bits = l < n / 8 || l >= 7 * n / 8 || (l - n / 8) % 3 == 2;
+    /* the 1- and 2-bit mixes (IQ2_XXS, IQ2_XS, IQ1_S, IQ2_S, IQ2_M, IQ1_M); s3: those with IQ3_S */
+    int low = ftype == 19 || ftype == 20 || ftype == 24 || ftype == 28 || ftype == 29 || ftype == 31;
+    uint32_t s3 = ftype == 28 || ftype == 29 ? IQ3_S : Q2_K;
     for (i = 0; i < sizeof mlstack__mixes / sizeof mlstack__mixes[0]; i++)
         if (mlstack__mixes[i].ftype == ftype) base = mlstack__mixes[i].base;
     t = base;
-    if (role == 1) t = n_in % (int)mlstack__ggml_types[base].block || base == Q8_0 ? Q8_0 : Q6_K;
+    if (role == 1) t = n_in % (int)mlstack__ggml_types[base].block || base == Q8_0 ? Q8_0 : low ? Q5_K : Q6_K;
+    else if (low)
+        t = role == 2   ? (gqa >= 4 ? Q4_K : s3)
+            : role == 3 ? (l < n / 8 ? s3 : t)
+            : role == 4 ? (ftype == 24 || ftype == 31 ? IQ2_XXS
+                           : s3 == IQ3_S              ? IQ3_S
+                                                      : t)
+                        : t;
     else if (role == 2)
         t = ftype == 10                                 ? (gqa >= 4 ? Q4_K : Q3_K)
             : ftype == 12                               ? (l < 2 ? Q5_K : Q4_K)
@@ -35504,7 +35913,8 @@ static uint32_t mlstack__mix_type(int ftype, int role, int l, int n, int n_in, i
     else if (role == 4)
         t = ftype == 10 ? Q3_K : ftype == 12 ? Q4_K : ftype == 13 ? Q5_K : t;
     if (n_in % (int)mlstack__ggml_types[t].block)
-        t = t == IQ4_XS                                          ? IQ4_NL
+        t = t == IQ4_XS || (t >= IQ2_XXS && t <= MLSTACK__GGML_IQ2_S && t != IQ4_NL) || t == MLSTACK__GGML_IQ1_M
+                ? IQ4_NL
             : t == Q2_K || t == Q3_K || t == TQ1_0 || t == TQ2_0 ? Q4_0
             : t == Q4_K                                          ? Q5_0
             : t == Q5_K                                          ? Q5_1
@@ -35791,6 +36201,42 @@ static mlstack_result mlstack__imatrix_for(const mlstack_model *m, mlstack__imat
     return MLSTACK_OK;
 }
 
+/* The GGML type of weight w (layer l, -1: the head) in mix (mlstack__mix_type), or 0. */
+static uint32_t mlstack__mix_type_of(const mlstack_model *m, int mix, int l, const mlstack__weight *w, int im) {
+    int role = l < 0 ? 1 : w == &m->layers[l].wv ? 2 : w == &m->layers[l].w_down ? 3 : w == &m->layers[l].wo ? 4 : 0;
+    return mlstack__mix_type(mix, role, l, m->cfg.n_layers, w->n_in,
+                             m->cfg.n_kv_heads > 0 ? m->cfg.n_heads / m->cfg.n_kv_heads : 1, im);
+}
+/* llama-quantize's refusal: a projection made IQ3_XXS, IQ2_*, IQ1_* without importance weights
+   ("the result will be garbage"): an error naming it, or MLSTACK_OK. */
+static mlstack_result mlstack__mix_needs_im(const mlstack_model *m, int l, const mlstack__weight *w, uint32_t gt,
+                                            const char *why, mlstack_error *err) {
+    if (l < 0 || !(gt == MLSTACK__GGML_IQ3_XXS || gt == MLSTACK__GGML_IQ2_XXS || gt == MLSTACK__GGML_IQ2_XS ||
+                   gt == MLSTACK__GGML_IQ2_S || gt == MLSTACK__GGML_IQ1_S || gt == MLSTACK__GGML_IQ1_M))
+        return MLSTACK_OK;
+    return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                         "%s: %s (layer %d) would be %s, which needs an importance matrix (%s; llama-quantize "
+                         "refuses it too: without one the result is garbage)",
+                         m->path, w->name ? w->name : "a projection", l, mlstack__ggml_types[gt].name, why);
+}
+/* Before any quantizing without an imatrix: the first weight mix would make a type that needs one. */
+static mlstack_result mlstack__mix_check_im(const mlstack_model *m, int mix, mlstack_error *err) {
+    int l, i;
+    for (l = 0; l < m->cfg.n_layers; l++) {
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
+        int n = mlstack__layer_weights((mlstack_model *)(uintptr_t)m, l, ws);
+        for (i = 0; i < n; i++) {
+            mlstack_result r;
+            if (ws[i]->n_in % MLSTACK__QK || ws[i]->wtype == MLSTACK__W_MXFP4) continue;
+            if (ws[i] == &m->layers[l].router || ws[i] == &m->layers[l].sh_router) continue;
+            r = mlstack__mix_needs_im(m, l, ws[i], mlstack__mix_type_of(m, mix, l, ws[i], 0),
+                                      "quantize with --imatrix, from llama-imatrix", err);
+            if (r != MLSTACK_OK) return r;
+        }
+    }
+    return MLSTACK_OK;
+}
+
 static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype quant, int mix, mlstack__imatrix *im,
                                               mlstack_error *err) {
     mlstack__pool pool;
@@ -35818,14 +36264,7 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
             /* MoE routers stay as stored: their top-k is a discrete choice that rounding would flip */
             if (l >= 0 && (ws[i] == &m->layers[l].router || ws[i] == &m->layers[l].sh_router)) continue;
             if (mix) {
-                gt = mlstack__mix_type(mix,
-                                       l < 0                           ? 1
-                                       : ws[i] == &m->layers[l].wv     ? 2
-                                       : ws[i] == &m->layers[l].w_down ? 3
-                                       : ws[i] == &m->layers[l].wo     ? 4
-                                                                       : 0,
-                                       l, m->cfg.n_layers, ws[i]->n_in,
-                                       m->cfg.n_kv_heads > 0 ? m->cfg.n_heads / m->cfg.n_kv_heads : 1, im != NULL);
+                gt = mlstack__mix_type_of(m, mix, l, ws[i], im != NULL);
                 if (!gt) continue;
                 wt = mlstack__ggml_made_wtype(gt);
             }
@@ -35841,9 +36280,15 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
                 mlstack__pool_free(&pool);
                 return mlstack__requant_refused(m, ws[i], quant, mix, gt, err);
             }
-            if ((r = mlstack__imatrix_for(m, im, l, ws[i], &qw, err)) != MLSTACK_OK) {
+            if ((r = mlstack__imatrix_for(m, im, l, ws[i], &qw, err)) != MLSTACK_OK ||
+                (!qw &&
+                 (r = mlstack__mix_needs_im(m, l, ws[i], gt, "the imatrix has no entry for it", err)) != MLSTACK_OK)) {
                 mlstack__pool_free(&pool);
                 return r;
+            }
+            if (gt && MLSTACK__GGML_IS_IQS(gt) && !mlstack__iqs_tables(gt)) {
+                mlstack__pool_free(&pool);
+                return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory for the i-quant search tables");
             }
             src = ws[i]->data;
             src_bytes = (size_t)ws[i]->n_out * ws[i]->row_bytes;
@@ -35870,7 +36315,10 @@ static mlstack_result mlstack__model_quantize_im(mlstack_model *m, int mix, cons
     mlstack__imatrix im;
     mlstack_result r;
     int64_t i;
-    if (!path) return mlstack__model_quantize(m, MLSTACK_DTYPE_F32, mix, NULL, err);
+    if (!path) {
+        if ((r = mlstack__mix_check_im(m, mix, err)) != MLSTACK_OK) return r;
+        return mlstack__model_quantize(m, MLSTACK_DTYPE_F32, mix, NULL, err);
+    }
     if ((r = mlstack__imatrix_load(&im, path, err)) != MLSTACK_OK) return r;
     r = mlstack__model_quantize(m, MLSTACK_DTYPE_F32, mix, &im, err);
     for (i = 0; r == MLSTACK_OK && i < im.n; i++)

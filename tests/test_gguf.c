@@ -444,6 +444,87 @@ static void test_quantize_bytes_imatrix(void) {
     mlstack__gguf_close(&g);
 }
 
+/* tests/fixtures/gguf/quantize_iq.gguf (tools/make_quant_fixtures.py): 32 float rows, one
+   importance-matrix row and, per low-bit i-quant, the blocks ggml_quantize_chunk makes with it
+   (and without it, <TYPE>.plain, where ggml allows that) and ggml's dequantization of the
+   first rows (<TYPE>.deq): mlstack__ggml_quantize_row_w gives the same bytes, row by row, and
+   our reader dequantizes llama.cpp's blocks to ggml's floats exactly. */
+static void test_quantize_bytes_iq(void) {
+    static const char *const types[] = {"IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ3_S"};
+    mlstack__gguf g;
+    mlstack_error err;
+    const mlstack__gguf_tensor *src, *im;
+    float qw[512];
+    size_t i;
+    if (mlstack__gguf_open(&g, "tests/fixtures/gguf/quantize_iq.gguf", &err) != MLSTACK_OK) {
+        CHECKF(0, "quantize_iq.gguf: %s", err.message);
+        return;
+    }
+    src = mlstack__gguf_tensor_find(&g, "src"), im = mlstack__gguf_tensor_find(&g, "imatrix");
+    CHECK(src && src->type == MLSTACK__GGML_F32 && src->ne[0] == 512 && src->ne[1] >= 32);
+    CHECK(im && im->type == MLSTACK__GGML_F32 && im->ne[0] == 512);
+    if (!src || !im) {
+        mlstack__gguf_close(&g);
+        return;
+    }
+    memcpy(qw, g.data + im->offset, sizeof qw);
+    for (i = 0; i < sizeof types / sizeof types[0]; i++) {
+        char nm[32];
+        const mlstack__gguf_tensor *t = quant_fixture_rows(&g, src, types[i]), *dq;
+        size_t rb;
+        uint64_t r;
+        int bad = 0, bad_deq = 0, n_deq = 0;
+        unsigned char got[1024];
+        if (!t) continue;
+        CHECK(mlstack__iqs_tables(t->type) != NULL);
+        rb = (size_t)(t->bytes / t->ne[1]);
+        for (r = 0; r < t->ne[1] && rb <= sizeof got; r++) {
+            float x[512];
+            const unsigned char *want = g.data + t->offset + r * rb;
+            memcpy(x, g.data + src->offset + r * 2048, sizeof x);
+            mlstack__ggml_quantize_row_w(t->type, x, got, 512, qw);
+            if (memcmp(got, want, rb) != 0) {
+                size_t k = 0;
+                while (got[k] == want[k]) k++;
+                if (!bad)
+                    printf("%s row %d: byte %d (block %d) %02x vs llama.cpp %02x\n", types[i], (int)r, (int)k,
+                           (int)(k / mlstack__ggml_types[t->type].size), got[k], want[k]);
+                bad++;
+            }
+        }
+        CHECKF(bad == 0, "%s: %d of %d rows differ from llama.cpp's quantizer with an imatrix", types[i], bad,
+               (int)t->ne[1]);
+        snprintf(nm, sizeof nm, "%s.plain", types[i]);
+        if ((dq = mlstack__gguf_tensor_find(&g, nm)) != NULL) { /* without an imatrix, where ggml allows it */
+            int bad_plain = 0;
+            CHECK(dq->type == t->type && dq->bytes == t->bytes);
+            for (r = 0; r < t->ne[1] && dq->bytes == t->bytes; r++) {
+                float x[512];
+                memcpy(x, g.data + src->offset + r * 2048, sizeof x);
+                mlstack__ggml_quantize_row_w(t->type, x, got, 512, NULL);
+                bad_plain += memcmp(got, g.data + dq->offset + r * rb, rb) != 0;
+            }
+            CHECKF(bad_plain == 0, "%s: %d of %d rows differ from llama.cpp's quantizer without an imatrix", types[i],
+                   bad_plain, (int)t->ne[1]);
+            printf("%s: %d rows byte-identical without an imatrix\n", types[i], (int)t->ne[1] - bad_plain);
+        }
+        snprintf(nm, sizeof nm, "%s.deq", types[i]);
+        dq = mlstack__gguf_tensor_find(&g, nm);
+        CHECKF(dq && dq->type == MLSTACK__GGML_F32 && dq->ne[0] == 512, "%s missing", nm);
+        for (r = 0; dq && r < dq->ne[1]; r++) {
+            float y[512], want[512];
+            int k;
+            mlstack__ggml_dequant_row(t->type, g.data + t->offset + r * rb, y, 512);
+            memcpy(want, g.data + dq->offset + r * 2048, sizeof want);
+            for (k = 0; k < 512; k++, n_deq++) bad_deq += memcmp(&y[k], &want[k], 4) != 0;
+        }
+        CHECKF(n_deq > 0 && bad_deq == 0, "%s: %d of %d values dequantized unlike ggml", types[i], bad_deq, n_deq);
+        printf("%s: %d rows byte-identical to llama.cpp's quantizer (imatrix), %d values dequantized as ggml\n",
+               types[i], (int)t->ne[1] - bad, n_deq - bad_deq);
+    }
+    mlstack__gguf_close(&g);
+}
+
 /* tests/fixtures/gguf/quantize.gguf (tools/make_quant_fixtures.py): float rows (Gaussian, heavy
    tails, zero / constant / tiny blocks, rounding ties, outliers) and, per GGML type, the blocks
    llama.cpp's reference quantizers make of them (gguf-py's gguf.quants.quantize for Q4_0 ..
@@ -1889,6 +1970,7 @@ int main(void) {
     test_ternary();
     test_quantize_bytes();
     test_quantize_bytes_imatrix();
+    test_quantize_bytes_iq();
     test_valid();
     test_truncated();
     test_hostile();
