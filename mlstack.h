@@ -23871,9 +23871,11 @@ typedef struct mlstack__iqs_rule {
     float eps, div, step;
     int nt, on0, refit_all;
 } mlstack__iqs_rule;
-static const mlstack__iqs_rule mlstack__iqs_rules[3] = {{1e-15f, 5, 0.1f, 9, 1, 0}, /* IQ2_XS */
+static const mlstack__iqs_rule mlstack__iqs_rules[4] = {{1e-15f, 5, 0.1f, 9, 1, 0}, /* IQ2_XS */
                                                         {1e-8f, 15, 0.2f, 15, 1, 0}, /* IQ3_XXS */
-                                                        {0, 15, 0.2f, 9, 0, 1}}; /* IQ3_S */
+                                                        {0, 15, 0.2f, 9, 0, 1}, /* IQ3_S */
+                                                        {1e-8f, 5, 0.1f, 9, 1, 0}};
+    /* IQ2_S */ /* IQ3_S */
 static float mlstack__iqs_search(const mlstack__iqs_tab *tb, int t, int n, const float *xv, const float *w,
                                  const float *wa, int8_t *L, int *none, const mlstack__iqs_rule *r) {
     float mx = xv[0], scale, best = 0, sx, sq, id;
@@ -23959,6 +23961,50 @@ static void mlstack__iq2x_block(uint32_t type, const mlstack__iqs_tab *tb, const
     }
 }
 
+/* One IQ2_S block (82 bytes: d, 32 low index bytes, 32 bytes of signs, 8 bytes of four 2-bit
+   high index parts, 8 bytes of two 4-bit scales) of 256 values, with importance weights qw (qw
+   sqrt(2 mean x^2 + x^2)) or without (NULL: mean x^2 / 2 + x^2): llama.cpp's
+   quantize_row_iq2_s_impl: per 16 values IQ2_XS's search on the 1024-point grid (all 8 signs
+   kept), d = (largest scale) / 31 stored times 0.9875. */
+static void mlstack__iq2s_block(const mlstack__iqs_tab *tb, const float *x, unsigned char *y, const float *qw) {
+    int ib, i, k, none;
+    float w[16], wa[16], xv[16], sc[16], mxs = 0, sigma2, d, id;
+    int8_t L[16];
+    unsigned sg[2];
+    memset(y, 0, 82);
+    sigma2 = 2 * mlstack__kq_sumsq(256, x) / 256;
+    for (ib = 0; ib < 16; ib++) {
+        const float *xb = x + 16 * ib;
+        for (i = 0; i < 16; i++)
+            w[i] = qw ? qw[16 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]) : 0.25f * sigma2 + xb[i] * xb[i];
+        for (i = 0; i < 16; i++) wa[i] = sqrtf(w[i]);
+        for (k = 0; k < 2; k++)
+            for (sg[k] = 0, i = 0; i < 8; i++) {
+                xv[8 * k + i] = xb[8 * k + i] >= 0 ? xb[8 * k + i] : -xb[8 * k + i];
+                sg[k] |= (unsigned)!(xb[8 * k + i] >= 0) << i;
+            }
+        sc[ib] = mlstack__iqs_search(tb, 2, 16, xv, w, wa, L, &none, &mlstack__iqs_rules[3]);
+        if (none) continue;
+        if (sc[ib] < 0) /* (never, as there): the scale positive, every sign flipped */
+            sc[ib] = -sc[ib], sg[0] = ~sg[0] & 255u, sg[1] = ~sg[1] & 255u;
+        for (k = 0; k < 2; k++) {
+            int gi = mlstack__iqs_index_of(tb, 2, L + 8 * k), i8 = 2 * ib + k;
+            y[2 + i8] = (unsigned char)(gi & 255);
+            y[66 + i8 / 4] = (unsigned char)(y[66 + i8 / 4] | (gi >> 8) << (2 * (i8 % 4)));
+            y[34 + i8] = (unsigned char)sg[k];
+        }
+        mxs = sc[ib] > mxs ? sc[ib] : mxs;
+    }
+    if (mxs == 0) return;
+    d = mxs / 31;
+    mlstack__kq_put16(y, d * 0.9875f);
+    id = 1 / d;
+    for (ib = 0; ib < 16; ib++) {
+        int l = mlstack__kq_nearest(0.5f * (id * sc[ib] - 1));
+        l = l < 0 ? 0 : l > 15 ? 15 : l;
+        y[74 + ib / 2] = (unsigned char)(y[74 + ib / 2] | l << (4 * (ib & 1)));
+    }
+}
 /* One IQ3_XXS (98 bytes: d, 64 grid-index bytes, per 32-group a word of 4 x 7 sign bits and a
    4-bit scale) or IQ3_S (110 bytes: d, 64 low index bytes, 8 bytes of ninth index bits, 32
    bytes of signs, 4 bytes of two 4-bit scales) block of 256 values, with importance weights qw
@@ -24033,10 +24079,12 @@ MLSTACK__FN void mlstack__ggml_quantize_row_w(uint32_t type, const float *x, voi
     unsigned char *y = (unsigned char *)dst;
     int i;
     float s2;
-    if (!qw && (type == MLSTACK__GGML_IQ3_XXS || type == MLSTACK__GGML_IQ3_S)) { /* (these two only here) */
-        const mlstack__iqs_tab *tb = mlstack__iqs_tables(type);
+    if (!qw && (type == MLSTACK__GGML_IQ3_XXS || type == MLSTACK__GGML_IQ3_S || type == MLSTACK__GGML_IQ2_S)) {
+        const mlstack__iqs_tab *tb = mlstack__iqs_tables(type); /* (these only here) */
         for (i = 0; tb && i < n; i += 256, y += mlstack__ggml_types[type].size)
-            mlstack__iq3_block(type, tb, x + i, y, NULL);
+            if (type == MLSTACK__GGML_IQ2_S) mlstack__iq2s_block(tb, x + i, y, NULL);
+            else
+                mlstack__iq3_block(type, tb, x + i, y, NULL);
         return;
     }
     if (!qw || type == MLSTACK__GGML_Q8_0 || type == MLSTACK__GGML_TQ1_0 || type == MLSTACK__GGML_TQ2_0) {
@@ -24068,12 +24116,15 @@ MLSTACK__FN void mlstack__ggml_quantize_row_w(uint32_t type, const float *x, voi
     case MLSTACK__GGML_IQ2_XXS:
     case MLSTACK__GGML_IQ2_XS:
     case MLSTACK__GGML_IQ3_XXS:
-    case MLSTACK__GGML_IQ3_S: {
+    case MLSTACK__GGML_IQ3_S:
+    case MLSTACK__GGML_IQ2_S: {
         const mlstack__iqs_tab *tb = mlstack__iqs_tables(type); /* (the caller has made them) */
         size_t bs = mlstack__ggml_types[type].size;
         for (i = 0; tb && i < n; i += 256, y += bs)
             if (type == MLSTACK__GGML_IQ2_XXS || type == MLSTACK__GGML_IQ2_XS)
                 mlstack__iq2x_block(type, tb, x + i, y, qw + i);
+            else if (type == MLSTACK__GGML_IQ2_S)
+                mlstack__iq2s_block(tb, x + i, y, qw + i);
             else
                 mlstack__iq3_block(type, tb, x + i, y, qw + i);
         return;
