@@ -23875,7 +23875,7 @@ static const mlstack__iqs_rule mlstack__iqs_rules[4] = {{1e-15f, 5, 0.1f, 9, 1, 
                                                         {1e-8f, 15, 0.2f, 15, 1, 0}, /* IQ3_XXS */
                                                         {0, 15, 0.2f, 9, 0, 1}, /* IQ3_S */
                                                         {1e-8f, 5, 0.1f, 9, 1, 0}};
-    /* IQ2_S */ /* IQ3_S */
+/* IQ2_S */ /* IQ3_S */
 static float mlstack__iqs_search(const mlstack__iqs_tab *tb, int t, int n, const float *xv, const float *w,
                                  const float *wa, int8_t *L, int *none, const mlstack__iqs_rule *r) {
     float mx = xv[0], scale, best = 0, sx, sq, id;
@@ -24005,6 +24005,235 @@ static void mlstack__iq2s_block(const mlstack__iqs_tab *tb, const float *x, unsi
         y[74 + ib / 2] = (unsigned char)(y[74 + ib / 2] | l << (4 * (ib & 1)));
     }
 }
+/* IQ1_S / IQ1_M: the order of n values by value, equal values in their order (llama.cpp sorts
+   them with glibc's qsort, a stable merge sort at these sizes). */
+static void mlstack__iq1_order(const float *x, int n, int *idx) {
+    int i, j;
+    for (i = 0; i < n; i++) {
+        int v = i;
+        for (j = i; j > 0 && x[idx[j - 1]] > x[v]; j--) idx[j] = idx[j - 1];
+        idx[j] = v;
+    }
+}
+/* IQ1: the neighbour of 8 levels' point (off the grid) whose values scale xx[level] come
+   nearest x by error weighted by w (the first of equals); its levels into L, its index returned. */
+static int mlstack__iq1_neighbour(const mlstack__iqs_tab *tb, const int8_t *L0, const float *x, const float *w,
+                                  float scale, const float *xx, int8_t *L) {
+    const uint16_t *g = mlstack__iq_grid_iq1s, *nb;
+    unsigned u = 0;
+    int i, j, best = 0;
+    float best_d2 = FLT_MAX;
+    for (i = 0; i < 8; i++) u |= (unsigned)(L0[i] & 3) << (2 * i);
+    nb = tb->nb + (-1 - tb->map[u]);
+    for (j = 1; j <= (int)nb[0]; j++) {
+        float d2 = 0;
+        for (i = 0; i < 8; i++) {
+            float diff = scale * xx[(g[nb[j]] >> (2 * i)) & 3] - x[i];
+            d2 += w[i] * diff * diff;
+        }
+        if (d2 < best_d2) best_d2 = d2, best = nb[j];
+    }
+    for (i = 0; i < 8; i++) L[i] = (int8_t)((g[best] >> (2 * i)) & 3);
+    return best;
+}
+/* IQ1: the grid indices of n / 8 points of levels L (off-grid ones: mlstack__iq1_neighbour with
+   value map xx[0] for the first 8 values, xx[1] for the rest) into index; when one was off,
+   the scale refitted by weighted least squares (kept if both sums are positive). */
+static float mlstack__iq1_points(const mlstack__iqs_tab *tb, int n, const float *x, const float *w, float scale,
+                                 const float *const *xx, int8_t *L, int *index) {
+    int k, j, on = 1;
+    float sx = 0, sq = 0;
+    for (k = 0; k < n / 8; k++) {
+        unsigned u = 0;
+        for (j = 0; j < 8; j++) u |= (unsigned)L[8 * k + j] << (2 * j);
+        index[k] = tb->map[u];
+        if (index[k] < 0)
+            on = 0, index[k] = mlstack__iq1_neighbour(tb, L + 8 * k, x + 8 * k, w + 8 * k, scale, xx[k > 0], L + 8 * k);
+    }
+    if (on) return scale;
+    for (k = 0; k < n / 8; k++)
+        for (j = 0; j < 8; j++) {
+            float q = xx[k > 0][(mlstack__iq_grid_iq1s[index[k]] >> (2 * j)) & 3];
+            sx += w[8 * k + j] * q * x[8 * k + j];
+            sq += w[8 * k + j] * q * q;
+        }
+    return sx > 0 && sq > 0 ? sx / sq : scale;
+}
+static const float mlstack__iq1_xp[3] = {-0.875f, 0.125f, 1.125f}, mlstack__iq1_xm[3] = {-1.125f, -0.125f, 0.875f};
+/* One IQ1_S group of 32 values x with weights w: levels -1, 0, 1 (L 0 .. 2) plus a shift of
+   +-1/8 for the group, by llama.cpp's exhaustive search: the values sorted, every split
+   i1 <= i2 of the sorted values into the three levels tried with both shifts, keeping the
+   weighted least-squares scale that explains most; then the points put on the grid. Returns the
+   scale (0 with *shift 1: nothing packed, *none). */
+static float mlstack__iq1s_group(const mlstack__iqs_tab *tb, const float *x, const float *w, int *shift, int *index,
+                                 int *none) {
+    float sumx[33], sumw[33], mx = 0, best = -FLT_MAX, scale;
+    int idx[32], i, i1, i2, s, b1 = -1, b2 = -1;
+    int8_t L[32];
+    const float *xx[2];
+    for (i = 0; i < 32; i++) mx = fabsf(x[i]) > mx ? fabsf(x[i]) : mx;
+    *shift = 1, *none = 1;
+    if (mx < 1e-12f) return 0.0f;
+    scale = mx;
+    mlstack__iq1_order(x, 32, idx);
+    sumx[0] = sumw[0] = 0;
+    for (i = 0; i < 32; i++) sumx[i + 1] = sumx[i] + w[idx[i]] * x[idx[i]], sumw[i + 1] = sumw[i] + w[idx[i]];
+    *shift = 0;
+    for (i1 = 0; i1 <= 32; i1++)
+        for (i2 = i1; i2 <= 32; i2++)
+            for (s = 0; s < 2; s++) {
+                const float *v = s ? mlstack__iq1_xm : mlstack__iq1_xp;
+                float qx = (sumx[i1] - sumx[0]) * v[0] + (sumx[i2] - sumx[i1]) * v[1] + (sumx[32] - sumx[i2]) * v[2];
+                float q2 = (sumw[i1] - sumw[0]) * v[0] * v[0] + (sumw[i2] - sumw[i1]) * v[1] * v[1] +
+                           (sumw[32] - sumw[i2]) * v[2] * v[2];
+                if (q2 > 0 && qx * qx > best * q2)
+                    scale = qx / q2, best = scale * qx, b1 = i1, b2 = i2, *shift = s ? -1 : 1;
+            }
+    if (b1 < 0 || b2 < 0 || *shift == 0) {
+        *shift = 1;
+        return 0.0f;
+    }
+    for (i = 0; i < 32; i++) L[idx[i]] = (int8_t)(i < b1 ? 0 : i < b2 ? 1 : 2);
+    if (scale < 0)
+        for (scale = -scale, *shift = -*shift, i = 0; i < 32; i++) L[i] = (int8_t)(2 - L[i]);
+    xx[0] = xx[1] = *shift == 1 ? mlstack__iq1_xp : mlstack__iq1_xm;
+    *none = 0;
+    return mlstack__iq1_points(tb, 32, x, w, scale, xx, L, index);
+}
+/* One IQ1_S block (50 bytes: d, 32 low index bytes, per 32-group a word of four 3-bit high
+   index parts, a 3-bit scale and the shift's sign) of 256 values with importance weights qw
+   (qw sqrt(2 mean x^2 + x^2)): llama.cpp's quantize_row_iq1_s_impl; d = (largest scale) / 15,
+   stored times 1.125. */
+static void mlstack__iq1s_block(const mlstack__iqs_tab *tb, const float *x, unsigned char *y, const float *qw) {
+    float w[32], sc[8], mxs = 0, sigma2, d, id;
+    int ib, i, k, sh[8], index[4], none;
+    unsigned h[8] = {0};
+    memset(y, 0, 50);
+    sigma2 = 2 * mlstack__kq_sumsq(256, x) / 256;
+    for (ib = 0; ib < 8; ib++) {
+        const float *xb = x + 32 * ib;
+        for (i = 0; i < 32; i++) w[i] = qw[32 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]);
+        sc[ib] = mlstack__iq1s_group(tb, xb, w, &sh[ib], index, &none);
+        if (none) continue;
+        for (k = 0; k < 4; k++)
+            y[2 + 4 * ib + k] = (unsigned char)(index[k] & 255), h[ib] |= (unsigned)(index[k] >> 8) << (3 * k);
+        mxs = sc[ib] > mxs ? sc[ib] : mxs;
+    }
+    if (mxs > 0) {
+        d = mxs / 15;
+        mlstack__kq_put16(y, d * 1.125f);
+        id = 1 / d;
+        for (ib = 0; ib < 8; ib++) {
+            int l = mlstack__kq_nearest(0.5f * (id * sc[ib] - 1));
+            l = l < 0 ? 0 : l > 7 ? 7 : l;
+            h[ib] |= (unsigned)(l | (sh[ib] == -1 ? 8 : 0)) << 12;
+        }
+    }
+    for (ib = 0; ib < 8; ib++)
+        y[34 + 2 * ib] = (unsigned char)(h[ib] & 255), y[35 + 2 * ib] = (unsigned char)(h[ib] >> 8);
+}
+/* One IQ1_M group of 16 values x with weights w: as IQ1_S's, with a shift per 8 values (k: 0
+   both +1/8, 1 first + second -, 2 first - second +, 3 both -), every split tried with the four
+   (prefix sums per half). Returns the scale (0 with *k 0: nothing packed, *none). */
+static float mlstack__iq1m_group(const mlstack__iqs_tab *tb, const float *x, const float *w, int *bk, int *index,
+                                 int *none) {
+    const float *xp = mlstack__iq1_xp, *xm = mlstack__iq1_xm, *xx[2];
+    float px[2][17], pw[2][17], txs[2], tws[2], mx = 0, best = -FLT_MAX, scale, p2 = xp[2], m2 = xm[2];
+    float cp1 = xp[0] * xp[0] - xp[1] * xp[1], cp2 = xp[1] * xp[1] - xp[2] * xp[2];
+    float cm1 = xm[0] * xm[0] - xm[1] * xm[1], cm2 = xm[1] * xm[1] - xm[2] * xm[2];
+    int idx[16], i, i1, i2, h, k, b1 = -1, b2 = -1;
+    int8_t L[16];
+    for (i = 0; i < 16; i++) mx = fabsf(x[i]) > mx ? fabsf(x[i]) : mx;
+    *bk = 0, *none = 1;
+    if (mx < 1e-7f) return 0.0f;
+    scale = mx;
+    *bk = -1;
+    mlstack__iq1_order(x, 16, idx);
+    px[0][0] = px[1][0] = pw[0][0] = pw[1][0] = 0;
+    for (i = 0; i < 16; i++) {
+        int j = idx[i];
+        h = j < 8 ? 0 : 1;
+        px[h][i + 1] = px[h][i] + w[j] * x[j], px[1 - h][i + 1] = px[1 - h][i];
+        pw[h][i + 1] = pw[h][i] + w[j], pw[1 - h][i + 1] = pw[1 - h][i];
+    }
+    txs[0] = px[0][16], txs[1] = px[1][16], tws[0] = pw[0][16], tws[1] = pw[1][16];
+    for (i1 = 0; i1 <= 16; i1++)
+        for (i2 = i1; i2 <= 16; i2++) {
+            float qxp[2], qxm[2], q2p[2], q2m[2], sx[4], sq[4];
+            for (h = 0; h < 2; h++) {
+                float s = px[h][i1] + px[h][i2];
+                qxp[h] = txs[h] * p2 - s, qxm[h] = txs[h] * m2 - s;
+                q2p[h] = tws[h] * p2 * p2 + pw[h][i1] * cp1 + pw[h][i2] * cp2;
+                q2m[h] = tws[h] * m2 * m2 + pw[h][i1] * cm1 + pw[h][i2] * cm2;
+            }
+            sx[0] = qxp[0] + qxp[1], sx[1] = qxp[0] + qxm[1], sx[2] = qxm[0] + qxp[1], sx[3] = qxm[0] + qxm[1];
+            sq[0] = q2p[0] + q2p[1], sq[1] = q2p[0] + q2m[1], sq[2] = q2m[0] + q2p[1], sq[3] = q2m[0] + q2m[1];
+            for (k = 0; k < 4; k++)
+                if (sq[k] > 0 && sx[k] * sx[k] > best * sq[k])
+                    scale = sx[k] / sq[k], best = scale * sx[k], b1 = i1, b2 = i2, *bk = k;
+        }
+    if (b1 < 0 || b2 < 0 || *bk < 0) {
+        *bk = 0;
+        return 0.0f;
+    }
+    for (i = 0; i < 16; i++) L[idx[i]] = (int8_t)(i < b1 ? 0 : i < b2 ? 1 : 2);
+    if (scale < 0)
+        for (scale = -scale, *bk = 3 - *bk, i = 0; i < 16; i++) L[i] = (int8_t)(2 - L[i]);
+    xx[0] = *bk < 2 ? xp : xm, xx[1] = *bk % 2 == 0 ? xp : xm;
+    *none = 0;
+    return mlstack__iq1_points(tb, 16, x, w, scale, xx, L, index);
+}
+/* The IQ1_M weights of 16 values: qw sqrt(s2 + x^2), or x^2 without importance weights. */
+static void mlstack__iq1m_weights(const float *x, const float *qw, float s2, float *w) {
+    int i;
+    for (i = 0; i < 16; i++) w[i] = qw ? qw[i] * sqrtf(s2 + x[i] * x[i]) : x[i] * x[i];
+}
+/* One IQ1_M block (56 bytes: 32 low index bytes, per 16-group a byte of two 3-bit high index
+   parts and the two shift signs, 4 words of four 3-bit scales whose top nibbles hold d as f16)
+   of 256 values, with importance weights qw (qw sqrt(2 mean x^2 + x^2)) or without (NULL: x^2):
+   llama.cpp's quantize_row_iq1_m_impl. The scales are rounded against (largest) / 15; d is then
+   refitted by least squares over all 256 values as stored (skipped groups too) and stored times
+   1.1125. */
+static void mlstack__iq1m_block(const mlstack__iqs_tab *tb, const float *x, unsigned char *y, const float *qw) {
+    static const unsigned char masks[4] = {0x00, 0x80, 0x08, 0x88};
+    float w[16], sc[16], mxs = 0, sigma2, d, id, sx = 0, sq = 0;
+    int ib, j, k, sh[16], index[2], none;
+    unsigned scw[4] = {0}, hd;
+    memset(y, 0, 56);
+    sigma2 = 2 * mlstack__kq_sumsq(256, x) / 256;
+    for (ib = 0; ib < 16; ib++) {
+        mlstack__iq1m_weights(x + 16 * ib, qw ? qw + 16 * ib : NULL, sigma2, w);
+        sc[ib] = mlstack__iq1m_group(tb, x + 16 * ib, w, &sh[ib], index, &none);
+        if (none) continue;
+        y[2 * ib] = (unsigned char)(index[0] & 255), y[2 * ib + 1] = (unsigned char)(index[1] & 255);
+        y[32 + ib] = (unsigned char)((index[0] >> 8) | (index[1] >> 8) << 4);
+        mxs = sc[ib] > mxs ? sc[ib] : mxs;
+    }
+    if (mxs == 0) return;
+    d = mxs / 15;
+    id = 1 / d;
+    for (ib = 0; ib < 16; ib++) {
+        const float *xb = x + 16 * ib;
+        int l = mlstack__kq_nearest(0.5f * (id * sc[ib] - 1));
+        l = l < 0 ? 0 : l > 7 ? 7 : l;
+        scw[ib / 4] |= (unsigned)l << (3 * (ib % 4));
+        y[32 + ib] |= masks[sh[ib]];
+        mlstack__iq1m_weights(xb, qw ? qw + 16 * ib : NULL, sigma2, w);
+        for (k = 0; k < 2; k++) {
+            const float *xx = (k == 0 ? sh[ib] < 2 : sh[ib] % 2 == 0) ? mlstack__iq1_xp : mlstack__iq1_xm;
+            unsigned gi = y[2 * ib + k] | ((unsigned)y[32 + ib] << (8 - 4 * k) & 0x700);
+            for (j = 0; j < 8; j++) {
+                float q = xx[(mlstack__iq_grid_iq1s[gi] >> (2 * j)) & 3] * (float)(2 * l + 1);
+                sx += w[8 * k + j] * q * xb[8 * k + j];
+                sq += w[8 * k + j] * q * q;
+            }
+        }
+    }
+    if (sq > 0) d = sx / sq;
+    hd = mlstack__f32_to_f16(d * 1.1125f);
+    scw[0] |= (hd & 0x000F) << 12, scw[1] |= (hd & 0x00F0) << 8, scw[2] |= (hd & 0x0F00) << 4, scw[3] |= hd & 0xF000;
+    for (k = 0; k < 4; k++) y[48 + 2 * k] = (unsigned char)(scw[k] & 255), y[49 + 2 * k] = (unsigned char)(scw[k] >> 8);
+}
 /* One IQ3_XXS (98 bytes: d, 64 grid-index bytes, per 32-group a word of 4 x 7 sign bits and a
    4-bit scale) or IQ3_S (110 bytes: d, 64 low index bytes, 8 bytes of ninth index bits, 32
    bytes of signs, 4 bytes of two 4-bit scales) block of 256 values, with importance weights qw
@@ -24073,18 +24302,31 @@ static void mlstack__iq3_block(uint32_t type, const mlstack__iqs_tab *tb, const 
     }
 }
 
+/* One block of 256 values of a grid i-quant (MLSTACK__GGML_IS_IQS) with importance weights qw
+   (NULL: without; IQ2_XXS, IQ2_XS and IQ1_S need them, as in ggml). */
+static void mlstack__iqs_block(uint32_t type, const mlstack__iqs_tab *tb, const float *x, unsigned char *y,
+                               const float *qw) {
+    if (type == MLSTACK__GGML_IQ2_XXS || type == MLSTACK__GGML_IQ2_XS) mlstack__iq2x_block(type, tb, x, y, qw);
+    else if (type == MLSTACK__GGML_IQ2_S)
+        mlstack__iq2s_block(tb, x, y, qw);
+    else if (type == MLSTACK__GGML_IQ1_S)
+        mlstack__iq1s_block(tb, x, y, qw);
+    else if (type == MLSTACK__GGML_IQ1_M)
+        mlstack__iq1m_block(tb, x, y, qw);
+    else
+        mlstack__iq3_block(type, tb, x, y, qw);
+}
+
 /* mlstack__ggml_quantize_row with an importance matrix row qw (n weights, one per column), or
    without one (qw NULL); the rules in the comment above. */
 MLSTACK__FN void mlstack__ggml_quantize_row_w(uint32_t type, const float *x, void *dst, int n, const float *qw) {
     unsigned char *y = (unsigned char *)dst;
     int i;
     float s2;
-    if (!qw && (type == MLSTACK__GGML_IQ3_XXS || type == MLSTACK__GGML_IQ3_S || type == MLSTACK__GGML_IQ2_S)) {
-        const mlstack__iqs_tab *tb = mlstack__iqs_tables(type); /* (these only here) */
+    if (MLSTACK__GGML_IS_IQS(type)) { /* (IQ2_XXS, IQ2_XS, IQ1_S never without qw: mlstack__mix_needs_im) */
+        const mlstack__iqs_tab *tb = mlstack__iqs_tables(type); /* (the caller has made them) */
         for (i = 0; tb && i < n; i += 256, y += mlstack__ggml_types[type].size)
-            if (type == MLSTACK__GGML_IQ2_S) mlstack__iq2s_block(tb, x + i, y, NULL);
-            else
-                mlstack__iq3_block(type, tb, x + i, y, NULL);
+            mlstack__iqs_block(type, tb, x + i, y, qw ? qw + i : NULL);
         return;
     }
     if (!qw || type == MLSTACK__GGML_Q8_0 || type == MLSTACK__GGML_TQ1_0 || type == MLSTACK__GGML_TQ2_0) {
@@ -24113,22 +24355,6 @@ MLSTACK__FN void mlstack__ggml_quantize_row_w(uint32_t type, const float *x, voi
     case MLSTACK__GGML_IQ4_XS:
         for (i = 0; i < n; i += 256, y += 136) mlstack__iq4xs_block(x + i, y, qw + i);
         return;
-    case MLSTACK__GGML_IQ2_XXS:
-    case MLSTACK__GGML_IQ2_XS:
-    case MLSTACK__GGML_IQ3_XXS:
-    case MLSTACK__GGML_IQ3_S:
-    case MLSTACK__GGML_IQ2_S: {
-        const mlstack__iqs_tab *tb = mlstack__iqs_tables(type); /* (the caller has made them) */
-        size_t bs = mlstack__ggml_types[type].size;
-        for (i = 0; tb && i < n; i += 256, y += bs)
-            if (type == MLSTACK__GGML_IQ2_XXS || type == MLSTACK__GGML_IQ2_XS)
-                mlstack__iq2x_block(type, tb, x + i, y, qw + i);
-            else if (type == MLSTACK__GGML_IQ2_S)
-                mlstack__iq2s_block(tb, x + i, y, qw + i);
-            else
-                mlstack__iq3_block(type, tb, x + i, y, qw + i);
-        return;
-    }
     default: mlstack__kq_quantize_row(16 + (int)type, x, y, n, qw); return;
     }
 }

@@ -450,7 +450,7 @@ static void test_quantize_bytes_imatrix(void) {
    first rows (<TYPE>.deq): mlstack__ggml_quantize_row_w gives the same bytes, row by row, and
    our reader dequantizes llama.cpp's blocks to ggml's floats exactly. */
 static void test_quantize_bytes_iq(void) {
-    static const char *const types[] = {"IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ3_S", "IQ2_S"};
+    static const char *const types[] = {"IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ3_S", "IQ2_S", "IQ1_S", "IQ1_M"};
     mlstack__gguf g;
     mlstack_error err;
     const mlstack__gguf_tensor *src, *im;
