@@ -439,7 +439,9 @@ typedef struct mlstack_model_desc {
     const char *quant_mix; /* NULL, or a llama.cpp file type to quantize to at load, by llama-quantize's
                               name: "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K_S",
                               "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K", "IQ4_NL",
-                              "IQ4_XS", "TQ1_0", "TQ2_0"
+                              "IQ4_XS", "IQ3_XXS", "IQ3_XS", "IQ3_S", "IQ3_M", "IQ2_XXS", "IQ2_XS",
+                              "IQ2_S", "IQ2_M", "IQ1_S", "IQ1_M" (IQ1_*, IQ2_* and IQ3_XXS need imatrix, as
+                              in llama-quantize), "TQ1_0", "TQ2_0"
                               ("Q3_K" / "Q4_K" / "Q5_K": the _M mixes, as llama-quantize reads them); its
                               per-tensor types and llama.cpp's reference quantizers (>>model, >>quant);
                               overrides quant. mlstack_model_save_gguf then writes the file llama.cpp reads */
@@ -36114,8 +36116,18 @@ static int mlstack__model_all_float(mlstack_model *m) {
        IQ4_XS -> Q5_K there without an importance matrix, Q4_0 -> Q4_1 and Q5_0 -> Q5_1 there
        with one, Q4_K_M and Q5_K_M -> Q6_K in the layers that use more bits
      - attn_output: Q2_K -> Q3_K, Q3_K_M -> Q4_K, Q3_K_L -> Q5_K
+     - the 1- and 2-bit mixes (IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ1_S, IQ1_M; IQ2_S's base is
+       IQ2_XS, IQ2_M's IQ2_S): a Q5_K head; attn_v Q4_K with >= 4 query heads per KV head, else
+       IQ3_S (IQ2_S, IQ2_M) or Q2_K; ffn_down in the first eighth the same IQ3_S / Q2_K;
+       attn_output IQ2_XXS (IQ1_*) or IQ3_S (IQ2_S, IQ2_M)
+     - IQ3_XXS: a Q5_K head; attn_q and attn_k IQ2_S; attn_v Q4_K with >= 4 query heads per KV
+       head, else IQ3_XXS with an importance matrix, IQ3_S without; ffn_down without one Q4_K
+       in the first eighth, Q3_K after; attn_output IQ3_S
+     - IQ3_XS, IQ3_S, IQ3_M (base IQ3_S): attn_v Q4_K with >= 4 query heads per KV head (IQ3_M:
+       always); IQ3_XS: attn_q, attn_k, and ffn_gate / ffn_up outside the first and last
+       eighths IQ3_XXS; IQ3_M: ffn_down in the first eighth and attn_output Q4_K
    and a weight whose rows are not a multiple of 256 falls back from a 256-block type to a
-   32-block one: IQ4_XS -> IQ4_NL, Q2_K, Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0 (rows not a
+   32-block one: IQ4_XS and the grid i-quants -> IQ4_NL, Q2_K, Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0 (rows not a
    multiple of 32 stay as stored; llama.cpp writes those F16). The embedding table of an untied
    model stays as stored here (llama.cpp gives it the base type). */
 static const struct {
@@ -36123,14 +36135,17 @@ static const struct {
     int ftype;
     uint32_t base;
 } mlstack__mixes[] = {
-    {"Q4_0", 2, MLSTACK__GGML_Q4_0},        {"Q4_1", 3, MLSTACK__GGML_Q4_1},     {"Q8_0", 7, MLSTACK__GGML_Q8_0},
-    {"Q5_0", 8, MLSTACK__GGML_Q5_0},        {"Q5_1", 9, MLSTACK__GGML_Q5_1},     {"Q2_K", 10, MLSTACK__GGML_Q2_K},
-    {"Q3_K_S", 11, MLSTACK__GGML_Q3_K},     {"Q3_K_M", 12, MLSTACK__GGML_Q3_K},  {"Q3_K", 12, MLSTACK__GGML_Q3_K},
-    {"Q3_K_L", 13, MLSTACK__GGML_Q3_K},     {"Q4_K_S", 14, MLSTACK__GGML_Q4_K},  {"Q4_K_M", 15, MLSTACK__GGML_Q4_K},
-    {"Q4_K", 15, MLSTACK__GGML_Q4_K},       {"Q5_K_S", 16, MLSTACK__GGML_Q5_K},  {"Q5_K_M", 17, MLSTACK__GGML_Q5_K},
-    {"Q5_K", 17, MLSTACK__GGML_Q5_K},       {"Q6_K", 18, MLSTACK__GGML_Q6_K},    {"IQ4_NL", 25, MLSTACK__GGML_IQ4_NL},
-    {"IQ4_XS", 30, MLSTACK__GGML_IQ4_XS},   {"TQ1_0", 36, MLSTACK__GGML_TQ1_0},  {"TQ2_0", 37, MLSTACK__GGML_TQ2_0},
-    {"IQ2_XXS", 19, MLSTACK__GGML_IQ2_XXS}, {"IQ2_XS", 20, MLSTACK__GGML_IQ2_XS}};
+    {"Q4_0", 2, MLSTACK__GGML_Q4_0},        {"Q4_1", 3, MLSTACK__GGML_Q4_1},      {"Q8_0", 7, MLSTACK__GGML_Q8_0},
+    {"Q5_0", 8, MLSTACK__GGML_Q5_0},        {"Q5_1", 9, MLSTACK__GGML_Q5_1},      {"Q2_K", 10, MLSTACK__GGML_Q2_K},
+    {"Q3_K_S", 11, MLSTACK__GGML_Q3_K},     {"Q3_K_M", 12, MLSTACK__GGML_Q3_K},   {"Q3_K", 12, MLSTACK__GGML_Q3_K},
+    {"Q3_K_L", 13, MLSTACK__GGML_Q3_K},     {"Q4_K_S", 14, MLSTACK__GGML_Q4_K},   {"Q4_K_M", 15, MLSTACK__GGML_Q4_K},
+    {"Q4_K", 15, MLSTACK__GGML_Q4_K},       {"Q5_K_S", 16, MLSTACK__GGML_Q5_K},   {"Q5_K_M", 17, MLSTACK__GGML_Q5_K},
+    {"Q5_K", 17, MLSTACK__GGML_Q5_K},       {"Q6_K", 18, MLSTACK__GGML_Q6_K},     {"IQ4_NL", 25, MLSTACK__GGML_IQ4_NL},
+    {"IQ4_XS", 30, MLSTACK__GGML_IQ4_XS},   {"TQ1_0", 36, MLSTACK__GGML_TQ1_0},   {"TQ2_0", 37, MLSTACK__GGML_TQ2_0},
+    {"IQ2_XXS", 19, MLSTACK__GGML_IQ2_XXS}, {"IQ2_XS", 20, MLSTACK__GGML_IQ2_XS}, {"IQ3_XS", 22, MLSTACK__GGML_IQ3_S},
+    {"IQ3_XXS", 23, MLSTACK__GGML_IQ3_XXS}, {"IQ1_S", 24, MLSTACK__GGML_IQ1_S},   {"IQ3_S", 26, MLSTACK__GGML_IQ3_S},
+    {"IQ3_M", 27, MLSTACK__GGML_IQ3_S},     {"IQ2_S", 28, MLSTACK__GGML_IQ2_XS},  {"IQ2_M", 29, MLSTACK__GGML_IQ2_S},
+    {"IQ1_M", 31, MLSTACK__GGML_IQ1_M}};
 static int mlstack__mix_is(const char *s, const char *name) { /* ASCII case-insensitive equality */
     for (; *s && *name; s++, name++)
         if ((*s >= 'a' && *s <= 'z' ? *s - 32 : *s) != *name) return 0;
@@ -36143,8 +36158,21 @@ static int mlstack__mix_parse(const char *s) {
         if (mlstack__mix_is(s, mlstack__mixes[i].name)) return mlstack__mixes[i].ftype;
     return -1;
 }
+/* mlstack__mix_type for the IQ3 mixes, roles 2 .. 8 (t: the base type). */
+static uint32_t mlstack__mix_type_iq3(int ftype, int role, int l, int n, int gqa, int im, uint32_t t) {
+    const uint32_t Q3_K = MLSTACK__GGML_Q3_K, Q4_K = MLSTACK__GGML_Q4_K, IQ3_S = MLSTACK__GGML_IQ3_S,
+                   IQ3_XXS = MLSTACK__GGML_IQ3_XXS, IQ2_S = MLSTACK__GGML_IQ2_S;
+    if (role == 2) /* attn_v */
+        return ftype == 23 ? (gqa >= 4 ? Q4_K : !im ? IQ3_S : IQ3_XXS) : gqa >= 4 || ftype == 27 ? Q4_K : t;
+    if (role == 5 || role == 6) return ftype == 22 ? IQ3_XXS : ftype == 23 ? IQ2_S : t; /* attn_q, attn_k */
+    if (role == 3) /* ffn_down */
+        return ftype == 23 && !im ? (l < n / 8 ? Q4_K : Q3_K) : ftype == 27 && l < n / 8 ? Q4_K : t;
+    if (role == 4) return ftype == 23 ? IQ3_S : ftype == 27 ? Q4_K : t; /* attn_output */
+    if (role == 7 || role == 8) return ftype == 22 && l >= n / 8 && l < 7 * n / 8 ? IQ3_XXS : t; /* gate, up */
+    return t;
+}
 /* The GGML type of a weight in mix ftype, or 0 (kept as stored). role: 0 a projection, 1 the
-   LM head, 2 attn_v, 3 ffn_down, 4 attn_output; layer l of n; gqa query heads per KV head; im:
+   LM head, 2 attn_v, 3 ffn_down, 4 attn_output, 5 attn_q, 6 attn_k, 7 ffn_gate, 8 ffn_up; layer l of n; gqa query heads per KV head; im:
    an importance matrix is given. */
 static uint32_t mlstack__mix_type(int ftype, int role, int l, int n, int n_in, int gqa, int im) {
     const uint32_t Q4_0 = MLSTACK__GGML_Q4_0, Q5_0 = MLSTACK__GGML_Q5_0, Q5_1 = MLSTACK__GGML_Q5_1,
@@ -36162,7 +36190,10 @@ static uint32_t mlstack__mix_type(int ftype, int role, int l, int n, int n_in, i
     for (i = 0; i < sizeof mlstack__mixes / sizeof mlstack__mixes[0]; i++)
         if (mlstack__mixes[i].ftype == ftype) base = mlstack__mixes[i].base;
     t = base;
-    if (role == 1) t = n_in % (int)mlstack__ggml_types[base].block || base == Q8_0 ? Q8_0 : low ? Q5_K : Q6_K;
+    if (role == 1)
+        t = n_in % (int)mlstack__ggml_types[base].block || base == Q8_0 ? Q8_0 : low || ftype == 23 ? Q5_K : Q6_K;
+    else if (ftype == 22 || ftype == 23 || ftype == 26 || ftype == 27) /* IQ3_XS, IQ3_XXS, IQ3_S, IQ3_M */
+        t = mlstack__mix_type_iq3(ftype, role, l, n, gqa, im, t);
     else if (low)
         t = role == 2   ? (gqa >= 4 ? Q4_K : s3)
             : role == 3 ? (l < n / 8 ? s3 : t)
@@ -36480,7 +36511,16 @@ static mlstack_result mlstack__imatrix_for(const mlstack_model *m, mlstack__imat
 
 /* The GGML type of weight w (layer l, -1: the head) in mix (mlstack__mix_type), or 0. */
 static uint32_t mlstack__mix_type_of(const mlstack_model *m, int mix, int l, const mlstack__weight *w, int im) {
-    int role = l < 0 ? 1 : w == &m->layers[l].wv ? 2 : w == &m->layers[l].w_down ? 3 : w == &m->layers[l].wo ? 4 : 0;
+    const mlstack__layer *L = l >= 0 ? &m->layers[l] : NULL;
+    int role = !L                ? 1
+               : w == &L->wv     ? 2
+               : w == &L->w_down ? 3
+               : w == &L->wo     ? 4
+               : w == &L->wq     ? 5
+               : w == &L->wk     ? 6
+               : w == &L->w_gate ? 7
+               : w == &L->w_up   ? 8
+                                 : 0;
     return mlstack__mix_type(mix, role, l, m->cfg.n_layers, w->n_in,
                              m->cfg.n_kv_heads > 0 ? m->cfg.n_heads / m->cfg.n_kv_heads : 1, im);
 }
@@ -39967,8 +40007,8 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
             r = MLSTACK__FAIL(
                 err, MLSTACK_ERR_INVALID_ARG,
                 "quant_mix \"%s\": expected one of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K_S, "
-                "Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0 (Q3_K, Q4_K, "
-                "Q5_K)",
+                "Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS, IQ3_XXS, IQ3_XS, IQ3_S, "
+                "IQ3_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ1_S, IQ1_M, TQ1_0, TQ2_0 (Q3_K, Q4_K, Q5_K)",
                 desc->quant_mix);
         else if ((r = mlstack__model_quantize_im(m, mix, desc->imatrix, err)) == MLSTACK_OK)
             m->quant_ftype = mix;

@@ -1304,6 +1304,77 @@ static void test_imatrix(void) {
     mlstack__gguf_dequant_all = 0;
 }
 
+/* The grid i-quant mixes on llama-kq.gguf's float weights (hidden 256, 2 layers, 4 query heads
+   per KV head) with its imatrix: llama.cpp's per-tensor types (llama_tensor_get_type, read off
+   llama-quant.cpp for these mixes) and layer 1's attn_q rows as mlstack__ggml_quantize_row_w
+   makes them with its entry; without the imatrix the mixes whose projections would be IQ1_*,
+   IQ2_* or IQ3_XXS are refused, naming the tensor, as llama-quantize refuses them. */
+static void test_imatrix_iq(void) {
+    static const struct {
+        const char *mix;
+        int refused; /* without an imatrix */
+        int head, wq, wk, wv, wo, gate0, gate1, down0;
+    } mixes[] = {{"IQ2_XXS", 1, MLSTACK__W_Q5_K, MLSTACK__W_IQ2_XXS, MLSTACK__W_IQ2_XXS, MLSTACK__W_Q4_K,
+                  MLSTACK__W_IQ2_XXS, MLSTACK__W_IQ2_XXS, MLSTACK__W_IQ2_XXS, MLSTACK__W_IQ2_XXS},
+                 {"IQ2_XS", 1, MLSTACK__W_Q5_K, MLSTACK__W_IQ2_XS, MLSTACK__W_IQ2_XS, MLSTACK__W_Q4_K,
+                  MLSTACK__W_IQ2_XS, MLSTACK__W_IQ2_XS, MLSTACK__W_IQ2_XS, MLSTACK__W_IQ2_XS},
+                 {"IQ2_M", 1, MLSTACK__W_Q5_K, MLSTACK__W_IQ2_S, MLSTACK__W_IQ2_S, MLSTACK__W_Q4_K, MLSTACK__W_IQ3_S,
+                  MLSTACK__W_IQ2_S, MLSTACK__W_IQ2_S, MLSTACK__W_IQ2_S},
+                 {"IQ1_S", 1, MLSTACK__W_Q5_K, MLSTACK__W_IQ1_S, MLSTACK__W_IQ1_S, MLSTACK__W_Q4_K, MLSTACK__W_IQ2_XXS,
+                  MLSTACK__W_IQ1_S, MLSTACK__W_IQ1_S, MLSTACK__W_IQ1_S},
+                 {"IQ1_M", 1, MLSTACK__W_Q5_K, MLSTACK__W_IQ1_M, MLSTACK__W_IQ1_M, MLSTACK__W_Q4_K, MLSTACK__W_IQ2_XXS,
+                  MLSTACK__W_IQ1_M, MLSTACK__W_IQ1_M, MLSTACK__W_IQ1_M},
+                 {"IQ3_XXS", 1, MLSTACK__W_Q5_K, MLSTACK__W_IQ2_S, MLSTACK__W_IQ2_S, MLSTACK__W_Q4_K, MLSTACK__W_IQ3_S,
+                  MLSTACK__W_IQ3_XXS, MLSTACK__W_IQ3_XXS, MLSTACK__W_IQ3_XXS},
+                 {"IQ3_XS", 1, MLSTACK__W_Q6_K, MLSTACK__W_IQ3_XXS, MLSTACK__W_IQ3_XXS, MLSTACK__W_Q4_K,
+                  MLSTACK__W_IQ3_S, MLSTACK__W_IQ3_XXS, MLSTACK__W_IQ3_S, MLSTACK__W_IQ3_S},
+                 {"IQ3_M", 0, MLSTACK__W_Q6_K, MLSTACK__W_IQ3_S, MLSTACK__W_IQ3_S, MLSTACK__W_Q4_K, MLSTACK__W_Q4_K,
+                  MLSTACK__W_IQ3_S, MLSTACK__W_IQ3_S, MLSTACK__W_IQ3_S}};
+    mlstack_model_desc md;
+    mlstack_model *f = NULL;
+    mlstack_error err;
+    size_t i;
+    memset(&md, 0, sizeof md);
+    md.path = "tests/fixtures/gguf/llama-kq.gguf";
+    mlstack__gguf_dequant_all = 1;
+    CHECKF(mlstack_model_open(&md, &f, &err) == MLSTACK_OK, "%s", err.message);
+    for (i = 0; f && i < sizeof mixes / sizeof mixes[0]; i++) {
+        mlstack_model *a = NULL;
+        mlstack_result r;
+        md.quant_mix = mixes[i].mix;
+        md.imatrix = NULL;
+        r = mlstack_model_open(&md, &a, &err);
+        CHECKF(mixes[i].refused ? r == MLSTACK_ERR_UNSUPPORTED && strstr(err.message, "needs an importance matrix")
+                                : r == MLSTACK_OK,
+               "%s without an imatrix: %d %s", mixes[i].mix, (int)r, r ? err.message : "opened");
+        mlstack_model_close(a), a = NULL;
+        md.imatrix = "tests/fixtures/gguf/imatrix-llama-kq.gguf";
+        CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_OK, "%s: %s", mixes[i].mix, err.message);
+        if (a) {
+            const mlstack__weight *wa = &a->layers[1].wq;
+            unsigned char row[256];
+            float qw[256];
+            int k, same;
+            CHECKF(a->lm_head.wtype == mixes[i].head && wa->wtype == mixes[i].wq &&
+                       a->layers[1].wk.wtype == mixes[i].wk && a->layers[1].wv.wtype == mixes[i].wv &&
+                       a->layers[1].wo.wtype == mixes[i].wo && a->layers[0].w_gate.wtype == mixes[i].gate0 &&
+                       a->layers[1].w_gate.wtype == mixes[i].gate1 && a->layers[0].w_down.wtype == mixes[i].down0,
+                   "%s: tensor types not llama.cpp's", mixes[i].mix);
+            for (k = 0; k < 256; k++) qw[k] = 0.25f * (float)(1 + (7 * k + 7) % 13);
+            same = wa->row_bytes <= sizeof row && f->layers[1].wq.wtype == MLSTACK__W_F32 && wa->wtype >= 16;
+            for (k = 0; same && k < wa->n_out; k++) {
+                mlstack__ggml_quantize_row_w((uint32_t)(wa->wtype - 16),
+                                             (const float *)f->layers[1].wq.data + (size_t)k * 256, row, 256, qw);
+                same = memcmp(row, (const unsigned char *)wa->data + (size_t)k * wa->row_bytes, wa->row_bytes) == 0;
+            }
+            CHECKF(same, "%s: layer 1 attn_q: not the rows its imatrix entry makes", mixes[i].mix);
+        }
+        mlstack_model_close(a);
+    }
+    mlstack_model_close(f);
+    mlstack__gguf_dequant_all = 0;
+}
+
 /* quant_mix "Q4_K_M" on float weights (llama-kq.gguf opened as its dequantized f32 weights:
    hidden 256, 2 layers): llama.cpp's choice per tensor (Q6_K head; attn_v and ffn_down Q6_K in
    the layers that use more bits, here layer 1; Q4_K elsewhere), the file mlstack_model_save_gguf
@@ -1971,6 +2042,7 @@ int main(void) {
     test_quantize_bytes();
     test_quantize_bytes_imatrix();
     test_quantize_bytes_iq();
+    test_imatrix_iq();
     test_valid();
     test_truncated();
     test_hostile();
