@@ -177,7 +177,9 @@ $(B)/examples/%: $(B)/examples/%.o $(CLI_IMPL)
 
 # $(call flavour,DIR,COMPILER,FLAGS,LIBS[,OBJECTS]): $(B)/DIR/mlstack.o, the implementation once
 # (or OBJECTS already compiled, joined into one), and a rule for $(B)/DIR/NAME from tests/NAME.c
-# (or tests/fuzz/NAME.c for $(B)/DIR/replay_NAME) linked against it (and LINK_NAME).
+# (or tests/fuzz/NAME.c for $(B)/DIR/replay_NAME) linked against it (and LINK_NAME). A test is
+# compiled apart from its link, so that the tests compile while the implementation does (in
+# `make check`, the ASan object's one long compile has the other core to itself otherwise).
 EXPORT = -DMLSTACK_IMPLEMENTATION -DMLSTACK__EXPORT_INTERNALS
 IMPORT = -DMLSTACK__IMPORT_INTERNALS -fno-inline
 # $(call import_opt,COMPILER,FLAGS,TEST): the optimisation of a test's own code. gcc at -O0 still
@@ -194,9 +196,11 @@ $(B)/$(1)/mlstack.o: $(if $(5),$(5),mlstack.h)
 $(B)/$(1)/pch/mlstack.h.gch: tests/pch.h mlstack.h
 	@mkdir -p $$(@D)
 	$(2) $(3) $$(IMPORT) $$(call import_opt,$(2),$(3),) -DMLSTACK_IMPLEMENTATION= -x c-header -o $$@ $$<
-$(B)/$(1)/%: tests/%.c $$(HDRS) $(B)/$(1)/mlstack.o $(call pch_of,$(1),$(2))
+$(B)/$(1)/%.o: tests/%.c $$(HDRS) $(call pch_of,$(1),$(2))
 	@mkdir -p $$(@D)
-	$(2) $(3) $$(IMPORT) $$(call import_opt,$(2),$(3),$$*) $(call pch_use,$(1),$(2)) -o $$@ $$< $(B)/$(1)/mlstack.o $(4) $$(LINK_$$*)
+	$(2) $(3) $$(IMPORT) $$(call import_opt,$(2),$(3),$$*) $(call pch_use,$(1),$(2)) -c -o $$@ $$<
+$(B)/$(1)/%: $(B)/$(1)/%.o $(B)/$(1)/mlstack.o
+	$(2) $(3) -o $$@ $$< $(B)/$(1)/mlstack.o $(4) $$(LINK_$$*)
 $(B)/$(1)/replay_%: tests/fuzz/%.c tests/fuzz/replay.h mlstack.h $(B)/$(1)/mlstack.o $(call pch_of,$(1),$(2))
 	@mkdir -p $$(@D)
 	$(2) $(3) $$(IMPORT) $$(call import_opt,$(2),$(3),$$*) $(call pch_use,$(1),$(2)) -o $$@ $$< $(B)/$(1)/mlstack.o $(4)
@@ -223,7 +227,7 @@ $(eval $(call flavour,openmp,$(CC),$(TEST_CFLAGS) -fopenmp -DMLSTACK_OPENMP $(NO
 $(eval $(call flavour,nothreads,$(CC),$(TEST_CFLAGS) -DMLSTACK_NO_THREADS $(CONTRACT) $(HOST_FMA),-lm))
 $(eval $(call flavour,aarch64,$(AARCH64_CC),$(AARCH64_FLAGS),$(LDLIBS)))
 # The CUDA companion's host-emulated kernels and engine (tests/test_cuda_emul.c) read mlstack_cuda.h.
-$(foreach f,tests asan clang,$(B)/$(f)/test_cuda_emul): mlstack_cuda.h
+$(foreach f,tests asan clang,$(B)/$(f)/test_cuda_emul.o): mlstack_cuda.h
 # Other builds of the engine tests: OpenMP fork/join instead of the built-in pool, and no threads.
 VARIANT_BINS = $(B)/openmp/test_models $(B)/nothreads/test_models $(B)/nothreads/test_real_repro
 # test_real_repro runs SmolLM2 in every build that has it (a short run in the reading builds,
@@ -243,8 +247,13 @@ define qemu_run
 endef
 .SECONDARY: $(B)/aarch64/test_kernels $(B)/aarch64/test_models $(B)/aarch64/test_quant $(B)/aarch64/test_real_repro \
             $(B)/aarch64/test_gguf $(B)/aarch64/test_kvquant
+# A test may run a subset under qemu (QEMU_ENV_NAME) where the native flavours run the rest:
+# test_kvquant's engine checks for the first cache type pairs (quick mode; the NEON attention
+# ops on both quantized types, the mixed pairs on x86-64 only: max/test_kernels compares every
+# NEON cache op with the reference's bits)
+QEMU_ENV_test_kvquant = MLSTACK_TEST_QUICK=1
 $(B)/aarch64/max/%: $(B)/aarch64/%
-	$(call qemu_run,max,-u MLSTACK_ISA)
+	$(call qemu_run,max,-u MLSTACK_ISA $(QEMU_ENV_$*))
 $(B)/aarch64/cortex-a53/%: $(B)/aarch64/%
 	$(call qemu_run,cortex-a53,-u MLSTACK_ISA)
 $(B)/aarch64/scalar/%: $(B)/aarch64/%
@@ -348,15 +357,24 @@ fuzz-replay: $(FUZZ_BINS)
 	@for t in $(FUZZ_TARGETS); do $(B)/asan/replay_$$t tests/fuzz/corpus/$${t#fuzz_} || exit 1; done
 
 # `make test` builds TEST_BUILDS in parallel (one job per CPU), replays the fuzz corpora, then
-# runs TEST_RUNS in order; a block that adds tests appends to both (TEST_RUNS += ...).
+# runs TEST_RUNS (printed in this order); a block that adds tests appends to both (TEST_RUNS += ...).
+# (The CLI and the examples by name, not `all`: its sub-make would build the plain flavour's
+# precompiled header beside this one.)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-TEST_BUILDS += all compile-tests model $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS) $(FUZZ_BINS)
+TEST_BUILDS += $(B)/mlstack $(EXAMPLES) compile-tests model $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS) $(FUZZ_BINS)
 TEST_RUNS   += $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS)
+# tests/run.sh starts these first, the longest first (flavour/name, as its summary rows name them;
+# the "slowest by CPU" list of an idle run, and test_chat_editor, which mostly waits), so that the
+# last minutes are not one long test alone; the plain test_real_repro first, as it writes the
+# hashes that the other builds' read. Refresh the list when that list changes.
+TEST_FIRST = tests/test_real_repro max/test_real_repro tests/test_ranks scripts/test_chat_editor \
+             max/test_kvquant asan/test_hybrid asan/test_families max/test_kernels tests/test_real_smollm2 \
+             asan/test_kernels asan-cli/test_server scripts/test_server scripts/test_cli
 test:
 	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BUILDS)
 	@$(MAKE) --no-print-directory fuzz-replay
 	@echo "== tests (plain, ASan+UBSan, AArch64 NEON under qemu-user, ThreadSanitizer, Windows under Wine, armv7 and riscv64 under qemu-user, clang) =="
-	@bash tests/run.sh $(TEST_RUNS)
+	@TEST_FIRST="$(TEST_FIRST)" bash tests/run.sh $(TEST_RUNS)
 
 # Formatting. .clang-format is the style; clang-format 19 applies it (older releases lack
 # options it uses; `pip install clang-format==19.1.7` gets it, as .ci/run does). `make format`
