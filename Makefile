@@ -131,7 +131,7 @@ CLI_TEST_RUNS = $(B)/scripts/test_cli $(B)/scripts/test_chat_editor $(B)/scripts
                 $(B)/scripts/test_readme
 define py_run
 	@mkdir -p $(@D)
-	@printf '#!/bin/sh\nexec %s "%s" --mlstack "%s" %s\n' '$(PYTHON)' '$(CURDIR)/$(1)' '$(CURDIR)/$<' '$(2)' >$@
+	@printf '#!/bin/sh\nexec %s "%s" --mlstack "%s" %s\n' '$(PYTHON)' '$(CURDIR)/$(1)' '$(abspath $<)' '$(2)' >$@
 	@chmod +x $@
 endef
 $(B)/scripts/test_cli: $(B)/mlstack tests/test_cli.py tests/cli_testlib.py
@@ -140,7 +140,7 @@ $(B)/scripts/test_chat_editor: $(B)/mlstack tests/test_chat_editor.py tests/cli_
 	$(call py_run,tests/test_chat_editor.py,)
 # every code block of README.md and docs/*.md, compiled (against the plain flavour's object) or run
 $(B)/scripts/test_readme: $(B)/mlstack $(B)/tests/mlstack.o tests/test_readme.py tests/cli_testlib.py README.md $(wildcard docs/*.md)
-	$(call py_run,tests/test_readme.py,--object "$(CURDIR)/$(B)/tests/mlstack.o")
+	$(call py_run,tests/test_readme.py,--object "$(abspath $(B))/tests/mlstack.o")
 $(B)/scripts/test_server: $(B)/mlstack tests/test_server.py tests/cli_testlib.py
 	$(call py_run,tests/test_server.py,)
 $(B)/asan-cli/test_server: $(B)/asan-cli/mlstack tests/test_server.py tests/cli_testlib.py
@@ -242,7 +242,7 @@ aarch64-tools:
 define qemu_run
 	@command -v $(QEMU_AARCH64) >/dev/null 2>&1 || { echo "neon-test: $(QEMU_AARCH64) not found; install it with: apt-get install -y qemu-user" >&2; exit 1; }
 	@mkdir -p $(@D)
-	@printf '#!/bin/sh\nexec env %s "%s" -cpu %s "%s" "$$@"\n' '$(2)' '$(QEMU_AARCH64)' '$(1)' '$(CURDIR)/$<' >$@
+	@printf '#!/bin/sh\nexec env %s "%s" -cpu %s "%s" "$$@"\n' '$(2)' '$(QEMU_AARCH64)' '$(1)' '$(abspath $<)' >$@
 	@chmod +x $@
 endef
 .SECONDARY: $(B)/aarch64/test_kernels $(B)/aarch64/test_models $(B)/aarch64/test_quant $(B)/aarch64/test_real_repro \
@@ -423,7 +423,7 @@ ARMV7_RUNS    = $(addprefix $(B)/run/armv7/,$(QEMU_TESTS))
 RISCV64_RUNS  = $(addprefix $(B)/run/riscv64/,$(QEMU_TESTS))
 CLANG_BINS    = $(addprefix $(B)/clang/,$(ASAN_TESTS))
 PORT_RUNS     = $(WIN_RUNS) $(ARMV7_RUNS) $(RISCV64_RUNS) $(CLANG_BINS)
-WINEPREFIX_DIR = $(CURDIR)/$(B)/win64/prefix
+WINEPREFIX_DIR = $(abspath $(B))/win64/prefix
 
 $(eval $(call flavour,win64,$(MINGW_CC),$(CROSS_FLAGS),))
 $(eval $(call flavour,armv7,$(ARMV7_CC),$(CROSS_FLAGS) $(ARMV7_FLAGS),$(LDLIBS)))
@@ -444,7 +444,7 @@ $(B)/win64/mlstack.exe: $(WIN_CLI_OBJS) $(B)/win64/mlstack.o
 $(B)/run/win64/test_cli_windows: $(B)/win64/mlstack.exe $(B)/mlstack tests/test_cli_windows.py tests/cli_testlib.py | $(B)/win64/prefix/ok
 	@mkdir -p $(@D)
 	@printf '#!/bin/sh\nexec %s "%s" --exe "%s" --native "%s" --wine "%s" --prefix "%s"\n' '$(PYTHON)' \
-	    '$(CURDIR)/tests/test_cli_windows.py' '$(CURDIR)/$<' '$(CURDIR)/$(B)/mlstack' '$(WINE)' '$(WINEPREFIX_DIR)' >$@
+	    '$(CURDIR)/tests/test_cli_windows.py' '$(abspath $<)' '$(abspath $(B))/mlstack' '$(WINE)' '$(WINEPREFIX_DIR)' >$@
 	@chmod +x $@
 WIN_RUNS += $(B)/run/win64/test_cli_windows
 
@@ -474,7 +474,7 @@ $(B)/win64/prefix/ok:
 # $(call port_run,RUNNER,ENV): a script that runs the binary $< through RUNNER
 define port_run
 	@mkdir -p $(@D)
-	@printf '#!/bin/sh\nexec env %s %s "%s" "$$@"\n' '$(2)' '$(1)' '$(CURDIR)/$<' >$@
+	@printf '#!/bin/sh\nexec env %s %s "%s" "$$@"\n' '$(2)' '$(1)' '$(abspath $<)' >$@
 	@chmod +x $@
 endef
 .SECONDARY: $(addprefix $(B)/win64/,$(addsuffix .exe,$(WIN_TESTS))) $(addprefix $(B)/armv7/,$(QEMU_TESTS)) \
@@ -482,7 +482,7 @@ endef
 # Windows programs end text lines with CR LF: the runner reads LF lines, so CRs are dropped
 $(B)/run/win64/%: $(B)/win64/%.exe | $(B)/win64/prefix/ok
 	@mkdir -p $(@D)
-	@printf '#!/bin/bash\nset -o pipefail\nenv WINEPREFIX=%s WINEDEBUG=-all "%s" "%s" "$$@" 2>&1 | tr -d "\\r"\n' '$(WINEPREFIX_DIR)' '$(WINE)' '$(CURDIR)/$<' >$@
+	@printf '#!/bin/bash\nset -o pipefail\nenv WINEPREFIX=%s WINEDEBUG=-all "%s" "%s" "$$@" 2>&1 | tr -d "\\r"\n' '$(WINEPREFIX_DIR)' '$(WINE)' '$(abspath $<)' >$@
 	@chmod +x $@
 $(B)/run/armv7/%: $(B)/armv7/%
 	$(call need_tool,$(QEMU_ARM),qemu-user)
