@@ -74,18 +74,18 @@ flush() { # reports every finished binary whose predecessors are all reported
 # Two binaries with the same name (one test in two flavours: they share scratch paths under
 # build/) never run at the same time: one whose namesake is running waits while the ones after
 # it start.
-order=()
+declare -A running_name=() # base name -> index of the last started binary of that name
+order=() base=() key=()
+for i in "${!bins[@]}"; do
+    base[i]=${bins[$i]##*/} key[i]=${bins[$i]%/*}
+    key[i]=${key[$i]##*/}/${base[$i]}
+done
 for f in ${TEST_FIRST:-}; do
-    for i in "${!bins[@]}"; do
-        [ "$(basename "$(dirname "${bins[$i]}")")/$(basename "${bins[$i]}")" = "$f" ] && order+=("$i")
-    done
+    for i in "${!bins[@]}"; do [ "${key[$i]}" = "$f" ] && order+=("$i"); done
 done
 for i in "${!bins[@]}"; do
     [[ " ${order[*]} " == *" $i "* ]] || order+=("$i")
 done
-declare -A running_name=() # base name -> index of the last started binary of that name
-base=()
-for i in "${!bins[@]}"; do base[i]=${bins[$i]##*/}; done
 
 # launchable: whether a pending binary can start: the first in start order whose namesake is not
 # running (its position in `order` goes to $pick)
