@@ -58,12 +58,14 @@ static float f16_value(uint16_t h) {
     return (float)(h & 0x8000 ? -v : v);
 }
 
-/* A sanitizer build (TL_SANITIZED: make test's ASan+UBSan flavour, make check) checks a
-   representative third of each shape grid below: the combinations whose indices add up to a
-   multiple of 3, so that every value of each dimension (every type, head count, length, page
-   size, tail) still meets every path; the plain build, and every other flavour, checks the whole
-   grid. */
-#define TK_KEEP(sum) (!TL_SANITIZED || (sum) % 3 == 0)
+/* A sanitizer build (TL_SANITIZED: make test's ASan+UBSan flavour, make check) and quick mode
+   (MLSTACK_TEST_QUICK: make check, and the armv7 and riscv64 runs under qemu, whose one path, the
+   scalar reference, the native builds check whole) check a representative third of each shape
+   grid below: the combinations whose indices add up to a multiple of 3, so that every value of
+   each dimension (every type, head count, length, page size, tail) still meets every path; the
+   plain build, and every other flavour, checks the whole grid. */
+static int tk_thin = TL_SANITIZED;
+#define TK_KEEP(sum) (!tk_thin || (sum) % 3 == 0)
 
 /* the opt-in bf16-activation tables (bf16dot, amx+bf16) read BF16 pair panels and round x */
 #define BF16_DOT(k) (((k)->packs & MLSTACK__PACK_BF16_PAIRS) != 0)
@@ -1294,6 +1296,7 @@ int main(void) {
     const mlstack__kernels *seen[5], *bf16_kernels, *best = mlstack__kernels_select(-1, 0);
     int n_seen = 0, i, j, quick = getenv("MLSTACK_TEST_QUICK") != NULL; /* make check: scalar and the best path */
     char report[256];
+    tk_thin |= quick;
     mlstack__isa_report(report, sizeof report);
     printf("%s\n", report);
     tk_ref = mlstack__kernels_named("scalar");
