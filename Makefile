@@ -607,8 +607,10 @@ TEST_BUILDS += $(B)/optout/ok
 # ThreadSanitizer), the opt-out builds and ISA opt-out syntax checks, the compile tests, the CLI's
 # Python suites, the fuzz corpus replays, format-check, and the quick-mode tests whole. ----
 CHECK_BINS = $(ASAN_BINS) $(FN_LENGTHS_RUN)
+# started first, the longest first (as TEST_FIRST for make test)
+CHECK_FIRST = asan/test_kernels asan/test_families asan/test_hybrid asan/test_cuda_emul asan/test_grammar asan/test_gguf
 .PHONY: check
 check:
 	@$(MAKE) --no-print-directory -j$(JOBS) $(CHECK_BINS)
 	@echo "== make check: unit tests under ASan+UBSan (quick mode for the slowest; make test runs everything) =="
-	@MLSTACK_TEST_QUICK=1 bash tests/run.sh $(CHECK_BINS)
+	@MLSTACK_TEST_QUICK=1 TEST_FIRST="$(CHECK_FIRST)" bash tests/run.sh $(CHECK_BINS)
