@@ -262,20 +262,18 @@ static void check_family(const char *name) {
     CHECK(mlstack_engine_init(m, &ed, &e2, &err) == MLSTACK_OK);
     if (!e1 || !e2) goto done_model;
     ours = fx_eval_all(e1, ids, n, info.n_vocab, n);
-    /* a sanitizer build leaves out the whole prompt on 2 threads (the chunks run on 2) */
-    ours2 = TL_SANITIZED ? NULL : fx_eval_all(e2, ids, n, info.n_vocab, n);
+    ours2 = fx_eval_all(e2, ids, n, info.n_vocab, n);
     chunked = fx_eval_all(e2, ids, n, info.n_vocab, 37);
-    CHECKF(ours && (ours2 || TL_SANITIZED) && chunked, "%s: eval", name);
-    if (!ours || (!ours2 && !TL_SANITIZED) || !chunked) goto done_model;
+    CHECKF(ours && ours2 && chunked, "%s: eval", name);
+    if (!ours || !ours2 || !chunked) goto done_model;
     for (k = 0; k < n * info.n_vocab; k++) {
         double d = fabs((double)ours[k] - (double)ref[k]);
         if (!(d <= maxdiff)) maxdiff = d; /* NaN sticks */
     }
     CHECKF(maxdiff <= TOL, "%s: max |logit diff| %.3g over %d positions (bound %g)", name, maxdiff, n, TOL);
     printf("  %-14s %-20s %3d positions, max |logit - transformers| = %.2e\n", name, info.architecture, n, maxdiff);
-    if (ours2)
-        CHECKF(memcmp(ours, ours2, sizeof(float) * (size_t)n * info.n_vocab) == 0,
-               "%s: logits differ between 1 and 2 threads", name);
+    CHECKF(memcmp(ours, ours2, sizeof(float) * (size_t)n * info.n_vocab) == 0,
+           "%s: logits differ between 1 and 2 threads", name);
     CHECKF(memcmp(ours, chunked, sizeof(float) * (size_t)n * info.n_vocab) == 0,
            "%s: logits differ when the prompt is evaluated in chunks of 37", name);
     CHECKF(fx_same_when_batched(e1, ids, n, ours, info.n_vocab), "%s: logits change when batched with another sequence",

@@ -3,7 +3,7 @@
    the engine's paths that move the recurrent state: tiny fixtures of tests/fixtures/families (made by
    tools/make_fixtures.py; their logits against transformers are checked by test_families).
    - prefill == decode: the prompt evaluated in one batch, token by token and in chunks of 5 and
-     16 gives the same bits (1 and 2 threads; under ASan each chunk size on one of them);
+     16 gives the same bits (1 and 2 threads);
    - the radix prefix cache: a request sharing 16, 37 (inside a page), 64 or 100 tokens with
      one that ran before, or exactly its last full page, attaches the cached pages up to the
      deepest state snapshot and its logits are bit-identical to a cold engine's;
@@ -81,15 +81,11 @@ static void check_prefill_decode(const char *name, mlstack_model *m, const int32
     float *all = e1 ? fx_eval_all(e1, ids, n, V, n) : NULL;
     CHECKF(all != NULL, "%s: prefill", name);
     for (i = 0; all && i < 4; i++) {
-        /* a sanitizer build: each chunk size on one thread count, 1 and 2 threads by turns */
-        int ck = chunks[i] ? chunks[i] : n, one = !TL_SANITIZED || i % 2 == 0, two = !TL_SANITIZED || i % 2;
-        float *a = one ? fx_eval_all(e1, ids, n, V, ck) : NULL, *b = two && e2 ? fx_eval_all(e2, ids, n, V, ck) : NULL;
-        if (one)
-            CHECKF(a && !memcmp(a, all, sizeof(float) * (size_t)n * V), "%s: chunks of %d differ from one prefill",
-                   name, ck);
-        if (two)
-            CHECKF(b && !memcmp(b, all, sizeof(float) * (size_t)n * V), "%s: chunks of %d on 2 threads differ", name,
-                   ck);
+        int ck = chunks[i] ? chunks[i] : n;
+        float *a = fx_eval_all(e1, ids, n, V, ck), *b = e2 ? fx_eval_all(e2, ids, n, V, ck) : NULL;
+        CHECKF(a && !memcmp(a, all, sizeof(float) * (size_t)n * V), "%s: chunks of %d differ from one prefill", name,
+               ck);
+        CHECKF(b && !memcmp(b, all, sizeof(float) * (size_t)n * V), "%s: chunks of %d on 2 threads differ", name, ck);
         free(a);
         free(b);
     }
