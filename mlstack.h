@@ -35898,15 +35898,24 @@ typedef struct mlstack__pack_job {
     const mlstack__weight *w;
     unsigned char *dst;
     int pairs;
+    const mlstack_model *m; /* or NULL: the model whose mapping gives back a group's rows once packed */
 } mlstack__pack_job;
 #if MLSTACK__COLD_O1 /* end of cold code */
 #pragma GCC pop_options
 #endif
 static void mlstack__pack_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__pack_job *j = (const mlstack__pack_job *)ctx;
+    int r0 = task * MLSTACK__P16_GROUP * MLSTACK__P16, r1 = r0 + MLSTACK__P16_GROUP * MLSTACK__P16;
     (void)n_tasks;
     (void)thread;
     mlstack__p16_pack_group(j->w, task, j->pairs, j->dst);
+    /* native GGML rows in the mapping (never pair-packed): each group's pages go back as soon as
+       its panels exist, so a large one (an LM head) is not held twice while it is packed */
+    if (j->m && MLSTACK__W_IS_GGML(j->w->wtype)) {
+        if (r1 > j->w->n_out) r1 = j->w->n_out;
+        mlstack__model_release_source(j->m, (const unsigned char *)j->w->data + (size_t)r0 * j->w->row_bytes,
+                                      (size_t)(r1 - r0) * j->w->row_bytes);
+    }
 }
 
 /* One copy of each weight. The rows of a weight quantized at open are our own memory, and once
@@ -36027,6 +36036,7 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
         mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         mlstack__pack_job j;
         int n = mlstack__layer_weights(m, l, ws);
+        j.m = m;
         for (i = 0; i < n && r == MLSTACK_OK; i++) {
             mlstack__weight *w = ws[i];
             size_t np = (size_t)mlstack__p16_panels(w->n_out);
@@ -43458,6 +43468,7 @@ static int mlstack__rank_pack(mlstack__rank *rk, mlstack__weight *w) {
     uint64_t packs = rk->k->packs;
     size_t np = (size_t)mlstack__p16_panels(w->n_out);
     mlstack__pack_job j;
+    j.m = NULL;
     if (w->n_out == 0) return 0;
     for (j.pairs = 0; j.pairs < 2; j.pairs++) {
         size_t bytes;
