@@ -3554,6 +3554,8 @@ typedef struct mlstack__st_tensor {
     uint32_t gtype; /* a GGUF's Q4_0 / IQ4_NL held repacked as quant (mlstack__weight.gtype); with quant
                        0, a GGUF's token embedding table of this block type as stored (U8 rows, each
                        dequantized when looked up); else 0 */
+    uint64_t src_begin; /* perm_dh != 0: a GGUF's Q/K rows of a block type, stored at src_begin in file 0 */
+    int perm_dh; /* and copied here in Hugging Face order, each head of perm_dh rows (mlstack__rope_rows_src) */
 } mlstack__st_tensor;
 
 typedef struct mlstack__st_file {
@@ -16012,6 +16014,9 @@ typedef struct mlstack__weight {
     int rows; /* MLSTACK__ROWS_*: whether data's bytes are resident (>>model, mlstack__model_hold_rows) */
     uint32_t gtype; /* 0, or the GGML type the quantizer made these rows as when they hold it repacked
                        (Q4_0 as Q4_1, IQ4_NL as Q8_0: >>ggmlquant): a GGUF file gets that type back */
+    const unsigned char *src_rows; /* native GGML rows copied at open only to reorder them: the stored */
+    int src_dh;                    /* rows (a mapped file's), read back in Hugging Face order by heads of
+                                      src_dh rows when the copy is re-derived; else NULL, 0 */
 } mlstack__weight;
 /* data as stored, always there; a copy quantized or reordered at open (ours to give back
    once panels hold the same weight); that copy's pages given back (re-derived from the panels
@@ -34767,7 +34772,12 @@ static mlstack_result mlstack__model_linear(mlstack_model *m, const char *prefix
     w->row_bytes = mlstack__row_bytes(w->wtype, n_in);
     /* a copy made at open (a GGUF's reordered or converted tensor) is ours to give back once
        panels hold the same weight, as a copy quantized at open is */
+    w->src_rows = NULL, w->src_dh = 0;
     if (!panels && m->st.files[t->file].owned && !MLSTACK__W_IS_GGML(w->wtype)) w->rows = MLSTACK__ROWS_OWNED;
+    if (!panels && m->st.files[t->file].owned && MLSTACK__W_IS_GGML(w->wtype) && t->perm_dh) { /* a GGUF's Q/K */
+        w->src_rows = m->st.files[0].data + t->src_begin, w->src_dh = t->perm_dh;
+        w->rows = MLSTACK__ROWS_OWNED;
+    }
     if (panels) { /* rows: room for them, given back at once, derived by the first hold (>>model) */
         size_t rb = (size_t)n_out * w->row_bytes;
         void *rows = mlstack__model_own(m, rb);
@@ -34813,6 +34823,7 @@ static mlstack_result mlstack__model_norm(mlstack_model *m, const char *name, in
 static void mlstack__weight_view(mlstack__weight *dst, const mlstack__weight *w, int r0, int r1) {
     *dst = *w;
     dst->name = NULL;
+    dst->src_rows = NULL, dst->src_dh = 0;
     dst->data = (const unsigned char *)w->data + (size_t)r0 * w->row_bytes;
     dst->n_out = r1 - r0;
     dst->bias = w->bias ? w->bias + r0 : NULL;
@@ -36652,15 +36663,24 @@ typedef struct mlstack__pack_job {
     const mlstack__weight *w;
     unsigned char *dst;
     int pairs;
+    const mlstack_model *m; /* or NULL: the model whose mapping gives back a group's rows once packed */
 } mlstack__pack_job;
 #if MLSTACK__COLD_O1 /* end of cold code */
 #pragma GCC pop_options
 #endif
 static void mlstack__pack_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__pack_job *j = (const mlstack__pack_job *)ctx;
+    int r0 = task * MLSTACK__P16_GROUP * MLSTACK__P16, r1 = r0 + MLSTACK__P16_GROUP * MLSTACK__P16;
     (void)n_tasks;
     (void)thread;
     mlstack__p16_pack_group(j->w, task, j->pairs, j->dst);
+    /* native GGML rows in the mapping (never pair-packed): each group's pages go back as soon as
+       its panels exist, so a large one (an LM head) is not held twice while it is packed */
+    if (j->m && MLSTACK__W_IS_GGML(j->w->wtype)) {
+        if (r1 > j->w->n_out) r1 = j->w->n_out;
+        mlstack__model_release_source(j->m, (const unsigned char *)j->w->data + (size_t)r0 * j->w->row_bytes,
+                                      (size_t)(r1 - r0) * j->w->row_bytes);
+    }
 }
 
 /* One copy of each weight. The rows of a weight quantized at open are our own memory, and once
@@ -36672,10 +36692,12 @@ static void mlstack__pack_task(void *ctx, int task, int n_tasks, int thread) {
    packing only moves bytes and offsets Q8_0 values by 128), and stay while any hold lasts; the
    last hold given back releases them again. Copies made at open in another layout (a GGUF's
    Q/K rows put back in Hugging Face order, a converted tensor) are ours the same way, of any
-   type with panels (F32, F16, BF16 too); rows as stored in a mapped file are never released
-   this way (mlstack__model_release_source gives their pages back: the file keeps them). The panels of a folder saved with them
-   (mlstack_model_save) are mapped as they are; their rows start given back (room never
-   written) and are derived the same way. All of it under mlstack__pack_lock. */
+   type with panels (F32, F16, BF16 too; the Q/K copies of a native block type are made again
+   from the file's rows, since KQ and IQ panels do not give them back); rows as stored in a
+   mapped file are never released this way (mlstack__model_release_source gives their pages
+   back: the file keeps them). The panels of a folder saved with them (mlstack_model_save) are
+   mapped as they are; their rows start given back (room never written) and are derived the
+   same way. All of it under mlstack__pack_lock. */
 #if MLSTACK__OWNS_DATA
 MLSTACK__VAR mlstack__mutex mlstack__pack_lock = MLSTACK__MUTEX_INIT;
 #else
@@ -36716,11 +36738,32 @@ MLSTACK__FN void mlstack__p16_unpack(const mlstack__weight *w, unsigned char *ro
     }
 }
 
+/* The stored row of a GGUF's Q/K matrix that holds Hugging Face row r: llama.cpp's converter
+   permutes each head's rows for its rotary pairs, HF row h*Dh + j*Dh/2 + i to GGUF row
+   h*Dh + 2i + j. */
+static int64_t mlstack__rope_rows_src(int64_t r, int head_dim) {
+    int64_t h = r / head_dim, rem = r % head_dim, half = head_dim / 2;
+    return h * head_dim + 2 * (rem % half) + rem / half;
+}
+
+/* w's rows given back, made again: from its panels, or (native GGML rows copied only to reorder
+   them, which mlstack__p16_unpack cannot rebuild from KQ or IQ panels) from the stored rows. */
+static void mlstack__weight_rederive(mlstack__weight *w) {
+    unsigned char *rows = (unsigned char *)(uintptr_t)w->data;
+    int64_t r;
+    if (!w->src_rows) mlstack__p16_unpack(w, rows);
+    for (r = 0; w->src_rows && r < w->n_out; r++)
+        memcpy(rows + (size_t)r * w->row_bytes,
+               w->src_rows + (size_t)mlstack__rope_rows_src(r, w->src_dh) * w->row_bytes, w->row_bytes);
+    w->rows = MLSTACK__ROWS_OWNED;
+}
+
 /* Releases w's rows when they are a copy made at open, its panels exist and nothing holds
    rows. Under mlstack__pack_lock. */
 static void mlstack__weight_drop_rows(const mlstack_model *m, mlstack__weight *w) {
-    /* (native GGML rows stay: mlstack__p16_unpack does not re-derive them from KQ panels) */
-    if (w->rows != MLSTACK__ROWS_OWNED || !w->packed || m->rows_users || MLSTACK__W_IS_GGML(w->wtype)) return;
+    /* (other native GGML rows stay: mlstack__p16_unpack does not re-derive them from KQ panels) */
+    if (w->rows != MLSTACK__ROWS_OWNED || !w->packed || m->rows_users || (MLSTACK__W_IS_GGML(w->wtype) && !w->src_rows))
+        return;
     mlstack__mem_release((void *)(uintptr_t)w->data, (size_t)w->n_out * w->row_bytes);
     w->rows = MLSTACK__ROWS_GONE;
 }
@@ -36739,8 +36782,7 @@ MLSTACK__FN void mlstack__model_hold_rows(mlstack_model *m, int hold) {
         int n = mlstack__layer_weights(m, l, ws);
         for (i = 0; i < n; i++) {
             if (hold && ws[i]->rows == MLSTACK__ROWS_GONE) {
-                mlstack__p16_unpack(ws[i], (unsigned char *)(uintptr_t)ws[i]->data);
-                ws[i]->rows = MLSTACK__ROWS_OWNED;
+                mlstack__weight_rederive(ws[i]);
             } else if (!hold) {
                 mlstack__weight_drop_rows(m, ws[i]);
             }
@@ -36759,6 +36801,7 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
         mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         mlstack__pack_job j;
         int n = mlstack__layer_weights(m, l, ws);
+        j.m = m;
         for (i = 0; i < n && r == MLSTACK_OK; i++) {
             mlstack__weight *w = ws[i];
             size_t np = (size_t)mlstack__p16_panels(w->n_out);
@@ -36766,10 +36809,8 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
                 int want = j.pairs ? !w->packed_dp && w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS)
                                    : !w->packed && MLSTACK__PACKS_HAS(packs, w->wtype);
                 if (!want) continue;
-                if (w->rows == MLSTACK__ROWS_GONE) { /* pair panels of a weight whose rows went back */
-                    mlstack__p16_unpack(w, (unsigned char *)(uintptr_t)w->data);
-                    w->rows = MLSTACK__ROWS_OWNED;
-                }
+                if (w->rows == MLSTACK__ROWS_GONE) /* pair panels of a weight whose rows went back */
+                    mlstack__weight_rederive(w);
                 j.w = w;
                 j.dst = (unsigned char *)mlstack__model_own_at(
                     m, np * (j.pairs ? mlstack__p16_pair_bytes(w->n_in) : mlstack__p16_bytes(w->wtype, w->n_in)), 1);
@@ -37238,7 +37279,8 @@ static mlstack_result mlstack__model_pooling(mlstack_model *m, const char *dir, 
    other types are dequantized to f32 at load. llama.cpp's converter permutes the rows of Q and
    K of llama-architecture models (its RoPE rotates adjacent pairs, ours halves): those rows are
    put back in Hugging Face order in a copy of the stored type. A copied tensor's stored pages go
-   back to the system once copied. */
+   back to the system once copied; a copy of a native block type goes back too once panels hold
+   it, and is made again from the file's rows when a path reads rows (>>model). */
 
 /* The one mapping of per-layer tensor names, GGUF (blk.N.) <-> Hugging Face (model.layers.N.),
    read and written by both directions. Its order is the writer's (mlstack__model_save_gguf_file):
@@ -38155,13 +38197,6 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     return mlstack__gguf_config_more(c, g, arch, path, err);
 }
 
-/* The row of the Hugging Face Q/K matrix that llama.cpp's permutation moved to GGUF row `r`'s
-   inverse: HF row h*Dh + j*Dh/2 + i is GGUF row h*Dh + 2i + j. */
-static int64_t mlstack__gguf_unpermute_src(int64_t r, int head_dim) {
-    int64_t h = r / head_dim, rem = r % head_dim, half = head_dim / 2;
-    return h * head_dim + 2 * (rem % half) + rem / half;
-}
-
 /* A hybrid's layer tensor blk.N.<rest> -> the family's Hugging Face name after <prefix>.layers.N.
    into out (0: not one of these). Roles: A attention, M the MLP, X the recurrent mixer, E the
    experts' block; "ssm_a" is A = -exp(A_log) as stored (read as <X>.A, not A_log). */
@@ -38539,9 +38574,10 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                     x->file = 1;
                     x->begin = off;
                     x->end = off + bytes;
+                    if (permute_heads && quant && mlstack__gguf_in_place(t->type)) /* re-derivable */
+                        x->src_begin = t->offset, x->perm_dh = c->head_dim;
                     for (r = 0; r < rows; r++) {
-                        uint64_t src =
-                            permute_heads ? (uint64_t)mlstack__gguf_unpermute_src((int64_t)r, c->head_dim) : r;
+                        uint64_t src = permute_heads ? (uint64_t)mlstack__rope_rows_src((int64_t)r, c->head_dim) : r;
                         const unsigned char *s = g->data + t->offset + src * row_bytes;
                         unsigned char *d = copies + off + r * out_row;
                         if (quant) mlstack__gguf_repack_row(t->type, s, d, (int)t->ne[0]);
@@ -44197,6 +44233,7 @@ static int mlstack__rank_pack(mlstack__rank *rk, mlstack__weight *w) {
     uint64_t packs = rk->k->packs;
     size_t np = (size_t)mlstack__p16_panels(w->n_out);
     mlstack__pack_job j;
+    j.m = NULL;
     if (w->n_out == 0) return 0;
     for (j.pairs = 0; j.pairs < 2; j.pairs++) {
         size_t bytes;

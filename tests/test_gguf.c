@@ -847,6 +847,43 @@ static void test_float_permuted(void) {
    runs: the same logits as the scalar path (bits), prefill == decode, a row's logits unchanged
    by a batch mate; and close to the same file opened as dequantized f32 weights (the dequantizer
    matches gguf-py bit for bit): mean KL < 2e-3 and the same top-1 token at every position. */
+/* A GGUF's Q/K rows of a block type, copied at open into Hugging Face order: once an engine's
+   panels hold them the copies go back to the system (state GONE), and a scalar engine, which
+   reads rows, gets them back from the file bit for bit (its logits are l0, the first engine's,
+   which read the copies before any went back). */
+static void block_rows_back(mlstack_model *a, int V, const int32_t *ids, const float *l0, const char *path) {
+    mlstack_engine_desc ed;
+    mlstack_engine *e = NULL;
+    mlstack_error err;
+    float *ls = NULL;
+    int l, n_qk = 0, n_gone = 0, n_packed = 0;
+    for (l = 0; l < a->cfg.n_layers; l++) {
+        const mlstack__weight *w[2];
+        int i;
+        w[0] = &a->layers[l].wq, w[1] = &a->layers[l].wk;
+        for (i = 0; i < 2; i++)
+            if (MLSTACK__W_IS_GGML(w[i]->wtype)) {
+                n_qk++;
+                n_packed += w[i]->packed != NULL;
+                n_gone += w[i]->rows == MLSTACK__ROWS_GONE;
+            }
+    }
+    if (!n_packed) {
+        SKIP("%s: no engine made panels of the block-type Q/K copies (scalar kernels only)", path);
+        return;
+    }
+    CHECKF(n_qk > 0 && n_gone == n_packed, "%s: %d of %d block-type Q/K copies with panels given back", path, n_gone,
+           n_packed);
+    memset(&ed, 0, sizeof ed);
+    ed.isa = "scalar";
+    CHECKF(mlstack_engine_init(a, &ed, &e, &err) == MLSTACK_OK, "%s", err.message);
+    if (e) ls = fx_eval_all(e, ids, 8, V, 8);
+    CHECKF(ls && memcmp(ls, l0, sizeof(float) * 8 * (size_t)V) == 0,
+           "%s: scalar logits on the re-derived Q/K rows differ from the first engine's", path);
+    free(ls);
+    mlstack_engine_free(e);
+}
+
 static void kq_model_check(const char *path, const char *format, const int want[2][7], int head) {
     static const int32_t ids[8] = {3, 77, 200, 5, 18, 255, 1, 64}, mate[5] = {9, 8, 7, 6, 5};
     static const char *caps[] = {"scalar", "avx2", "avx512", "amx", "neon"};
@@ -943,6 +980,7 @@ static void kq_model_check(const char *path, const char *format, const int want[
         free(ld);
         mlstack_engine_free(e);
     }
+    if (l0) block_rows_back(a, V, ids, l0, path);
     if (l0 && lr) { /* native kernels vs the dequantized f32 weights */
         double kl = 0;
         int top = 0;
