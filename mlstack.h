@@ -439,7 +439,9 @@ typedef struct mlstack_model_desc {
     const char *quant_mix; /* NULL, or a llama.cpp file type to quantize to at load, by llama-quantize's
                               name: "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K_S",
                               "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K", "IQ4_NL",
-                              "IQ4_XS", "TQ1_0", "TQ2_0"
+                              "IQ4_XS", "IQ3_XXS", "IQ3_XS", "IQ3_S", "IQ3_M", "IQ2_XXS", "IQ2_XS",
+                              "IQ2_S", "IQ2_M", "IQ1_S", "IQ1_M" (IQ1_*, IQ2_* and IQ3_XXS need imatrix, as
+                              in llama-quantize), "TQ1_0", "TQ2_0"
                               ("Q3_K" / "Q4_K" / "Q5_K": the _M mixes, as llama-quantize reads them); its
                               per-tensor types and llama.cpp's reference quantizers (>>model, >>quant);
                               overrides quant. mlstack_model_save_gguf then writes the file llama.cpp reads */
@@ -3552,6 +3554,8 @@ typedef struct mlstack__st_tensor {
     uint32_t gtype; /* a GGUF's Q4_0 / IQ4_NL held repacked as quant (mlstack__weight.gtype); with quant
                        0, a GGUF's token embedding table of this block type as stored (U8 rows, each
                        dequantized when looked up); else 0 */
+    uint64_t src_begin; /* perm_dh != 0: a GGUF's Q/K rows of a block type, stored at src_begin in file 0 */
+    int perm_dh; /* and copied here in Hugging Face order, each head of perm_dh rows (mlstack__rope_rows_src) */
 } mlstack__st_tensor;
 
 typedef struct mlstack__st_file {
@@ -16010,6 +16014,9 @@ typedef struct mlstack__weight {
     int rows; /* MLSTACK__ROWS_*: whether data's bytes are resident (>>model, mlstack__model_hold_rows) */
     uint32_t gtype; /* 0, or the GGML type the quantizer made these rows as when they hold it repacked
                        (Q4_0 as Q4_1, IQ4_NL as Q8_0: >>ggmlquant): a GGUF file gets that type back */
+    const unsigned char *src_rows; /* native GGML rows copied at open only to reorder them: the stored */
+    int src_dh;                    /* rows (a mapped file's), read back in Hugging Face order by heads of
+                                      src_dh rows when the copy is re-derived; else NULL, 0 */
 } mlstack__weight;
 /* data as stored, always there; a copy quantized or reordered at open (ours to give back
    once panels hold the same weight); that copy's pages given back (re-derived from the panels
@@ -23666,12 +23673,686 @@ static int mlstack__b32_block_w(uint32_t type, const float *x, unsigned char *y,
     return o + 16;
 }
 
+/* The search tables of the grid i-quants' quantizers, made at first use from the grid codes
+   above, the same for every run. Table t: 0 IQ2_XXS, 1 IQ2_XS, 2 IQ2_S, 3 IQ1_S/IQ1_M (points of
+   8 values, 3 levels each: code u = sum l_j 4^j, l_j in 0 .. 2, so u <= 0xAAAA), 4 IQ3_XXS,
+   5 IQ3_S (points of 4 values, 8 levels: u = sum l_j 8^j < 4096). map[u] is u's grid index when
+   u is on the grid, else -1 - o with nb[o] the count of its neighbours and nb[o + 1 ..] their
+   grid indices: the grid points at the nwant smallest squared distances from u (nwant: 2 for
+   IQ2_XXS, IQ2_XS and IQ3_XXS, 1 for IQ2_S, 3 for IQ1_* and IQ3_S), nearest first, lower index
+   first among equals -- llama.cpp's kmap / kneighbors order, which its searches depend on.
+   Under 1 MB a table, kept for the process. */
+#define MLSTACK__IQS_NT 6
+#define MLSTACK__GGML_IS_IQS(t)                                                                   \
+    ((t) == MLSTACK__GGML_IQ2_XXS || (t) == MLSTACK__GGML_IQ2_XS || (t) == MLSTACK__GGML_IQ2_S || \
+     (t) == MLSTACK__GGML_IQ1_S || (t) == MLSTACK__GGML_IQ1_M || (t) == MLSTACK__GGML_IQ3_XXS ||  \
+     (t) == MLSTACK__GGML_IQ3_S)
+typedef struct mlstack__iqs_tab {
+    int32_t *map;
+    uint16_t *nb;
+} mlstack__iqs_tab;
+static const struct {
+    unsigned short n, nwant, bits, dims, map;
+} mlstack__iqs_info[MLSTACK__IQS_NT] = {{256, 2, 2, 8, 0xAAAB},  {512, 2, 2, 8, 0xAAAB}, {1024, 1, 2, 8, 0xAAAB},
+                                        {2048, 3, 2, 8, 0xAAAB}, {256, 2, 3, 4, 4096},   {512, 3, 3, 4, 4096}};
+#if MLSTACK__OWNS_DATA
+MLSTACK__VAR mlstack__iqs_tab mlstack__iqs_tabs[MLSTACK__IQS_NT];
+MLSTACK__VAR mlstack__once_flag mlstack__iqs_once[MLSTACK__IQS_NT] = {MLSTACK__ONCE_INIT, MLSTACK__ONCE_INIT,
+                                                                      MLSTACK__ONCE_INIT, MLSTACK__ONCE_INIT,
+                                                                      MLSTACK__ONCE_INIT, MLSTACK__ONCE_INIT};
+#else
+MLSTACK__VAR mlstack__iqs_tab mlstack__iqs_tabs[MLSTACK__IQS_NT]; /* a part build's other parts (PARTS in >>platform) */
+MLSTACK__VAR mlstack__once_flag mlstack__iqs_once[MLSTACK__IQS_NT];
+#endif
+static int mlstack__iqs_index(uint32_t type) {
+    return type == MLSTACK__GGML_IQ2_XXS   ? 0
+           : type == MLSTACK__GGML_IQ2_XS  ? 1
+           : type == MLSTACK__GGML_IQ2_S   ? 2
+           : type == MLSTACK__GGML_IQ3_XXS ? 4
+           : type == MLSTACK__GGML_IQ3_S   ? 5
+                                           : 3;
+}
+static const uint16_t *mlstack__iqs_grid(int t) {
+    static const uint16_t *const g[MLSTACK__IQS_NT] = {mlstack__iq_grid_iq2xxs, mlstack__iq_grid_iq2xs,
+                                                       mlstack__iq_grid_iq2s,   mlstack__iq_grid_iq1s,
+                                                       mlstack__iq_grid_iq3xxs, mlstack__iq_grid_iq3s};
+    return g[t];
+}
+/* The squared distances (in units of the level step 2) from point u to every grid point of
+   table t into d2; returns the largest distance kept (the nwant-th smallest distinct one), or
+   -1 when u is no point (a 2-bit level 3). */
+static int mlstack__iqs_dist(int t, unsigned u, uint8_t *d2) {
+    int n = mlstack__iqs_info[t].n, b = mlstack__iqs_info[t].bits, dims = mlstack__iqs_info[t].dims, j, k, have = 0;
+    unsigned mask = (1u << b) - 1;
+    uint8_t seen[200] = {0};
+    const uint16_t *g = mlstack__iqs_grid(t);
+    for (k = 0; b == 2 && k < 8; k++)
+        if (((u >> (2 * k)) & 3) == 3) return -1;
+    for (j = 0; j < n; j++) {
+        int s = 0;
+        for (k = 0; k < dims; k++) {
+            int e = (int)((u >> (b * k)) & mask) - (int)((g[j] >> (b * k)) & mask);
+            s += e * e;
+        }
+        d2[j] = (uint8_t)s, seen[s] = 1;
+    }
+    for (k = 0; k < 200; k++)
+        if (seen[k] && ++have == mlstack__iqs_info[t].nwant) return k;
+    return 199;
+}
+static void mlstack__iqs_build(int t) {
+    mlstack__iqs_tab *tb = &mlstack__iqs_tabs[t];
+    int n = mlstack__iqs_info[t].n, nmap = mlstack__iqs_info[t].map, j, k, lim;
+    int u;
+    size_t total = 0, o = 0;
+    const uint16_t *g = mlstack__iqs_grid(t);
+    uint8_t d2[2048];
+    int32_t *map = (int32_t *)MLSTACK_MALLOC((size_t)nmap * sizeof(int32_t));
+    uint16_t *nb;
+    if (!map) return;
+    for (u = 0; u < nmap; u++) map[u] = -1;
+    for (j = 0; j < n; j++) map[g[j]] = j;
+    for (u = 0; u < nmap; u++) /* pass 1: the lists' sizes */
+        if (map[u] < 0 && (lim = mlstack__iqs_dist(t, (unsigned)u, d2)) >= 0)
+            for (total++, j = 0; j < n; j++) total += d2[j] <= lim;
+    if (!(nb = (uint16_t *)MLSTACK_MALLOC((total ? total : 1) * sizeof(uint16_t)))) {
+        MLSTACK_FREE(map);
+        return;
+    }
+    for (u = 0; u < nmap; u++) { /* pass 2: each list by distance, then index */
+        size_t at;
+        if (map[u] >= 0 || (lim = mlstack__iqs_dist(t, (unsigned)u, d2)) < 0) continue;
+        map[u] = -1 - (int32_t)o, at = o++;
+        for (k = 0; k <= lim; k++)
+            for (j = 0; j < n; j++)
+                if (d2[j] == k) nb[o++] = (uint16_t)j;
+        nb[at] = (uint16_t)(o - at - 1);
+    }
+    tb->nb = nb;
+    tb->map = map;
+}
+static void mlstack__iqs_build0(void) { mlstack__iqs_build(0); }
+static void mlstack__iqs_build1(void) { mlstack__iqs_build(1); }
+static void mlstack__iqs_build2(void) { mlstack__iqs_build(2); }
+static void mlstack__iqs_build3(void) { mlstack__iqs_build(3); }
+static void mlstack__iqs_build4(void) { mlstack__iqs_build(4); }
+static void mlstack__iqs_build5(void) { mlstack__iqs_build(5); }
+/* The tables for GGML type `type` (built on first use by any thread), or NULL out of memory. */
+MLSTACK__FN const mlstack__iqs_tab *mlstack__iqs_tables(uint32_t type) {
+    static void (*const build[MLSTACK__IQS_NT])(void) = {mlstack__iqs_build0, mlstack__iqs_build1, mlstack__iqs_build2,
+                                                         mlstack__iqs_build3, mlstack__iqs_build4, mlstack__iqs_build5};
+    int t = mlstack__iqs_index(type);
+    mlstack__once(&mlstack__iqs_once[t], build[t]);
+    return mlstack__iqs_tabs[t].map ? &mlstack__iqs_tabs[t] : NULL;
+}
+
+/* dims values xv (signs taken out) onto the grid of table t at inverse scale id: each level
+   l = nearest(0.5 (id x - 1)) clamped to 0 .. kmax (2, or 7 for 3-bit levels); a point off the
+   grid becomes the neighbour whose values (2 l + 1) `scale` explains best by error weighted by w
+   (the first of equals). The levels into L, the grid index returned; *on: whether the rounded
+   point was on the grid. */
+static int mlstack__iqs_point(const mlstack__iqs_tab *tb, int t, const float *xv, const float *w, float id, float scale,
+                              int8_t *L, int *on) {
+    int b = mlstack__iqs_info[t].bits, dims = mlstack__iqs_info[t].dims, kmax = b == 2 ? 2 : 7;
+    unsigned u = 0, mask = (1u << b) - 1;
+    int i, j, gi, best = -1;
+    float best_d2 = FLT_MAX;
+    const uint16_t *g = mlstack__iqs_grid(t), *nb;
+    for (i = 0; i < dims; i++) {
+        int l = mlstack__kq_nearest(0.5f * (id * xv[i] - 1));
+        L[i] = (int8_t)(l < 0 ? 0 : l > kmax ? kmax : l);
+        u |= (unsigned)L[i] << (b * i);
+    }
+    *on = (gi = tb->map[u]) >= 0;
+    if (gi >= 0) return gi;
+    nb = tb->nb + (-1 - gi);
+    for (j = 1; j <= (int)nb[0]; j++) {
+        float d2 = 0;
+        for (i = 0; i < dims; i++) {
+            float diff = scale * (float)(2 * ((g[nb[j]] >> (b * i)) & mask) + 1) - xv[i];
+            d2 += w[i] * diff * diff;
+        }
+        if (d2 < best_d2) best_d2 = d2, best = nb[j];
+    }
+    for (i = 0; i < dims; i++) L[i] = (int8_t)((g[best] >> (b * i)) & mask);
+    return best;
+}
+/* Per 8 values: |x| into xv and their signs; an odd number of negatives keeps the sign of the
+   value of least weight w x^2 (the first of equals) as +, so 7 bits code the 8 (the decoder's
+   parity). Returns the 7 sign bits. */
+static unsigned mlstack__iqs_signs(const float *x, const float *w, float *xv) {
+    unsigned s = 0;
+    int i, m = 0, neg = 0;
+    float mn;
+    for (i = 0; i < 8; i++) {
+        xv[i] = x[i] >= 0 ? x[i] : -x[i];
+        if (!(x[i] >= 0)) s |= 1u << i, neg++;
+    }
+    if (neg & 1) {
+        for (mn = w[0] * x[0] * x[0], i = 1; i < 8; i++)
+            if (w[i] * x[i] * x[i] < mn) mn = w[i] * x[i] * x[i], m = i;
+        xv[m] = -xv[m], s ^= 1u << m;
+    }
+    return s & 127;
+}
+/* The weighted least-squares scale of n values xv at levels 2 L + 1: sumqx / sumq2 in *sx, *sq. */
+static void mlstack__iqs_fit(int n, const float *xv, const float *w, const int8_t *L, float *sx, float *sq) {
+    int i;
+    *sx = *sq = 0;
+    for (i = 0; i < n; i++) {
+        float q = (float)(2 * L[i] + 1);
+        *sx += w[i] * xv[i] * q;
+        *sq += w[i] * q * q;
+    }
+}
+/* The grid index of the levels L of one point of table t (0 when off the grid: the searches
+   never leave them so). */
+static int mlstack__iqs_index_of(const mlstack__iqs_tab *tb, int t, const int8_t *L) {
+    int b = mlstack__iqs_info[t].bits, i;
+    unsigned u = 0;
+    for (i = 0; i < mlstack__iqs_info[t].dims; i++) u |= (unsigned)(L[i] & ((1 << b) - 1)) << (b * i);
+    return u < mlstack__iqs_info[t].map && tb->map[u] >= 0 ? tb->map[u] : 0;
+}
+/* One 32-value group of IQ2_XXS (weights w, their square roots wa; signs taken out into xv):
+   the scale (0: an all-zero group) and the levels L. llama.cpp's search: a start scale from
+   mlstack__kq_fit_pos (levels 0 .. 4), 13 trial inverse scales (5 + 0.1 is) / (3 s), is = -6
+   .. 6, each rounded onto the grid (mlstack__iqs_point) and kept when its weighted
+   least-squares scale explains more, then the levels re-chosen at the kept scale and the scale
+   refitted. *none: an all-zero group (scale 0, nothing packed). */
+static float mlstack__iq2xxs_group(const mlstack__iqs_tab *tb, const float *xv, const float *w, const float *wa,
+                                   int8_t *L, int *none) {
+    float mx = xv[0], scale, eff, best = 0, sx, sq, id;
+    int8_t La[32];
+    int i, k, on, is;
+    for (i = 1; i < 32; i++) mx = xv[i] > mx ? xv[i] : mx;
+    *none = 1;
+    if (mx < 1e-15f) return 0.0f;
+    scale = mlstack__kq_fit_pos(32, 4, xv, (uint8_t *)L, w);
+    eff = scale * 3;
+    if (eff <= 0) return 0.0f;
+    *none = 0;
+    for (is = -6; is <= 6; is++) {
+        id = (5 + (float)is * 0.1f) / eff;
+        for (k = 0; k < 4; k++) mlstack__iqs_point(tb, 0, xv + 8 * k, wa + 8 * k, id, 1 / id, La + 8 * k, &on);
+        mlstack__iqs_fit(32, xv, w, La, &sx, &sq);
+        if (sq > 0 && sx * sx > best * sq) scale = sx / sq, best = scale * sx, memcpy(L, La, 32);
+    }
+    if (scale > 0) {
+        id = 1 / scale;
+        for (k = 0; k < 4; k++) mlstack__iqs_point(tb, 0, xv + 8 * k, wa + 8 * k, id, scale, L + 8 * k, &on);
+        mlstack__iqs_fit(32, xv, w, L, &sx, &sq);
+        if (sq > 0) scale = sx / sq;
+    }
+    return scale;
+}
+/* The search rules of IQ2_XS (16 values, 2 points), IQ3_XXS and IQ3_S (32 values, 8 points of
+   4): a group below eps (0: exactly zero) is all zero; start scale max / div; trial inverse
+   scales (div + step is) / max, is = -nt .. nt, each rounded onto the grid (mlstack__iqs_point)
+   and kept when its weighted least-squares scale explains more; then, when a kept point was off
+   the grid (all points count as off before a first trial is kept where on0 is 0), the points
+   re-chosen at the kept scale (only those off it, or all with refit_all) and the scale refitted. */
+typedef struct mlstack__iqs_rule {
+    float eps, div, step;
+    int nt, on0, refit_all;
+} mlstack__iqs_rule;
+static const mlstack__iqs_rule mlstack__iqs_rules[4] = {{1e-15f, 5, 0.1f, 9, 1, 0}, /* IQ2_XS */
+                                                        {1e-8f, 15, 0.2f, 15, 1, 0}, /* IQ3_XXS */
+                                                        {0, 15, 0.2f, 9, 0, 1}, /* IQ3_S */
+                                                        {1e-8f, 5, 0.1f, 9, 1, 0}};
+/* IQ2_S */ /* IQ3_S */
+static float mlstack__iqs_search(const mlstack__iqs_tab *tb, int t, int n, const float *xv, const float *w,
+                                 const float *wa, int8_t *L, int *none, const mlstack__iqs_rule *r) {
+    float mx = xv[0], scale, best = 0, sx, sq, id;
+    int8_t La[32];
+    int i, k, is, d = mlstack__iqs_info[t].dims, np = n / d, on[8], ona[8], off = 0;
+    for (i = 1; i < n; i++) mx = xv[i] > mx ? xv[i] : mx;
+    memset(L, 0, (size_t)n);
+    if ((*none = r->eps > 0 ? mx < r->eps : mx == 0)) return 0.0f;
+    scale = mx / r->div;
+    for (k = 0; k < np; k++) on[k] = r->on0;
+    for (is = -r->nt; is <= r->nt; is++) {
+        id = (r->div + (float)is * r->step) / mx;
+        for (k = 0; k < np; k++) mlstack__iqs_point(tb, t, xv + d * k, wa + d * k, id, 1 / id, La + d * k, &ona[k]);
+        mlstack__iqs_fit(n, xv, w, La, &sx, &sq);
+        if (sq > 0 && sx * sx > best * sq) {
+            scale = sx / sq, best = scale * sx, memcpy(L, La, (size_t)n);
+            for (k = 0; k < np; k++) on[k] = ona[k];
+        }
+    }
+    for (k = 0; k < np; k++) off += !on[k];
+    if (off > 0 && scale > 0) {
+        id = 1 / scale;
+        for (k = 0; k < np; k++)
+            if (r->refit_all || !on[k])
+                mlstack__iqs_point(tb, t, xv + d * k, wa + d * k, id, scale, L + d * k, &ona[k]);
+        mlstack__iqs_fit(n, xv, w, L, &sx, &sq);
+        if (sq > 0) scale = sx / sq;
+    }
+    return scale;
+}
+/* One IQ2_XXS (66 bytes: d, then per 32-group 4 grid-index bytes and a word of 4 x 7 sign bits
+   and a 4-bit scale) or IQ2_XS (74 bytes: d, 32 words of a 9-bit grid index and 7 sign bits,
+   8 bytes of two 4-bit scales) block of 256 values with importance weights qw: llama.cpp's
+   quantize_row_iq2_xxs_impl / _xs_impl. Weights qw sqrt(mean x^2 + x^2); each group's scale
+   from the searches above; d = (largest scale) / 31, each scale stored as the nearest
+   l = 0 .. 15 of 0.5 (scale / d - 1). */
+static void mlstack__iq2x_block(uint32_t type, const mlstack__iqs_tab *tb, const float *x, unsigned char *y,
+                                const float *qw) {
+    int xs = type == MLSTACK__GGML_IQ2_XS, gs = xs ? 16 : 32, ng = 256 / gs, ib, i, k, none;
+    float w[32], wa[32], xv[32], sc[16], mxs = 0, sigma2, d, id;
+    int8_t L[32];
+    unsigned sg[4];
+    memset(y, 0, xs ? 74 : 66);
+    sigma2 = mlstack__kq_sumsq(256, x) / 256;
+    for (ib = 0; ib < ng; ib++) {
+        const float *xb = x + gs * ib;
+        unsigned char *q = y + 2 + (xs ? 4 : 8) * ib;
+        for (i = 0; i < gs; i++) w[i] = qw[gs * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]), wa[i] = sqrtf(w[i]);
+        for (k = 0; k < gs / 8; k++) sg[k] = mlstack__iqs_signs(xb + 8 * k, w + 8 * k, xv + 8 * k);
+        sc[ib] = xs ? mlstack__iqs_search(tb, 1, 16, xv, w, wa, L, &none, &mlstack__iqs_rules[0])
+                    : mlstack__iq2xxs_group(tb, xv, w, wa, L, &none);
+        if (none) continue;
+        if (sc[ib] < 0) /* (never, as there): the scale positive, every sign flipped */
+            for (sc[ib] = -sc[ib], k = 0; k < gs / 8; k++) sg[k] = ~sg[k] & 127;
+        for (k = 0; k < gs / 8; k++) {
+            int gi = mlstack__iqs_index_of(tb, xs, L + 8 * k);
+            if (xs) {
+                unsigned v = (unsigned)gi | sg[k] << 9;
+                q[2 * k] = (unsigned char)(v & 0xFF), q[2 * k + 1] = (unsigned char)(v >> 8);
+            } else {
+                q[k] = (unsigned char)gi;
+            }
+        }
+        if (!xs) {
+            uint32_t aux = sg[0] | sg[1] << 7 | sg[2] << 14 | sg[3] << 21;
+            for (k = 0; k < 4; k++) q[4 + k] = (unsigned char)(aux >> (8 * k));
+        }
+        mxs = sc[ib] > mxs ? sc[ib] : mxs;
+    }
+    if (mxs == 0) {
+        memset(y, 0, xs ? 74 : 66);
+        return;
+    }
+    d = mxs / 31;
+    mlstack__kq_put16(y, d);
+    id = 1 / d;
+    for (ib = 0; ib < ng; ib++) {
+        int l = mlstack__kq_nearest(0.5f * (id * sc[ib] - 1));
+        l = l < 0 ? 0 : l > 15 ? 15 : l;
+        if (xs) y[66 + ib / 2] = (unsigned char)(y[66 + ib / 2] | l << (4 * (ib & 1)));
+        else
+            y[2 + 8 * ib + 7] = (unsigned char)(y[2 + 8 * ib + 7] | l << 4);
+    }
+}
+
+/* One IQ2_S block (82 bytes: d, 32 low index bytes, 32 bytes of signs, 8 bytes of four 2-bit
+   high index parts, 8 bytes of two 4-bit scales) of 256 values, with importance weights qw (qw
+   sqrt(2 mean x^2 + x^2)) or without (NULL: mean x^2 / 2 + x^2): llama.cpp's
+   quantize_row_iq2_s_impl: per 16 values IQ2_XS's search on the 1024-point grid (all 8 signs
+   kept), d = (largest scale) / 31 stored times 0.9875. */
+static void mlstack__iq2s_block(const mlstack__iqs_tab *tb, const float *x, unsigned char *y, const float *qw) {
+    int ib, i, k, none;
+    float w[16], wa[16], xv[16], sc[16], mxs = 0, sigma2, d, id;
+    int8_t L[16];
+    unsigned sg[2];
+    memset(y, 0, 82);
+    sigma2 = 2 * mlstack__kq_sumsq(256, x) / 256;
+    for (ib = 0; ib < 16; ib++) {
+        const float *xb = x + 16 * ib;
+        for (i = 0; i < 16; i++)
+            w[i] = qw ? qw[16 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]) : 0.25f * sigma2 + xb[i] * xb[i];
+        for (i = 0; i < 16; i++) wa[i] = sqrtf(w[i]);
+        for (k = 0; k < 2; k++)
+            for (sg[k] = 0, i = 0; i < 8; i++) {
+                xv[8 * k + i] = xb[8 * k + i] >= 0 ? xb[8 * k + i] : -xb[8 * k + i];
+                sg[k] |= (unsigned)!(xb[8 * k + i] >= 0) << i;
+            }
+        sc[ib] = mlstack__iqs_search(tb, 2, 16, xv, w, wa, L, &none, &mlstack__iqs_rules[3]);
+        if (none) continue;
+        if (sc[ib] < 0) /* (never, as there): the scale positive, every sign flipped */
+            sc[ib] = -sc[ib], sg[0] = ~sg[0] & 255u, sg[1] = ~sg[1] & 255u;
+        for (k = 0; k < 2; k++) {
+            int gi = mlstack__iqs_index_of(tb, 2, L + 8 * k), i8 = 2 * ib + k;
+            y[2 + i8] = (unsigned char)(gi & 255);
+            y[66 + i8 / 4] = (unsigned char)(y[66 + i8 / 4] | (gi >> 8) << (2 * (i8 % 4)));
+            y[34 + i8] = (unsigned char)sg[k];
+        }
+        mxs = sc[ib] > mxs ? sc[ib] : mxs;
+    }
+    if (mxs == 0) return;
+    d = mxs / 31;
+    mlstack__kq_put16(y, d * 0.9875f);
+    id = 1 / d;
+    for (ib = 0; ib < 16; ib++) {
+        int l = mlstack__kq_nearest(0.5f * (id * sc[ib] - 1));
+        l = l < 0 ? 0 : l > 15 ? 15 : l;
+        y[74 + ib / 2] = (unsigned char)(y[74 + ib / 2] | l << (4 * (ib & 1)));
+    }
+}
+/* IQ1_S / IQ1_M: the order of n values by value, equal values in their order (llama.cpp sorts
+   them with glibc's qsort, a stable merge sort at these sizes). */
+static void mlstack__iq1_order(const float *x, int n, int *idx) {
+    int i, j;
+    for (i = 0; i < n; i++) {
+        int v = i;
+        for (j = i; j > 0 && x[idx[j - 1]] > x[v]; j--) idx[j] = idx[j - 1];
+        idx[j] = v;
+    }
+}
+/* IQ1: the neighbour of 8 levels' point (off the grid) whose values scale xx[level] come
+   nearest x by error weighted by w (the first of equals); its levels into L, its index returned. */
+static int mlstack__iq1_neighbour(const mlstack__iqs_tab *tb, const int8_t *L0, const float *x, const float *w,
+                                  float scale, const float *xx, int8_t *L) {
+    const uint16_t *g = mlstack__iq_grid_iq1s, *nb;
+    unsigned u = 0;
+    int i, j, best = 0;
+    float best_d2 = FLT_MAX;
+    for (i = 0; i < 8; i++) u |= (unsigned)(L0[i] & 3) << (2 * i);
+    nb = tb->nb + (-1 - tb->map[u]);
+    for (j = 1; j <= (int)nb[0]; j++) {
+        float d2 = 0;
+        for (i = 0; i < 8; i++) {
+            float diff = scale * xx[(g[nb[j]] >> (2 * i)) & 3] - x[i];
+            d2 += w[i] * diff * diff;
+        }
+        if (d2 < best_d2) best_d2 = d2, best = nb[j];
+    }
+    for (i = 0; i < 8; i++) L[i] = (int8_t)((g[best] >> (2 * i)) & 3);
+    return best;
+}
+/* IQ1: the grid indices of n / 8 points of levels L (off-grid ones: mlstack__iq1_neighbour with
+   value map xx[0] for the first 8 values, xx[1] for the rest) into index; when one was off,
+   the scale refitted by weighted least squares (kept if both sums are positive). */
+static float mlstack__iq1_points(const mlstack__iqs_tab *tb, int n, const float *x, const float *w, float scale,
+                                 const float *const *xx, int8_t *L, int *index) {
+    int k, j, on = 1;
+    float sx = 0, sq = 0;
+    for (k = 0; k < n / 8; k++) {
+        unsigned u = 0;
+        for (j = 0; j < 8; j++) u |= (unsigned)L[8 * k + j] << (2 * j);
+        index[k] = tb->map[u];
+        if (index[k] < 0)
+            on = 0, index[k] = mlstack__iq1_neighbour(tb, L + 8 * k, x + 8 * k, w + 8 * k, scale, xx[k > 0], L + 8 * k);
+    }
+    if (on) return scale;
+    for (k = 0; k < n / 8; k++)
+        for (j = 0; j < 8; j++) {
+            float q = xx[k > 0][(mlstack__iq_grid_iq1s[index[k]] >> (2 * j)) & 3];
+            sx += w[8 * k + j] * q * x[8 * k + j];
+            sq += w[8 * k + j] * q * q;
+        }
+    return sx > 0 && sq > 0 ? sx / sq : scale;
+}
+static const float mlstack__iq1_xp[3] = {-0.875f, 0.125f, 1.125f}, mlstack__iq1_xm[3] = {-1.125f, -0.125f, 0.875f};
+/* One IQ1_S group of 32 values x with weights w: levels -1, 0, 1 (L 0 .. 2) plus a shift of
+   +-1/8 for the group, by llama.cpp's exhaustive search: the values sorted, every split
+   i1 <= i2 of the sorted values into the three levels tried with both shifts, keeping the
+   weighted least-squares scale that explains most; then the points put on the grid. Returns the
+   scale (0 with *shift 1: nothing packed, *none). */
+static float mlstack__iq1s_group(const mlstack__iqs_tab *tb, const float *x, const float *w, int *shift, int *index,
+                                 int *none) {
+    float sumx[33], sumw[33], mx = 0, best = -FLT_MAX, scale;
+    int idx[32], i, i1, i2, s, b1 = -1, b2 = -1;
+    int8_t L[32];
+    const float *xx[2];
+    for (i = 0; i < 32; i++) mx = fabsf(x[i]) > mx ? fabsf(x[i]) : mx;
+    *shift = 1, *none = 1;
+    if (mx < 1e-12f) return 0.0f;
+    scale = mx;
+    mlstack__iq1_order(x, 32, idx);
+    sumx[0] = sumw[0] = 0;
+    for (i = 0; i < 32; i++) sumx[i + 1] = sumx[i] + w[idx[i]] * x[idx[i]], sumw[i + 1] = sumw[i] + w[idx[i]];
+    *shift = 0;
+    for (i1 = 0; i1 <= 32; i1++)
+        for (i2 = i1; i2 <= 32; i2++)
+            for (s = 0; s < 2; s++) {
+                const float *v = s ? mlstack__iq1_xm : mlstack__iq1_xp;
+                float qx = (sumx[i1] - sumx[0]) * v[0] + (sumx[i2] - sumx[i1]) * v[1] + (sumx[32] - sumx[i2]) * v[2];
+                float q2 = (sumw[i1] - sumw[0]) * v[0] * v[0] + (sumw[i2] - sumw[i1]) * v[1] * v[1] +
+                           (sumw[32] - sumw[i2]) * v[2] * v[2];
+                if (q2 > 0 && qx * qx > best * q2)
+                    scale = qx / q2, best = scale * qx, b1 = i1, b2 = i2, *shift = s ? -1 : 1;
+            }
+    if (b1 < 0 || b2 < 0 || *shift == 0) {
+        *shift = 1;
+        return 0.0f;
+    }
+    for (i = 0; i < 32; i++) L[idx[i]] = (int8_t)(i < b1 ? 0 : i < b2 ? 1 : 2);
+    if (scale < 0)
+        for (scale = -scale, *shift = -*shift, i = 0; i < 32; i++) L[i] = (int8_t)(2 - L[i]);
+    xx[0] = xx[1] = *shift == 1 ? mlstack__iq1_xp : mlstack__iq1_xm;
+    *none = 0;
+    return mlstack__iq1_points(tb, 32, x, w, scale, xx, L, index);
+}
+/* One IQ1_S block (50 bytes: d, 32 low index bytes, per 32-group a word of four 3-bit high
+   index parts, a 3-bit scale and the shift's sign) of 256 values with importance weights qw
+   (qw sqrt(2 mean x^2 + x^2)): llama.cpp's quantize_row_iq1_s_impl; d = (largest scale) / 15,
+   stored times 1.125. */
+static void mlstack__iq1s_block(const mlstack__iqs_tab *tb, const float *x, unsigned char *y, const float *qw) {
+    float w[32], sc[8], mxs = 0, sigma2, d, id;
+    int ib, i, k, sh[8], index[4], none;
+    unsigned h[8] = {0};
+    memset(y, 0, 50);
+    sigma2 = 2 * mlstack__kq_sumsq(256, x) / 256;
+    for (ib = 0; ib < 8; ib++) {
+        const float *xb = x + 32 * ib;
+        for (i = 0; i < 32; i++) w[i] = qw[32 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]);
+        sc[ib] = mlstack__iq1s_group(tb, xb, w, &sh[ib], index, &none);
+        if (none) continue;
+        for (k = 0; k < 4; k++)
+            y[2 + 4 * ib + k] = (unsigned char)(index[k] & 255), h[ib] |= (unsigned)(index[k] >> 8) << (3 * k);
+        mxs = sc[ib] > mxs ? sc[ib] : mxs;
+    }
+    if (mxs > 0) {
+        d = mxs / 15;
+        mlstack__kq_put16(y, d * 1.125f);
+        id = 1 / d;
+        for (ib = 0; ib < 8; ib++) {
+            int l = mlstack__kq_nearest(0.5f * (id * sc[ib] - 1));
+            l = l < 0 ? 0 : l > 7 ? 7 : l;
+            h[ib] |= (unsigned)(l | (sh[ib] == -1 ? 8 : 0)) << 12;
+        }
+    }
+    for (ib = 0; ib < 8; ib++)
+        y[34 + 2 * ib] = (unsigned char)(h[ib] & 255), y[35 + 2 * ib] = (unsigned char)(h[ib] >> 8);
+}
+/* One IQ1_M group of 16 values x with weights w: as IQ1_S's, with a shift per 8 values (k: 0
+   both +1/8, 1 first + second -, 2 first - second +, 3 both -), every split tried with the four
+   (prefix sums per half). Returns the scale (0 with *k 0: nothing packed, *none). */
+static float mlstack__iq1m_group(const mlstack__iqs_tab *tb, const float *x, const float *w, int *bk, int *index,
+                                 int *none) {
+    const float *xp = mlstack__iq1_xp, *xm = mlstack__iq1_xm, *xx[2];
+    float px[2][17], pw[2][17], txs[2], tws[2], mx = 0, best = -FLT_MAX, scale, p2 = xp[2], m2 = xm[2];
+    float cp1 = xp[0] * xp[0] - xp[1] * xp[1], cp2 = xp[1] * xp[1] - xp[2] * xp[2];
+    float cm1 = xm[0] * xm[0] - xm[1] * xm[1], cm2 = xm[1] * xm[1] - xm[2] * xm[2];
+    int idx[16], i, i1, i2, h, k, b1 = -1, b2 = -1;
+    int8_t L[16];
+    for (i = 0; i < 16; i++) mx = fabsf(x[i]) > mx ? fabsf(x[i]) : mx;
+    *bk = 0, *none = 1;
+    if (mx < 1e-7f) return 0.0f;
+    scale = mx;
+    *bk = -1;
+    mlstack__iq1_order(x, 16, idx);
+    px[0][0] = px[1][0] = pw[0][0] = pw[1][0] = 0;
+    for (i = 0; i < 16; i++) {
+        int j = idx[i];
+        h = j < 8 ? 0 : 1;
+        px[h][i + 1] = px[h][i] + w[j] * x[j], px[1 - h][i + 1] = px[1 - h][i];
+        pw[h][i + 1] = pw[h][i] + w[j], pw[1 - h][i + 1] = pw[1 - h][i];
+    }
+    txs[0] = px[0][16], txs[1] = px[1][16], tws[0] = pw[0][16], tws[1] = pw[1][16];
+    for (i1 = 0; i1 <= 16; i1++)
+        for (i2 = i1; i2 <= 16; i2++) {
+            float qxp[2], qxm[2], q2p[2], q2m[2], sx[4], sq[4];
+            for (h = 0; h < 2; h++) {
+                float s = px[h][i1] + px[h][i2];
+                qxp[h] = txs[h] * p2 - s, qxm[h] = txs[h] * m2 - s;
+                q2p[h] = tws[h] * p2 * p2 + pw[h][i1] * cp1 + pw[h][i2] * cp2;
+                q2m[h] = tws[h] * m2 * m2 + pw[h][i1] * cm1 + pw[h][i2] * cm2;
+            }
+            sx[0] = qxp[0] + qxp[1], sx[1] = qxp[0] + qxm[1], sx[2] = qxm[0] + qxp[1], sx[3] = qxm[0] + qxm[1];
+            sq[0] = q2p[0] + q2p[1], sq[1] = q2p[0] + q2m[1], sq[2] = q2m[0] + q2p[1], sq[3] = q2m[0] + q2m[1];
+            for (k = 0; k < 4; k++)
+                if (sq[k] > 0 && sx[k] * sx[k] > best * sq[k])
+                    scale = sx[k] / sq[k], best = scale * sx[k], b1 = i1, b2 = i2, *bk = k;
+        }
+    if (b1 < 0 || b2 < 0 || *bk < 0) {
+        *bk = 0;
+        return 0.0f;
+    }
+    for (i = 0; i < 16; i++) L[idx[i]] = (int8_t)(i < b1 ? 0 : i < b2 ? 1 : 2);
+    if (scale < 0)
+        for (scale = -scale, *bk = 3 - *bk, i = 0; i < 16; i++) L[i] = (int8_t)(2 - L[i]);
+    xx[0] = *bk < 2 ? xp : xm, xx[1] = *bk % 2 == 0 ? xp : xm;
+    *none = 0;
+    return mlstack__iq1_points(tb, 16, x, w, scale, xx, L, index);
+}
+/* The IQ1_M weights of 16 values: qw sqrt(s2 + x^2), or x^2 without importance weights. */
+static void mlstack__iq1m_weights(const float *x, const float *qw, float s2, float *w) {
+    int i;
+    for (i = 0; i < 16; i++) w[i] = qw ? qw[i] * sqrtf(s2 + x[i] * x[i]) : x[i] * x[i];
+}
+/* One IQ1_M block (56 bytes: 32 low index bytes, per 16-group a byte of two 3-bit high index
+   parts and the two shift signs, 4 words of four 3-bit scales whose top nibbles hold d as f16)
+   of 256 values, with importance weights qw (qw sqrt(2 mean x^2 + x^2)) or without (NULL: x^2):
+   llama.cpp's quantize_row_iq1_m_impl. The scales are rounded against (largest) / 15; d is then
+   refitted by least squares over all 256 values as stored (skipped groups too) and stored times
+   1.1125. */
+static void mlstack__iq1m_block(const mlstack__iqs_tab *tb, const float *x, unsigned char *y, const float *qw) {
+    static const unsigned char masks[4] = {0x00, 0x80, 0x08, 0x88};
+    float w[16], sc[16], mxs = 0, sigma2, d, id, sx = 0, sq = 0;
+    int ib, j, k, sh[16], index[2], none;
+    unsigned scw[4] = {0}, hd;
+    memset(y, 0, 56);
+    sigma2 = 2 * mlstack__kq_sumsq(256, x) / 256;
+    for (ib = 0; ib < 16; ib++) {
+        mlstack__iq1m_weights(x + 16 * ib, qw ? qw + 16 * ib : NULL, sigma2, w);
+        sc[ib] = mlstack__iq1m_group(tb, x + 16 * ib, w, &sh[ib], index, &none);
+        if (none) continue;
+        y[2 * ib] = (unsigned char)(index[0] & 255), y[2 * ib + 1] = (unsigned char)(index[1] & 255);
+        y[32 + ib] = (unsigned char)((index[0] >> 8) | (index[1] >> 8) << 4);
+        mxs = sc[ib] > mxs ? sc[ib] : mxs;
+    }
+    if (mxs == 0) return;
+    d = mxs / 15;
+    id = 1 / d;
+    for (ib = 0; ib < 16; ib++) {
+        const float *xb = x + 16 * ib;
+        int l = mlstack__kq_nearest(0.5f * (id * sc[ib] - 1));
+        l = l < 0 ? 0 : l > 7 ? 7 : l;
+        scw[ib / 4] |= (unsigned)l << (3 * (ib % 4));
+        y[32 + ib] |= masks[sh[ib]];
+        mlstack__iq1m_weights(xb, qw ? qw + 16 * ib : NULL, sigma2, w);
+        for (k = 0; k < 2; k++) {
+            const float *xx = (k == 0 ? sh[ib] < 2 : sh[ib] % 2 == 0) ? mlstack__iq1_xp : mlstack__iq1_xm;
+            unsigned gi = y[2 * ib + k] | ((unsigned)y[32 + ib] << (8 - 4 * k) & 0x700);
+            for (j = 0; j < 8; j++) {
+                float q = xx[(mlstack__iq_grid_iq1s[gi] >> (2 * j)) & 3] * (float)(2 * l + 1);
+                sx += w[8 * k + j] * q * xb[8 * k + j];
+                sq += w[8 * k + j] * q * q;
+            }
+        }
+    }
+    if (sq > 0) d = sx / sq;
+    hd = mlstack__f32_to_f16(d * 1.1125f);
+    scw[0] |= (hd & 0x000F) << 12, scw[1] |= (hd & 0x00F0) << 8, scw[2] |= (hd & 0x0F00) << 4, scw[3] |= hd & 0xF000;
+    for (k = 0; k < 4; k++) y[48 + 2 * k] = (unsigned char)(scw[k] & 255), y[49 + 2 * k] = (unsigned char)(scw[k] >> 8);
+}
+/* One IQ3_XXS (98 bytes: d, 64 grid-index bytes, per 32-group a word of 4 x 7 sign bits and a
+   4-bit scale) or IQ3_S (110 bytes: d, 64 low index bytes, 8 bytes of ninth index bits, 32
+   bytes of signs, 4 bytes of two 4-bit scales) block of 256 values, with importance weights qw
+   (qw sqrt(2 mean x^2 + x^2)) or without (NULL: x^2): llama.cpp's quantize_row_iq3_xxs_impl /
+   quantize_row_iq3_s_impl. IQ3_S keeps all 8 signs of a value (no parity trick). The stored d
+   is (largest scale) / 31 times 1.0125 (IQ3_XXS) or 1.033 (IQ3_S), the scales rounded against
+   the plain one. As there, IQ3_S writes an all-zero group's successors' indices and signs where
+   that group's would be (its pointers advance only past groups it packs): the same bytes. */
+static void mlstack__iq3_block(uint32_t type, const mlstack__iqs_tab *tb, const float *x, unsigned char *y,
+                               const float *qw) {
+    int s3 = type == MLSTACK__GGML_IQ3_S, t = s3 ? 5 : 4, ib, i, k, none, packed = 0;
+    float w[32], wa[32], xv[32], sc[8], mxs = 0, sigma2, d, id;
+    int8_t L[32];
+    unsigned sg[4];
+    memset(y, 0, s3 ? 110 : 98);
+    sigma2 = 2 * mlstack__kq_sumsq(256, x) / 256;
+    for (ib = 0; ib < 8; ib++) {
+        const float *xb = x + 32 * ib;
+        for (i = 0; i < 32; i++) w[i] = qw ? qw[32 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]) : xb[i] * xb[i];
+        for (i = 0; i < 32; i++) wa[i] = sqrtf(w[i]);
+        for (k = 0; k < 4; k++) {
+            if (!s3) {
+                sg[k] = mlstack__iqs_signs(xb + 8 * k, w + 8 * k, xv + 8 * k);
+                continue;
+            }
+            for (sg[k] = 0, i = 0; i < 8; i++) {
+                xv[8 * k + i] = xb[8 * k + i] >= 0 ? xb[8 * k + i] : -xb[8 * k + i];
+                sg[k] |= (unsigned)!(xb[8 * k + i] >= 0) << i;
+            }
+        }
+        sc[ib] = mlstack__iqs_search(tb, t, 32, xv, w, wa, L, &none, &mlstack__iqs_rules[s3 ? 2 : 1]);
+        if (none) continue;
+        if (sc[ib] < 0) /* (never, as there): the scale positive, every sign flipped */
+            for (sc[ib] = -sc[ib], k = 0; k < 4; k++) sg[k] = ~sg[k] & (s3 ? 255u : 127u);
+        for (k = 0; k < 8; k++) {
+            int gi = mlstack__iqs_index_of(tb, t, L + 4 * k);
+            if (!s3) {
+                y[2 + 8 * ib + k] = (unsigned char)gi;
+                continue;
+            }
+            y[2 + 8 * packed + k] = (unsigned char)(gi & 255);
+            y[66 + ib] = (unsigned char)(y[66 + ib] | (gi >> 8) << k);
+        }
+        if (s3) {
+            for (k = 0; k < 4; k++) y[74 + 4 * packed + k] = (unsigned char)sg[k];
+            packed++;
+        } else {
+            uint32_t aux = sg[0] | sg[1] << 7 | sg[2] << 14 | sg[3] << 21;
+            for (k = 0; k < 4; k++) y[66 + 4 * ib + k] = (unsigned char)(aux >> (8 * k));
+        }
+        mxs = sc[ib] > mxs ? sc[ib] : mxs;
+    }
+    if (mxs == 0) {
+        if (!s3) memset(y, 0, 98);
+        return;
+    }
+    d = mxs / 31;
+    mlstack__kq_put16(y, d * (s3 ? 1.033f : 1.0125f));
+    id = 1 / d;
+    for (ib = 0; ib < 8; ib++) {
+        int l = mlstack__kq_nearest(0.5f * (id * sc[ib] - 1));
+        l = l < 0 ? 0 : l > 15 ? 15 : l;
+        if (s3) y[106 + ib / 2] = (unsigned char)(y[106 + ib / 2] | l << (4 * (ib & 1)));
+        else
+            y[66 + 4 * ib + 3] = (unsigned char)(y[66 + 4 * ib + 3] | l << 4);
+    }
+}
+
+/* One block of 256 values of a grid i-quant (MLSTACK__GGML_IS_IQS) with importance weights qw
+   (NULL: without; IQ2_XXS, IQ2_XS and IQ1_S need them, as in ggml). */
+static void mlstack__iqs_block(uint32_t type, const mlstack__iqs_tab *tb, const float *x, unsigned char *y,
+                               const float *qw) {
+    if (type == MLSTACK__GGML_IQ2_XXS || type == MLSTACK__GGML_IQ2_XS) mlstack__iq2x_block(type, tb, x, y, qw);
+    else if (type == MLSTACK__GGML_IQ2_S)
+        mlstack__iq2s_block(tb, x, y, qw);
+    else if (type == MLSTACK__GGML_IQ1_S)
+        mlstack__iq1s_block(tb, x, y, qw);
+    else if (type == MLSTACK__GGML_IQ1_M)
+        mlstack__iq1m_block(tb, x, y, qw);
+    else
+        mlstack__iq3_block(type, tb, x, y, qw);
+}
+
 /* mlstack__ggml_quantize_row with an importance matrix row qw (n weights, one per column), or
    without one (qw NULL); the rules in the comment above. */
 MLSTACK__FN void mlstack__ggml_quantize_row_w(uint32_t type, const float *x, void *dst, int n, const float *qw) {
     unsigned char *y = (unsigned char *)dst;
     int i;
     float s2;
+    if (MLSTACK__GGML_IS_IQS(type)) { /* (IQ2_XXS, IQ2_XS, IQ1_S never without qw: mlstack__mix_needs_im) */
+        const mlstack__iqs_tab *tb = mlstack__iqs_tables(type); /* (the caller has made them) */
+        for (i = 0; tb && i < n; i += 256, y += mlstack__ggml_types[type].size)
+            mlstack__iqs_block(type, tb, x + i, y, qw ? qw + i : NULL);
+        return;
+    }
     if (!qw || type == MLSTACK__GGML_Q8_0 || type == MLSTACK__GGML_TQ1_0 || type == MLSTACK__GGML_TQ2_0) {
         mlstack__ggml_quantize_row(type, x, dst, n);
         return;
@@ -34108,7 +34789,12 @@ static mlstack_result mlstack__model_linear(mlstack_model *m, const char *prefix
     w->row_bytes = mlstack__row_bytes(w->wtype, n_in);
     /* a copy made at open (a GGUF's reordered or converted tensor) is ours to give back once
        panels hold the same weight, as a copy quantized at open is */
+    w->src_rows = NULL, w->src_dh = 0;
     if (!panels && m->st.files[t->file].owned && !MLSTACK__W_IS_GGML(w->wtype)) w->rows = MLSTACK__ROWS_OWNED;
+    if (!panels && m->st.files[t->file].owned && MLSTACK__W_IS_GGML(w->wtype) && t->perm_dh) { /* a GGUF's Q/K */
+        w->src_rows = m->st.files[0].data + t->src_begin, w->src_dh = t->perm_dh;
+        w->rows = MLSTACK__ROWS_OWNED;
+    }
     if (panels) { /* rows: room for them, given back at once, derived by the first hold (>>model) */
         size_t rb = (size_t)n_out * w->row_bytes;
         void *rows = mlstack__model_own(m, rb);
@@ -34154,6 +34840,7 @@ static mlstack_result mlstack__model_norm(mlstack_model *m, const char *name, in
 static void mlstack__weight_view(mlstack__weight *dst, const mlstack__weight *w, int r0, int r1) {
     *dst = *w;
     dst->name = NULL;
+    dst->src_rows = NULL, dst->src_dh = 0;
     dst->data = (const unsigned char *)w->data + (size_t)r0 * w->row_bytes;
     dst->n_out = r1 - r0;
     dst->bias = w->bias ? w->bias + r0 : NULL;
@@ -35457,8 +36144,18 @@ static int mlstack__model_all_float(mlstack_model *m) {
        IQ4_XS -> Q5_K there without an importance matrix, Q4_0 -> Q4_1 and Q5_0 -> Q5_1 there
        with one, Q4_K_M and Q5_K_M -> Q6_K in the layers that use more bits
      - attn_output: Q2_K -> Q3_K, Q3_K_M -> Q4_K, Q3_K_L -> Q5_K
+     - the 1- and 2-bit mixes (IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ1_S, IQ1_M; IQ2_S's base is
+       IQ2_XS, IQ2_M's IQ2_S): a Q5_K head; attn_v Q4_K with >= 4 query heads per KV head, else
+       IQ3_S (IQ2_S, IQ2_M) or Q2_K; ffn_down in the first eighth the same IQ3_S / Q2_K;
+       attn_output IQ2_XXS (IQ1_*) or IQ3_S (IQ2_S, IQ2_M)
+     - IQ3_XXS: a Q5_K head; attn_q and attn_k IQ2_S; attn_v Q4_K with >= 4 query heads per KV
+       head, else IQ3_XXS with an importance matrix, IQ3_S without; ffn_down without one Q4_K
+       in the first eighth, Q3_K after; attn_output IQ3_S
+     - IQ3_XS, IQ3_S, IQ3_M (base IQ3_S): attn_v Q4_K with >= 4 query heads per KV head (IQ3_M:
+       always); IQ3_XS: attn_q, attn_k, and ffn_gate / ffn_up outside the first and last
+       eighths IQ3_XXS; IQ3_M: ffn_down in the first eighth and attn_output Q4_K
    and a weight whose rows are not a multiple of 256 falls back from a 256-block type to a
-   32-block one: IQ4_XS -> IQ4_NL, Q2_K, Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0 (rows not a
+   32-block one: IQ4_XS and the grid i-quants -> IQ4_NL, Q2_K, Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0 (rows not a
    multiple of 32 stay as stored; llama.cpp writes those F16). The embedding table of an untied
    model stays as stored here (llama.cpp gives it the base type). */
 static const struct {
@@ -35466,13 +36163,17 @@ static const struct {
     int ftype;
     uint32_t base;
 } mlstack__mixes[] = {
-    {"Q4_0", 2, MLSTACK__GGML_Q4_0},      {"Q4_1", 3, MLSTACK__GGML_Q4_1},    {"Q8_0", 7, MLSTACK__GGML_Q8_0},
-    {"Q5_0", 8, MLSTACK__GGML_Q5_0},      {"Q5_1", 9, MLSTACK__GGML_Q5_1},    {"Q2_K", 10, MLSTACK__GGML_Q2_K},
-    {"Q3_K_S", 11, MLSTACK__GGML_Q3_K},   {"Q3_K_M", 12, MLSTACK__GGML_Q3_K}, {"Q3_K", 12, MLSTACK__GGML_Q3_K},
-    {"Q3_K_L", 13, MLSTACK__GGML_Q3_K},   {"Q4_K_S", 14, MLSTACK__GGML_Q4_K}, {"Q4_K_M", 15, MLSTACK__GGML_Q4_K},
-    {"Q4_K", 15, MLSTACK__GGML_Q4_K},     {"Q5_K_S", 16, MLSTACK__GGML_Q5_K}, {"Q5_K_M", 17, MLSTACK__GGML_Q5_K},
-    {"Q5_K", 17, MLSTACK__GGML_Q5_K},     {"Q6_K", 18, MLSTACK__GGML_Q6_K},   {"IQ4_NL", 25, MLSTACK__GGML_IQ4_NL},
-    {"IQ4_XS", 30, MLSTACK__GGML_IQ4_XS}, {"TQ1_0", 36, MLSTACK__GGML_TQ1_0}, {"TQ2_0", 37, MLSTACK__GGML_TQ2_0}};
+    {"Q4_0", 2, MLSTACK__GGML_Q4_0},        {"Q4_1", 3, MLSTACK__GGML_Q4_1},      {"Q8_0", 7, MLSTACK__GGML_Q8_0},
+    {"Q5_0", 8, MLSTACK__GGML_Q5_0},        {"Q5_1", 9, MLSTACK__GGML_Q5_1},      {"Q2_K", 10, MLSTACK__GGML_Q2_K},
+    {"Q3_K_S", 11, MLSTACK__GGML_Q3_K},     {"Q3_K_M", 12, MLSTACK__GGML_Q3_K},   {"Q3_K", 12, MLSTACK__GGML_Q3_K},
+    {"Q3_K_L", 13, MLSTACK__GGML_Q3_K},     {"Q4_K_S", 14, MLSTACK__GGML_Q4_K},   {"Q4_K_M", 15, MLSTACK__GGML_Q4_K},
+    {"Q4_K", 15, MLSTACK__GGML_Q4_K},       {"Q5_K_S", 16, MLSTACK__GGML_Q5_K},   {"Q5_K_M", 17, MLSTACK__GGML_Q5_K},
+    {"Q5_K", 17, MLSTACK__GGML_Q5_K},       {"Q6_K", 18, MLSTACK__GGML_Q6_K},     {"IQ4_NL", 25, MLSTACK__GGML_IQ4_NL},
+    {"IQ4_XS", 30, MLSTACK__GGML_IQ4_XS},   {"TQ1_0", 36, MLSTACK__GGML_TQ1_0},   {"TQ2_0", 37, MLSTACK__GGML_TQ2_0},
+    {"IQ2_XXS", 19, MLSTACK__GGML_IQ2_XXS}, {"IQ2_XS", 20, MLSTACK__GGML_IQ2_XS}, {"IQ3_XS", 22, MLSTACK__GGML_IQ3_S},
+    {"IQ3_XXS", 23, MLSTACK__GGML_IQ3_XXS}, {"IQ1_S", 24, MLSTACK__GGML_IQ1_S},   {"IQ3_S", 26, MLSTACK__GGML_IQ3_S},
+    {"IQ3_M", 27, MLSTACK__GGML_IQ3_S},     {"IQ2_S", 28, MLSTACK__GGML_IQ2_XS},  {"IQ2_M", 29, MLSTACK__GGML_IQ2_S},
+    {"IQ1_M", 31, MLSTACK__GGML_IQ1_M}};
 static int mlstack__mix_is(const char *s, const char *name) { /* ASCII case-insensitive equality */
     for (; *s && *name; s++, name++)
         if ((*s >= 'a' && *s <= 'z' ? *s - 32 : *s) != *name) return 0;
@@ -35485,22 +36186,49 @@ static int mlstack__mix_parse(const char *s) {
         if (mlstack__mix_is(s, mlstack__mixes[i].name)) return mlstack__mixes[i].ftype;
     return -1;
 }
+/* mlstack__mix_type for the IQ3 mixes, roles 2 .. 8 (t: the base type). */
+static uint32_t mlstack__mix_type_iq3(int ftype, int role, int l, int n, int gqa, int im, uint32_t t) {
+    const uint32_t Q3_K = MLSTACK__GGML_Q3_K, Q4_K = MLSTACK__GGML_Q4_K, IQ3_S = MLSTACK__GGML_IQ3_S,
+                   IQ3_XXS = MLSTACK__GGML_IQ3_XXS, IQ2_S = MLSTACK__GGML_IQ2_S;
+    if (role == 2) /* attn_v */
+        return ftype == 23 ? (gqa >= 4 ? Q4_K : !im ? IQ3_S : IQ3_XXS) : gqa >= 4 || ftype == 27 ? Q4_K : t;
+    if (role == 5 || role == 6) return ftype == 22 ? IQ3_XXS : ftype == 23 ? IQ2_S : t; /* attn_q, attn_k */
+    if (role == 3) /* ffn_down */
+        return ftype == 23 && !im ? (l < n / 8 ? Q4_K : Q3_K) : ftype == 27 && l < n / 8 ? Q4_K : t;
+    if (role == 4) return ftype == 23 ? IQ3_S : ftype == 27 ? Q4_K : t; /* attn_output */
+    if (role == 7 || role == 8) return ftype == 22 && l >= n / 8 && l < 7 * n / 8 ? IQ3_XXS : t; /* gate, up */
+    return t;
+}
 /* The GGML type of a weight in mix ftype, or 0 (kept as stored). role: 0 a projection, 1 the
-   LM head, 2 attn_v, 3 ffn_down, 4 attn_output; layer l of n; gqa query heads per KV head; im:
+   LM head, 2 attn_v, 3 ffn_down, 4 attn_output, 5 attn_q, 6 attn_k, 7 ffn_gate, 8 ffn_up; layer l of n; gqa query heads per KV head; im:
    an importance matrix is given. */
 static uint32_t mlstack__mix_type(int ftype, int role, int l, int n, int n_in, int gqa, int im) {
     const uint32_t Q4_0 = MLSTACK__GGML_Q4_0, Q5_0 = MLSTACK__GGML_Q5_0, Q5_1 = MLSTACK__GGML_Q5_1,
                    Q8_0 = MLSTACK__GGML_Q8_0, Q2_K = MLSTACK__GGML_Q2_K, Q3_K = MLSTACK__GGML_Q3_K,
                    Q4_K = MLSTACK__GGML_Q4_K, Q5_K = MLSTACK__GGML_Q5_K, Q6_K = MLSTACK__GGML_Q6_K,
                    Q4_1 = MLSTACK__GGML_Q4_1, IQ4_NL = MLSTACK__GGML_IQ4_NL, IQ4_XS = MLSTACK__GGML_IQ4_XS,
-                   TQ1_0 = MLSTACK__GGML_TQ1_0, TQ2_0 = MLSTACK__GGML_TQ2_0;
+                   TQ1_0 = MLSTACK__GGML_TQ1_0, TQ2_0 = MLSTACK__GGML_TQ2_0, IQ3_S = MLSTACK__GGML_IQ3_S,
+                   IQ2_XXS = MLSTACK__GGML_IQ2_XXS;
     uint32_t base = 0, t;
     size_t i;
     int more_bits = l < n / 8 || l >= 7 * n / 8 || (l - n / 8) % 3 == 2;
+    /* the 1- and 2-bit mixes (IQ2_XXS, IQ2_XS, IQ1_S, IQ2_S, IQ2_M, IQ1_M); s3: those with IQ3_S */
+    int low = ftype == 19 || ftype == 20 || ftype == 24 || ftype == 28 || ftype == 29 || ftype == 31;
+    uint32_t s3 = ftype == 28 || ftype == 29 ? IQ3_S : Q2_K;
     for (i = 0; i < sizeof mlstack__mixes / sizeof mlstack__mixes[0]; i++)
         if (mlstack__mixes[i].ftype == ftype) base = mlstack__mixes[i].base;
     t = base;
-    if (role == 1) t = n_in % (int)mlstack__ggml_types[base].block || base == Q8_0 ? Q8_0 : Q6_K;
+    if (role == 1)
+        t = n_in % (int)mlstack__ggml_types[base].block || base == Q8_0 ? Q8_0 : low || ftype == 23 ? Q5_K : Q6_K;
+    else if (ftype == 22 || ftype == 23 || ftype == 26 || ftype == 27) /* IQ3_XS, IQ3_XXS, IQ3_S, IQ3_M */
+        t = mlstack__mix_type_iq3(ftype, role, l, n, gqa, im, t);
+    else if (low)
+        t = role == 2   ? (gqa >= 4 ? Q4_K : s3)
+            : role == 3 ? (l < n / 8 ? s3 : t)
+            : role == 4 ? (ftype == 24 || ftype == 31 ? IQ2_XXS
+                           : s3 == IQ3_S              ? IQ3_S
+                                                      : t)
+                        : t;
     else if (role == 2)
         t = ftype == 10                                 ? (gqa >= 4 ? Q4_K : Q3_K)
             : ftype == 12                               ? (l < 2 ? Q5_K : Q4_K)
@@ -35521,7 +36249,8 @@ static uint32_t mlstack__mix_type(int ftype, int role, int l, int n, int n_in, i
     else if (role == 4)
         t = ftype == 10 ? Q3_K : ftype == 12 ? Q4_K : ftype == 13 ? Q5_K : t;
     if (n_in % (int)mlstack__ggml_types[t].block)
-        t = t == IQ4_XS                                          ? IQ4_NL
+        t = t == IQ4_XS || (t >= IQ2_XXS && t <= MLSTACK__GGML_IQ2_S && t != IQ4_NL) || t == MLSTACK__GGML_IQ1_M
+                ? IQ4_NL
             : t == Q2_K || t == Q3_K || t == TQ1_0 || t == TQ2_0 ? Q4_0
             : t == Q4_K                                          ? Q5_0
             : t == Q5_K                                          ? Q5_1
@@ -35808,6 +36537,51 @@ static mlstack_result mlstack__imatrix_for(const mlstack_model *m, mlstack__imat
     return MLSTACK_OK;
 }
 
+/* The GGML type of weight w (layer l, -1: the head) in mix (mlstack__mix_type), or 0. */
+static uint32_t mlstack__mix_type_of(const mlstack_model *m, int mix, int l, const mlstack__weight *w, int im) {
+    const mlstack__layer *L = l >= 0 ? &m->layers[l] : NULL;
+    int role = !L                ? 1
+               : w == &L->wv     ? 2
+               : w == &L->w_down ? 3
+               : w == &L->wo     ? 4
+               : w == &L->wq     ? 5
+               : w == &L->wk     ? 6
+               : w == &L->w_gate ? 7
+               : w == &L->w_up   ? 8
+                                 : 0;
+    return mlstack__mix_type(mix, role, l, m->cfg.n_layers, w->n_in,
+                             m->cfg.n_kv_heads > 0 ? m->cfg.n_heads / m->cfg.n_kv_heads : 1, im);
+}
+/* llama-quantize's refusal: a projection made IQ3_XXS, IQ2_*, IQ1_* without importance weights
+   ("the result will be garbage"): an error naming it, or MLSTACK_OK. */
+static mlstack_result mlstack__mix_needs_im(const mlstack_model *m, int l, const mlstack__weight *w, uint32_t gt,
+                                            const char *why, mlstack_error *err) {
+    if (l < 0 || !(gt == MLSTACK__GGML_IQ3_XXS || gt == MLSTACK__GGML_IQ2_XXS || gt == MLSTACK__GGML_IQ2_XS ||
+                   gt == MLSTACK__GGML_IQ2_S || gt == MLSTACK__GGML_IQ1_S || gt == MLSTACK__GGML_IQ1_M))
+        return MLSTACK_OK;
+    return MLSTACK__FAIL(err, MLSTACK_ERR_UNSUPPORTED,
+                         "%s: %s (layer %d) would be %s, which needs an importance matrix (%s; llama-quantize "
+                         "refuses it too: without one the result is garbage)",
+                         m->path, w->name ? w->name : "a projection", l, mlstack__ggml_types[gt].name, why);
+}
+/* Before any quantizing without an imatrix: the first weight mix would make a type that needs one. */
+static mlstack_result mlstack__mix_check_im(const mlstack_model *m, int mix, mlstack_error *err) {
+    int l, i;
+    for (l = 0; l < m->cfg.n_layers; l++) {
+        mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
+        int n = mlstack__layer_weights((mlstack_model *)(uintptr_t)m, l, ws);
+        for (i = 0; i < n; i++) {
+            mlstack_result r;
+            if (ws[i]->n_in % MLSTACK__QK || ws[i]->wtype == MLSTACK__W_MXFP4) continue;
+            if (ws[i] == &m->layers[l].router || ws[i] == &m->layers[l].sh_router) continue;
+            r = mlstack__mix_needs_im(m, l, ws[i], mlstack__mix_type_of(m, mix, l, ws[i], 0),
+                                      "quantize with --imatrix, from llama-imatrix", err);
+            if (r != MLSTACK_OK) return r;
+        }
+    }
+    return MLSTACK_OK;
+}
+
 static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype quant, int mix, mlstack__imatrix *im,
                                               mlstack_error *err) {
     mlstack__pool pool;
@@ -35835,14 +36609,7 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
             /* MoE routers stay as stored: their top-k is a discrete choice that rounding would flip */
             if (l >= 0 && (ws[i] == &m->layers[l].router || ws[i] == &m->layers[l].sh_router)) continue;
             if (mix) {
-                gt = mlstack__mix_type(mix,
-                                       l < 0                           ? 1
-                                       : ws[i] == &m->layers[l].wv     ? 2
-                                       : ws[i] == &m->layers[l].w_down ? 3
-                                       : ws[i] == &m->layers[l].wo     ? 4
-                                                                       : 0,
-                                       l, m->cfg.n_layers, ws[i]->n_in,
-                                       m->cfg.n_kv_heads > 0 ? m->cfg.n_heads / m->cfg.n_kv_heads : 1, im != NULL);
+                gt = mlstack__mix_type_of(m, mix, l, ws[i], im != NULL);
                 if (!gt) continue;
                 wt = mlstack__ggml_made_wtype(gt);
             }
@@ -35858,9 +36625,15 @@ static mlstack_result mlstack__model_quantize(mlstack_model *m, mlstack_dtype qu
                 mlstack__pool_free(&pool);
                 return mlstack__requant_refused(m, ws[i], quant, mix, gt, err);
             }
-            if ((r = mlstack__imatrix_for(m, im, l, ws[i], &qw, err)) != MLSTACK_OK) {
+            if ((r = mlstack__imatrix_for(m, im, l, ws[i], &qw, err)) != MLSTACK_OK ||
+                (!qw &&
+                 (r = mlstack__mix_needs_im(m, l, ws[i], gt, "the imatrix has no entry for it", err)) != MLSTACK_OK)) {
                 mlstack__pool_free(&pool);
                 return r;
+            }
+            if (gt && MLSTACK__GGML_IS_IQS(gt) && !mlstack__iqs_tables(gt)) {
+                mlstack__pool_free(&pool);
+                return MLSTACK__FAIL(err, MLSTACK_ERR_NO_MEMORY, "out of memory for the i-quant search tables");
             }
             src = ws[i]->data;
             src_bytes = (size_t)ws[i]->n_out * ws[i]->row_bytes;
@@ -35887,7 +36660,10 @@ static mlstack_result mlstack__model_quantize_im(mlstack_model *m, int mix, cons
     mlstack__imatrix im;
     mlstack_result r;
     int64_t i;
-    if (!path) return mlstack__model_quantize(m, MLSTACK_DTYPE_F32, mix, NULL, err);
+    if (!path) {
+        if ((r = mlstack__mix_check_im(m, mix, err)) != MLSTACK_OK) return r;
+        return mlstack__model_quantize(m, MLSTACK_DTYPE_F32, mix, NULL, err);
+    }
     if ((r = mlstack__imatrix_load(&im, path, err)) != MLSTACK_OK) return r;
     r = mlstack__model_quantize(m, MLSTACK_DTYPE_F32, mix, &im, err);
     for (i = 0; r == MLSTACK_OK && i < im.n; i++)
@@ -35904,15 +36680,24 @@ typedef struct mlstack__pack_job {
     const mlstack__weight *w;
     unsigned char *dst;
     int pairs;
+    const mlstack_model *m; /* or NULL: the model whose mapping gives back a group's rows once packed */
 } mlstack__pack_job;
 #if MLSTACK__COLD_O1 /* end of cold code */
 #pragma GCC pop_options
 #endif
 static void mlstack__pack_task(void *ctx, int task, int n_tasks, int thread) {
     const mlstack__pack_job *j = (const mlstack__pack_job *)ctx;
+    int r0 = task * MLSTACK__P16_GROUP * MLSTACK__P16, r1 = r0 + MLSTACK__P16_GROUP * MLSTACK__P16;
     (void)n_tasks;
     (void)thread;
     mlstack__p16_pack_group(j->w, task, j->pairs, j->dst);
+    /* native GGML rows in the mapping (never pair-packed): each group's pages go back as soon as
+       its panels exist, so a large one (an LM head) is not held twice while it is packed */
+    if (j->m && MLSTACK__W_IS_GGML(j->w->wtype)) {
+        if (r1 > j->w->n_out) r1 = j->w->n_out;
+        mlstack__model_release_source(j->m, (const unsigned char *)j->w->data + (size_t)r0 * j->w->row_bytes,
+                                      (size_t)(r1 - r0) * j->w->row_bytes);
+    }
 }
 
 /* One copy of each weight. The rows of a weight quantized at open are our own memory, and once
@@ -35924,10 +36709,12 @@ static void mlstack__pack_task(void *ctx, int task, int n_tasks, int thread) {
    packing only moves bytes and offsets Q8_0 values by 128), and stay while any hold lasts; the
    last hold given back releases them again. Copies made at open in another layout (a GGUF's
    Q/K rows put back in Hugging Face order, a converted tensor) are ours the same way, of any
-   type with panels (F32, F16, BF16 too); rows as stored in a mapped file are never released
-   this way (mlstack__model_release_source gives their pages back: the file keeps them). The panels of a folder saved with them
-   (mlstack_model_save) are mapped as they are; their rows start given back (room never
-   written) and are derived the same way. All of it under mlstack__pack_lock. */
+   type with panels (F32, F16, BF16 too; the Q/K copies of a native block type are made again
+   from the file's rows, since KQ and IQ panels do not give them back); rows as stored in a
+   mapped file are never released this way (mlstack__model_release_source gives their pages
+   back: the file keeps them). The panels of a folder saved with them (mlstack_model_save) are
+   mapped as they are; their rows start given back (room never written) and are derived the
+   same way. All of it under mlstack__pack_lock. */
 #if MLSTACK__OWNS_DATA
 MLSTACK__VAR mlstack__mutex mlstack__pack_lock = MLSTACK__MUTEX_INIT;
 #else
@@ -35968,11 +36755,32 @@ MLSTACK__FN void mlstack__p16_unpack(const mlstack__weight *w, unsigned char *ro
     }
 }
 
+/* The stored row of a GGUF's Q/K matrix that holds Hugging Face row r: llama.cpp's converter
+   permutes each head's rows for its rotary pairs, HF row h*Dh + j*Dh/2 + i to GGUF row
+   h*Dh + 2i + j. */
+static int64_t mlstack__rope_rows_src(int64_t r, int head_dim) {
+    int64_t h = r / head_dim, rem = r % head_dim, half = head_dim / 2;
+    return h * head_dim + 2 * (rem % half) + rem / half;
+}
+
+/* w's rows given back, made again: from its panels, or (native GGML rows copied only to reorder
+   them, which mlstack__p16_unpack cannot rebuild from KQ or IQ panels) from the stored rows. */
+static void mlstack__weight_rederive(mlstack__weight *w) {
+    unsigned char *rows = (unsigned char *)(uintptr_t)w->data;
+    int64_t r;
+    if (!w->src_rows) mlstack__p16_unpack(w, rows);
+    for (r = 0; w->src_rows && r < w->n_out; r++)
+        memcpy(rows + (size_t)r * w->row_bytes,
+               w->src_rows + (size_t)mlstack__rope_rows_src(r, w->src_dh) * w->row_bytes, w->row_bytes);
+    w->rows = MLSTACK__ROWS_OWNED;
+}
+
 /* Releases w's rows when they are a copy made at open, its panels exist and nothing holds
    rows. Under mlstack__pack_lock. */
 static void mlstack__weight_drop_rows(const mlstack_model *m, mlstack__weight *w) {
-    /* (native GGML rows stay: mlstack__p16_unpack does not re-derive them from KQ panels) */
-    if (w->rows != MLSTACK__ROWS_OWNED || !w->packed || m->rows_users || MLSTACK__W_IS_GGML(w->wtype)) return;
+    /* (other native GGML rows stay: mlstack__p16_unpack does not re-derive them from KQ panels) */
+    if (w->rows != MLSTACK__ROWS_OWNED || !w->packed || m->rows_users || (MLSTACK__W_IS_GGML(w->wtype) && !w->src_rows))
+        return;
     mlstack__mem_release((void *)(uintptr_t)w->data, (size_t)w->n_out * w->row_bytes);
     w->rows = MLSTACK__ROWS_GONE;
 }
@@ -35991,8 +36799,7 @@ MLSTACK__FN void mlstack__model_hold_rows(mlstack_model *m, int hold) {
         int n = mlstack__layer_weights(m, l, ws);
         for (i = 0; i < n; i++) {
             if (hold && ws[i]->rows == MLSTACK__ROWS_GONE) {
-                mlstack__p16_unpack(ws[i], (unsigned char *)(uintptr_t)ws[i]->data);
-                ws[i]->rows = MLSTACK__ROWS_OWNED;
+                mlstack__weight_rederive(ws[i]);
             } else if (!hold) {
                 mlstack__weight_drop_rows(m, ws[i]);
             }
@@ -36011,6 +36818,7 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
         mlstack__weight *ws[MLSTACK__MAX_LAYER_WEIGHTS];
         mlstack__pack_job j;
         int n = mlstack__layer_weights(m, l, ws);
+        j.m = m;
         for (i = 0; i < n && r == MLSTACK_OK; i++) {
             mlstack__weight *w = ws[i];
             size_t np = (size_t)mlstack__p16_panels(w->n_out);
@@ -36018,10 +36826,8 @@ static mlstack_result mlstack__model_pack(mlstack_model *m, mlstack__pool *pool,
                 int want = j.pairs ? !w->packed_dp && w->wtype == MLSTACK__W_BF16 && (packs & MLSTACK__PACK_BF16_PAIRS)
                                    : !w->packed && MLSTACK__PACKS_HAS(packs, w->wtype);
                 if (!want) continue;
-                if (w->rows == MLSTACK__ROWS_GONE) { /* pair panels of a weight whose rows went back */
-                    mlstack__p16_unpack(w, (unsigned char *)(uintptr_t)w->data);
-                    w->rows = MLSTACK__ROWS_OWNED;
-                }
+                if (w->rows == MLSTACK__ROWS_GONE) /* pair panels of a weight whose rows went back */
+                    mlstack__weight_rederive(w);
                 j.w = w;
                 j.dst = (unsigned char *)mlstack__model_own_at(
                     m, np * (j.pairs ? mlstack__p16_pair_bytes(w->n_in) : mlstack__p16_bytes(w->wtype, w->n_in)), 1);
@@ -36490,7 +37296,8 @@ static mlstack_result mlstack__model_pooling(mlstack_model *m, const char *dir, 
    other types are dequantized to f32 at load. llama.cpp's converter permutes the rows of Q and
    K of llama-architecture models (its RoPE rotates adjacent pairs, ours halves): those rows are
    put back in Hugging Face order in a copy of the stored type. A copied tensor's stored pages go
-   back to the system once copied. */
+   back to the system once copied; a copy of a native block type goes back too once panels hold
+   it, and is made again from the file's rows when a path reads rows (>>model). */
 
 /* The one mapping of per-layer tensor names, GGUF (blk.N.) <-> Hugging Face (model.layers.N.),
    read and written by both directions. Its order is the writer's (mlstack__model_save_gguf_file):
@@ -37407,13 +38214,6 @@ MLSTACK__FN mlstack_result mlstack__gguf_config(mlstack__config *c, const mlstac
     return mlstack__gguf_config_more(c, g, arch, path, err);
 }
 
-/* The row of the Hugging Face Q/K matrix that llama.cpp's permutation moved to GGUF row `r`'s
-   inverse: HF row h*Dh + j*Dh/2 + i is GGUF row h*Dh + 2i + j. */
-static int64_t mlstack__gguf_unpermute_src(int64_t r, int head_dim) {
-    int64_t h = r / head_dim, rem = r % head_dim, half = head_dim / 2;
-    return h * head_dim + 2 * (rem % half) + rem / half;
-}
-
 /* A hybrid's layer tensor blk.N.<rest> -> the family's Hugging Face name after <prefix>.layers.N.
    into out (0: not one of these). Roles: A attention, M the MLP, X the recurrent mixer, E the
    experts' block; "ssm_a" is A = -exp(A_log) as stored (read as <X>.A, not A_log). */
@@ -37791,9 +38591,10 @@ MLSTACK__FN mlstack_result mlstack__gguf_weights(mlstack_model *m, const char *p
                     x->file = 1;
                     x->begin = off;
                     x->end = off + bytes;
+                    if (permute_heads && quant && mlstack__gguf_in_place(t->type)) /* re-derivable */
+                        x->src_begin = t->offset, x->perm_dh = c->head_dim;
                     for (r = 0; r < rows; r++) {
-                        uint64_t src =
-                            permute_heads ? (uint64_t)mlstack__gguf_unpermute_src((int64_t)r, c->head_dim) : r;
+                        uint64_t src = permute_heads ? (uint64_t)mlstack__rope_rows_src((int64_t)r, c->head_dim) : r;
                         const unsigned char *s = g->data + t->offset + src * row_bytes;
                         unsigned char *d = copies + off + r * out_row;
                         if (quant) mlstack__gguf_repack_row(t->type, s, d, (int)t->ne[0]);
@@ -39259,8 +40060,8 @@ MLSTACK_API mlstack_result mlstack_model_open(const mlstack_model_desc *desc, ml
             r = MLSTACK__FAIL(
                 err, MLSTACK_ERR_INVALID_ARG,
                 "quant_mix \"%s\": expected one of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K_S, "
-                "Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0 (Q3_K, Q4_K, "
-                "Q5_K)",
+                "Q3_K_M, Q3_K_L, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS, IQ3_XXS, IQ3_XS, IQ3_S, "
+                "IQ3_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ1_S, IQ1_M, TQ1_0, TQ2_0 (Q3_K, Q4_K, Q5_K)",
                 desc->quant_mix);
         else if ((r = mlstack__model_quantize_im(m, mix, desc->imatrix, err)) == MLSTACK_OK)
             m->quant_ftype = mix;
@@ -43449,6 +44250,7 @@ static int mlstack__rank_pack(mlstack__rank *rk, mlstack__weight *w) {
     uint64_t packs = rk->k->packs;
     size_t np = (size_t)mlstack__p16_panels(w->n_out);
     mlstack__pack_job j;
+    j.m = NULL;
     if (w->n_out == 0) return 0;
     for (j.pairs = 0; j.pairs < 2; j.pairs++) {
         size_t bytes;

@@ -62,8 +62,10 @@ static const char *ENGINE_OPTS =
     "      --quant TYPE         quantize weights at load: q8_0, q4_1, or a llama.cpp file type by\n"
     "                           llama-quantize's name and rules: q4_0, q5_0, q5_1, q2_k, q3_k_s,\n"
     "                           q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, iq4_nl,\n"
-    "                           iq4_xs, tq1_0, tq2_0 (q3_k, q4_k, q5_k: the _m ones) (default: as\n"
-    "                           stored)\n"
+    "                           iq4_xs, iq3_xxs, iq3_xs, iq3_s, iq3_m, iq2_xxs, iq2_xs, iq2_s,\n"
+    "                           iq2_m, iq1_s, iq1_m (most IQ1_*/IQ2_*/IQ3_XXS need --imatrix, as\n"
+    "                           in llama-quantize), tq1_0, tq2_0 (q3_k, q4_k, q5_k: the _m ones)\n"
+    "                           (default: as stored)\n"
     "      --imatrix FILE       with a llama.cpp --quant type: llama-imatrix's importance matrix\n"
     "                           (GGUF or .dat), used as llama-quantize --imatrix uses it\n"
     "      --head-quant TYPE    with --quant q8_0|q4_1: the LM head (a tied one: its copy) as q8_0 or\n"
@@ -218,8 +220,9 @@ int cli_parse_opt(const cli_opt_spec *t, size_t n, void *dst, const char *cmd, i
             }
             if (!cli_quant_mix_names[mi])
                 return cli_die("--quant %s: expected q8_0, q4_1, none or a llama.cpp type: q4_0, q5_0, q5_1, q2_k, "
-                               "q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, iq4_nl, iq4_xs "
-                               "(q3_k, q4_k, q5_k)",
+                               "q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, iq4_nl, iq4_xs, "
+                               "iq3_xxs, iq3_xs, iq3_s, iq3_m, iq2_xxs, iq2_xs, iq2_s, iq2_m, iq1_s, iq1_m, tq1_0, "
+                               "tq2_0 (q3_k, q4_k, q5_k)",
                                v);
             *q = (mlstack_dtype)(CLI_QUANT_MIX + mi);
         }
@@ -593,8 +596,9 @@ mlstack_result cli_engine_init(mlstack_model *m, const mlstack_engine_desc *ed, 
 /* llama-quantize's names of the file types mlstack's quantizer makes (Q8_0 and Q4_1 are
    mlstack's own load-time formats unless a GGUF file is written: cli_cmd_quantize). */
 const char *const cli_quant_mix_names[] = {
-    "Q4_K_M", "Q5_K_M", "Q6_K",   "Q4_K",   "Q5_K",   "Q4_0", "Q5_0", "Q5_1",  "Q2_K",  "Q3_K_S", "Q3_K_M",
-    "Q3_K",   "Q3_K_L", "Q4_K_S", "Q5_K_S", "IQ4_NL", "Q8_0", "Q4_1", "TQ1_0", "TQ2_0", "IQ4_XS", NULL};
+    "Q4_K_M", "Q5_K_M", "Q6_K",   "Q4_K",    "Q5_K",   "Q4_0",  "Q5_0",  "Q5_1",  "Q2_K",  "Q3_K_S", "Q3_K_M",
+    "Q3_K",   "Q3_K_L", "Q4_K_S", "Q5_K_S",  "IQ4_NL", "Q8_0",  "Q4_1",  "TQ1_0", "TQ2_0", "IQ4_XS", "IQ3_XXS",
+    "IQ3_XS", "IQ3_S",  "IQ3_M",  "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ1_S", "IQ1_M", NULL};
 const char *cli_quant_mix(mlstack_dtype q) {
     int i = (int)q - CLI_QUANT_MIX, n = 0;
     while (cli_quant_mix_names[n]) n++;

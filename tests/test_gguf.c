@@ -444,6 +444,87 @@ static void test_quantize_bytes_imatrix(void) {
     mlstack__gguf_close(&g);
 }
 
+/* tests/fixtures/gguf/quantize_iq.gguf (tools/make_quant_fixtures.py): 32 float rows, one
+   importance-matrix row and, per low-bit i-quant, the blocks ggml_quantize_chunk makes with it
+   (and without it, <TYPE>.plain, where ggml allows that) and ggml's dequantization of the
+   first rows (<TYPE>.deq): mlstack__ggml_quantize_row_w gives the same bytes, row by row, and
+   our reader dequantizes llama.cpp's blocks to ggml's floats exactly. */
+static void test_quantize_bytes_iq(void) {
+    static const char *const types[] = {"IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ3_S", "IQ2_S", "IQ1_S", "IQ1_M"};
+    mlstack__gguf g;
+    mlstack_error err;
+    const mlstack__gguf_tensor *src, *im;
+    float qw[512];
+    size_t i;
+    if (mlstack__gguf_open(&g, "tests/fixtures/gguf/quantize_iq.gguf", &err) != MLSTACK_OK) {
+        CHECKF(0, "quantize_iq.gguf: %s", err.message);
+        return;
+    }
+    src = mlstack__gguf_tensor_find(&g, "src"), im = mlstack__gguf_tensor_find(&g, "imatrix");
+    CHECK(src && src->type == MLSTACK__GGML_F32 && src->ne[0] == 512 && src->ne[1] >= 32);
+    CHECK(im && im->type == MLSTACK__GGML_F32 && im->ne[0] == 512);
+    if (!src || !im) {
+        mlstack__gguf_close(&g);
+        return;
+    }
+    memcpy(qw, g.data + im->offset, sizeof qw);
+    for (i = 0; i < sizeof types / sizeof types[0]; i++) {
+        char nm[32];
+        const mlstack__gguf_tensor *t = quant_fixture_rows(&g, src, types[i]), *dq;
+        size_t rb;
+        uint64_t r;
+        int bad = 0, bad_deq = 0, n_deq = 0;
+        unsigned char got[1024];
+        if (!t) continue;
+        CHECK(mlstack__iqs_tables(t->type) != NULL);
+        rb = (size_t)(t->bytes / t->ne[1]);
+        for (r = 0; r < t->ne[1] && rb <= sizeof got; r++) {
+            float x[512];
+            const unsigned char *want = g.data + t->offset + r * rb;
+            memcpy(x, g.data + src->offset + r * 2048, sizeof x);
+            mlstack__ggml_quantize_row_w(t->type, x, got, 512, qw);
+            if (memcmp(got, want, rb) != 0) {
+                size_t k = 0;
+                while (got[k] == want[k]) k++;
+                if (!bad)
+                    printf("%s row %d: byte %d (block %d) %02x vs llama.cpp %02x\n", types[i], (int)r, (int)k,
+                           (int)(k / mlstack__ggml_types[t->type].size), got[k], want[k]);
+                bad++;
+            }
+        }
+        CHECKF(bad == 0, "%s: %d of %d rows differ from llama.cpp's quantizer with an imatrix", types[i], bad,
+               (int)t->ne[1]);
+        snprintf(nm, sizeof nm, "%s.plain", types[i]);
+        if ((dq = mlstack__gguf_tensor_find(&g, nm)) != NULL) { /* without an imatrix, where ggml allows it */
+            int bad_plain = 0;
+            CHECK(dq->type == t->type && dq->bytes == t->bytes);
+            for (r = 0; r < t->ne[1] && dq->bytes == t->bytes; r++) {
+                float x[512];
+                memcpy(x, g.data + src->offset + r * 2048, sizeof x);
+                mlstack__ggml_quantize_row_w(t->type, x, got, 512, NULL);
+                bad_plain += memcmp(got, g.data + dq->offset + r * rb, rb) != 0;
+            }
+            CHECKF(bad_plain == 0, "%s: %d of %d rows differ from llama.cpp's quantizer without an imatrix", types[i],
+                   bad_plain, (int)t->ne[1]);
+            printf("%s: %d rows byte-identical without an imatrix\n", types[i], (int)t->ne[1] - bad_plain);
+        }
+        snprintf(nm, sizeof nm, "%s.deq", types[i]);
+        dq = mlstack__gguf_tensor_find(&g, nm);
+        CHECKF(dq && dq->type == MLSTACK__GGML_F32 && dq->ne[0] == 512, "%s missing", nm);
+        for (r = 0; dq && r < dq->ne[1]; r++) {
+            float y[512], want[512];
+            int k;
+            mlstack__ggml_dequant_row(t->type, g.data + t->offset + r * rb, y, 512);
+            memcpy(want, g.data + dq->offset + r * 2048, sizeof want);
+            for (k = 0; k < 512; k++, n_deq++) bad_deq += memcmp(&y[k], &want[k], 4) != 0;
+        }
+        CHECKF(n_deq > 0 && bad_deq == 0, "%s: %d of %d values dequantized unlike ggml", types[i], bad_deq, n_deq);
+        printf("%s: %d rows byte-identical to llama.cpp's quantizer (imatrix), %d values dequantized as ggml\n",
+               types[i], (int)t->ne[1] - bad, n_deq - bad_deq);
+    }
+    mlstack__gguf_close(&g);
+}
+
 /* tests/fixtures/gguf/quantize.gguf (tools/make_quant_fixtures.py): float rows (Gaussian, heavy
    tails, zero / constant / tiny blocks, rounding ties, outliers) and, per GGML type, the blocks
    llama.cpp's reference quantizers make of them (gguf-py's gguf.quants.quantize for Q4_0 ..
@@ -766,6 +847,43 @@ static void test_float_permuted(void) {
    runs: the same logits as the scalar path (bits), prefill == decode, a row's logits unchanged
    by a batch mate; and close to the same file opened as dequantized f32 weights (the dequantizer
    matches gguf-py bit for bit): mean KL < 2e-3 and the same top-1 token at every position. */
+/* A GGUF's Q/K rows of a block type, copied at open into Hugging Face order: once an engine's
+   panels hold them the copies go back to the system (state GONE), and a scalar engine, which
+   reads rows, gets them back from the file bit for bit (its logits are l0, the first engine's,
+   which read the copies before any went back). */
+static void block_rows_back(mlstack_model *a, int V, const int32_t *ids, const float *l0, const char *path) {
+    mlstack_engine_desc ed;
+    mlstack_engine *e = NULL;
+    mlstack_error err;
+    float *ls = NULL;
+    int l, n_qk = 0, n_gone = 0, n_packed = 0;
+    for (l = 0; l < a->cfg.n_layers; l++) {
+        const mlstack__weight *w[2];
+        int i;
+        w[0] = &a->layers[l].wq, w[1] = &a->layers[l].wk;
+        for (i = 0; i < 2; i++)
+            if (MLSTACK__W_IS_GGML(w[i]->wtype)) {
+                n_qk++;
+                n_packed += w[i]->packed != NULL;
+                n_gone += w[i]->rows == MLSTACK__ROWS_GONE;
+            }
+    }
+    if (!n_packed) {
+        SKIP("%s: no engine made panels of the block-type Q/K copies (scalar kernels only)", path);
+        return;
+    }
+    CHECKF(n_qk > 0 && n_gone == n_packed, "%s: %d of %d block-type Q/K copies with panels given back", path, n_gone,
+           n_packed);
+    memset(&ed, 0, sizeof ed);
+    ed.isa = "scalar";
+    CHECKF(mlstack_engine_init(a, &ed, &e, &err) == MLSTACK_OK, "%s", err.message);
+    if (e) ls = fx_eval_all(e, ids, 8, V, 8);
+    CHECKF(ls && memcmp(ls, l0, sizeof(float) * 8 * (size_t)V) == 0,
+           "%s: scalar logits on the re-derived Q/K rows differ from the first engine's", path);
+    free(ls);
+    mlstack_engine_free(e);
+}
+
 static void kq_model_check(const char *path, const char *format, const int want[2][7], int head) {
     static const int32_t ids[8] = {3, 77, 200, 5, 18, 255, 1, 64}, mate[5] = {9, 8, 7, 6, 5};
     static const char *caps[] = {"scalar", "avx2", "avx512", "amx", "neon"};
@@ -862,6 +980,7 @@ static void kq_model_check(const char *path, const char *format, const int want[
         free(ld);
         mlstack_engine_free(e);
     }
+    if (l0) block_rows_back(a, V, ids, l0, path);
     if (l0 && lr) { /* native kernels vs the dequantized f32 weights */
         double kl = 0;
         int top = 0;
@@ -1220,6 +1339,77 @@ static void test_imatrix(void) {
     md.imatrix = "tests/fixtures/gguf/imatrix-llama-kq.gguf";
     CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_ERR_INVALID_ARG && strstr(err.message, "quant_mix"), "%s",
            err.message);
+    mlstack__gguf_dequant_all = 0;
+}
+
+/* The grid i-quant mixes on llama-kq.gguf's float weights (hidden 256, 2 layers, 4 query heads
+   per KV head) with its imatrix: llama.cpp's per-tensor types (llama_tensor_get_type, read off
+   llama-quant.cpp for these mixes) and layer 1's attn_q rows as mlstack__ggml_quantize_row_w
+   makes them with its entry; without the imatrix the mixes whose projections would be IQ1_*,
+   IQ2_* or IQ3_XXS are refused, naming the tensor, as llama-quantize refuses them. */
+static void test_imatrix_iq(void) {
+    static const struct {
+        const char *mix;
+        int refused; /* without an imatrix */
+        int head, wq, wk, wv, wo, gate0, gate1, down0;
+    } mixes[] = {{"IQ2_XXS", 1, MLSTACK__W_Q5_K, MLSTACK__W_IQ2_XXS, MLSTACK__W_IQ2_XXS, MLSTACK__W_Q4_K,
+                  MLSTACK__W_IQ2_XXS, MLSTACK__W_IQ2_XXS, MLSTACK__W_IQ2_XXS, MLSTACK__W_IQ2_XXS},
+                 {"IQ2_XS", 1, MLSTACK__W_Q5_K, MLSTACK__W_IQ2_XS, MLSTACK__W_IQ2_XS, MLSTACK__W_Q4_K,
+                  MLSTACK__W_IQ2_XS, MLSTACK__W_IQ2_XS, MLSTACK__W_IQ2_XS, MLSTACK__W_IQ2_XS},
+                 {"IQ2_M", 1, MLSTACK__W_Q5_K, MLSTACK__W_IQ2_S, MLSTACK__W_IQ2_S, MLSTACK__W_Q4_K, MLSTACK__W_IQ3_S,
+                  MLSTACK__W_IQ2_S, MLSTACK__W_IQ2_S, MLSTACK__W_IQ2_S},
+                 {"IQ1_S", 1, MLSTACK__W_Q5_K, MLSTACK__W_IQ1_S, MLSTACK__W_IQ1_S, MLSTACK__W_Q4_K, MLSTACK__W_IQ2_XXS,
+                  MLSTACK__W_IQ1_S, MLSTACK__W_IQ1_S, MLSTACK__W_IQ1_S},
+                 {"IQ1_M", 1, MLSTACK__W_Q5_K, MLSTACK__W_IQ1_M, MLSTACK__W_IQ1_M, MLSTACK__W_Q4_K, MLSTACK__W_IQ2_XXS,
+                  MLSTACK__W_IQ1_M, MLSTACK__W_IQ1_M, MLSTACK__W_IQ1_M},
+                 {"IQ3_XXS", 1, MLSTACK__W_Q5_K, MLSTACK__W_IQ2_S, MLSTACK__W_IQ2_S, MLSTACK__W_Q4_K, MLSTACK__W_IQ3_S,
+                  MLSTACK__W_IQ3_XXS, MLSTACK__W_IQ3_XXS, MLSTACK__W_IQ3_XXS},
+                 {"IQ3_XS", 1, MLSTACK__W_Q6_K, MLSTACK__W_IQ3_XXS, MLSTACK__W_IQ3_XXS, MLSTACK__W_Q4_K,
+                  MLSTACK__W_IQ3_S, MLSTACK__W_IQ3_XXS, MLSTACK__W_IQ3_S, MLSTACK__W_IQ3_S},
+                 {"IQ3_M", 0, MLSTACK__W_Q6_K, MLSTACK__W_IQ3_S, MLSTACK__W_IQ3_S, MLSTACK__W_Q4_K, MLSTACK__W_Q4_K,
+                  MLSTACK__W_IQ3_S, MLSTACK__W_IQ3_S, MLSTACK__W_IQ3_S}};
+    mlstack_model_desc md;
+    mlstack_model *f = NULL;
+    mlstack_error err;
+    size_t i;
+    memset(&md, 0, sizeof md);
+    md.path = "tests/fixtures/gguf/llama-kq.gguf";
+    mlstack__gguf_dequant_all = 1;
+    CHECKF(mlstack_model_open(&md, &f, &err) == MLSTACK_OK, "%s", err.message);
+    for (i = 0; f && i < sizeof mixes / sizeof mixes[0]; i++) {
+        mlstack_model *a = NULL;
+        mlstack_result r;
+        md.quant_mix = mixes[i].mix;
+        md.imatrix = NULL;
+        r = mlstack_model_open(&md, &a, &err);
+        CHECKF(mixes[i].refused ? r == MLSTACK_ERR_UNSUPPORTED && strstr(err.message, "needs an importance matrix")
+                                : r == MLSTACK_OK,
+               "%s without an imatrix: %d %s", mixes[i].mix, (int)r, r ? err.message : "opened");
+        mlstack_model_close(a), a = NULL;
+        md.imatrix = "tests/fixtures/gguf/imatrix-llama-kq.gguf";
+        CHECKF(mlstack_model_open(&md, &a, &err) == MLSTACK_OK, "%s: %s", mixes[i].mix, err.message);
+        if (a) {
+            const mlstack__weight *wa = &a->layers[1].wq;
+            unsigned char row[256];
+            float qw[256];
+            int k, same;
+            CHECKF(a->lm_head.wtype == mixes[i].head && wa->wtype == mixes[i].wq &&
+                       a->layers[1].wk.wtype == mixes[i].wk && a->layers[1].wv.wtype == mixes[i].wv &&
+                       a->layers[1].wo.wtype == mixes[i].wo && a->layers[0].w_gate.wtype == mixes[i].gate0 &&
+                       a->layers[1].w_gate.wtype == mixes[i].gate1 && a->layers[0].w_down.wtype == mixes[i].down0,
+                   "%s: tensor types not llama.cpp's", mixes[i].mix);
+            for (k = 0; k < 256; k++) qw[k] = 0.25f * (float)(1 + (7 * k + 7) % 13);
+            same = wa->row_bytes <= sizeof row && f->layers[1].wq.wtype == MLSTACK__W_F32 && wa->wtype >= 16;
+            for (k = 0; same && k < wa->n_out; k++) {
+                mlstack__ggml_quantize_row_w((uint32_t)(wa->wtype - 16),
+                                             (const float *)f->layers[1].wq.data + (size_t)k * 256, row, 256, qw);
+                same = memcmp(row, (const unsigned char *)wa->data + (size_t)k * wa->row_bytes, wa->row_bytes) == 0;
+            }
+            CHECKF(same, "%s: layer 1 attn_q: not the rows its imatrix entry makes", mixes[i].mix);
+        }
+        mlstack_model_close(a);
+    }
+    mlstack_model_close(f);
     mlstack__gguf_dequant_all = 0;
 }
 
@@ -1889,6 +2079,8 @@ int main(void) {
     test_ternary();
     test_quantize_bytes();
     test_quantize_bytes_imatrix();
+    test_quantize_bytes_iq();
+    test_imatrix_iq();
     test_valid();
     test_truncated();
     test_hostile();

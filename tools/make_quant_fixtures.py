@@ -3,7 +3,11 @@
 quantizers make of them, for test_gguf's byte-identity check of mlstack__ggml_quantize_row;
 and tests/fixtures/gguf/quantize_imatrix.gguf: the same rows, one importance-matrix row and
 the blocks ggml_quantize_chunk makes with it (llama-quantize --imatrix's call), for the check of
-mlstack__ggml_quantize_row_w.
+mlstack__ggml_quantize_row_w; and tests/fixtures/gguf/quantize_iq.gguf: 32 float rows (those and
+more), one importance-matrix row, and per low-bit i-quant (IQ2_XXS .. IQ1_M) the blocks
+ggml_quantize_chunk makes with it (<TYPE>), without it where ggml allows (<TYPE>.plain), and
+ggml's own dequantization of the former's first rows (<TYPE>.deq, F32), for test_gguf's byte-identity and
+round-trip checks of those quantizers.
 
   python3 tools/make_quant_fixtures.py [--peer peer]
 
@@ -31,6 +35,9 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 OUT = os.path.join(ROOT, "tests", "fixtures", "gguf", "quantize.gguf")
 OUT_IM = os.path.join(ROOT, "tests", "fixtures", "gguf", "quantize_imatrix.gguf")
 OUT_IMF = os.path.join(ROOT, "tests", "fixtures", "gguf", "imatrix-llama-kq.gguf")
+OUT_IQ = os.path.join(ROOT, "tests", "fixtures", "gguf", "quantize_iq.gguf")
+DEQ_ROWS = 6  # rows of <TYPE>.deq (the file stays small)
+IQ_TYPES = ("IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ3_S", "IQ2_S", "IQ1_S", "IQ1_M")
 IM_TYPES = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS")
 COLS = 512
 
@@ -39,9 +46,19 @@ PROG = r"""
 #include <stdlib.h>
 #include "ggml.h"
 /* argv: type number, rows, cols[, im]; f32 rows on stdin (then, with im, cols importance
-   weights), the quantized rows on stdout */
+   weights), the quantized rows on stdout. argv[4] "deq": the type's rows on stdin, ggml's
+   dequantization (f32) on stdout. */
 int main(int argc, char **argv) {
     int type = atoi(argv[1]), rows = atoi(argv[2]), cols = atoi(argv[3]);
+    if (argc > 4 && argv[4][0] == 'd') {
+        size_t nq = ggml_row_size((enum ggml_type)type, cols) * rows;
+        void *q = malloc(nq);
+        float *f = malloc(sizeof(float) * (size_t)rows * cols);
+        if (fread(q, 1, nq, stdin) != nq) return 1;
+        ggml_get_type_traits((enum ggml_type)type)->to_float(q, f, (int64_t)rows * cols);
+        fwrite(f, sizeof(float), (size_t)rows * cols, stdout);
+        return 0;
+    }
     float *x = malloc(sizeof(float) * (size_t)rows * cols), *qw = malloc(sizeof(float) * (size_t)cols);
     size_t n = ggml_row_size((enum ggml_type)type, cols) * rows;
     void *y = malloc(n);
@@ -113,6 +130,62 @@ def write_imatrix_fixture(exe, x):
     print("wrote %s (%d bytes)" % (os.path.relpath(OUT_IM, ROOT), os.path.getsize(OUT_IM)))
 
 
+def iq_rows():
+    """source_rows() and 23 more: Gaussian rows of spread scales, Laplacian and uniform ones,
+    rows with exact zeros sprinkled in, and sign patterns (odd numbers of negatives per 8)."""
+    rng = np.random.default_rng(16)
+    rows = list(source_rows())
+    for s in (0.003, 0.01, 0.03, 0.1, 0.3, 3.0):
+        rows.append(rng.normal(0, s, COLS))
+    for s in (0.01, 0.05, 1.0):
+        rows.append(rng.laplace(0, s, COLS))
+    for s in (0.02, 1.0):
+        rows.append(rng.uniform(-s, s, COLS))
+    for _ in range(4):
+        r = rng.normal(0, 0.02, COLS)
+        r[rng.random(COLS) < 0.3] = 0
+        rows.append(r)
+    for _ in range(4):
+        r = np.abs(rng.normal(0, 0.02, COLS))
+        r[rng.choice(COLS, 100, replace=False)] *= -1
+        rows.append(r)
+    r = rng.normal(0, 0.02, COLS)
+    r[rng.choice(COLS, 8, replace=False)] *= 60
+    rows.append(r)
+    rows.append(np.round(rng.normal(0, 1, COLS) * 2) / 4)
+    rows.append(rng.standard_t(3, COLS) * 0.02)
+    rows.append(rng.normal(0.01, 0.02, COLS))
+    return np.stack(rows).astype(np.float32)
+
+
+def write_iq_fixture(exe):
+    import gguf
+    T = gguf.GGMLQuantizationType
+    x, qw = iq_rows(), importance_row()
+    w = gguf.GGUFWriter(OUT_IQ, "quantize-iq-fixture")
+    w.add_tensor("src", x)
+    w.add_tensor("imatrix", qw)
+    for name in IQ_TYPES:
+        t = T[name]
+        blk, size = gguf.GGML_QUANT_SIZES[t]
+        shape = (x.shape[0], x.shape[1] // blk * size)
+        ref = ggml_quantize(exe, t, x, qw)
+        w.add_tensor(name, ref.reshape(shape), raw_dtype=t)
+        p = subprocess.run([exe, str(int(t)), str(DEQ_ROWS), str(x.shape[1]), "deq"],
+                           input=ref.reshape(shape)[:DEQ_ROWS].tobytes(), stdout=subprocess.PIPE, check=True)
+        w.add_tensor(name + ".deq", np.frombuffer(p.stdout, dtype=np.float32).reshape(DEQ_ROWS, x.shape[1]))
+        if name in ("IQ3_XXS", "IQ3_S", "IQ2_S", "IQ1_M"):  # ggml quantizes these without one too
+            plain = ggml_quantize(exe, t, x)
+            if plain.tobytes() == ref.tobytes():
+                sys.exit("make_quant_fixtures: %s: the imatrix changed nothing" % name)
+            w.add_tensor(name + ".plain", plain.reshape(shape), raw_dtype=t)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    print("wrote %s (%d bytes)" % (os.path.relpath(OUT_IQ, ROOT), os.path.getsize(OUT_IQ)))
+
+
 def write_imatrix_file():
     """An importance matrix in llama-imatrix's GGUF format for llama-kq.gguf's 14 projections
     (2 layers, 256 columns each): value k of entry e (attn_q, attn_k, attn_v, attn_output,
@@ -177,6 +250,7 @@ def main():
         w.close()
         print("wrote %s (%d bytes)" % (os.path.relpath(OUT, ROOT), os.path.getsize(OUT)))
         write_imatrix_fixture(exe, x)
+        write_iq_fixture(exe)
 
 
 if __name__ == "__main__":
