@@ -22517,6 +22517,136 @@ static void mlstack__attn_pv_kv_neon(float *acc, int G, int Dh, const float *p, 
 #undef MLSTACK__PKV_NEON
         }
 }
+/* The chunk ops straight from a quantized cache (Q8_0 / Q4_0 blocks, type qt), as the AVX2
+   forms: each key or value vector is its block's f16 scale times its integers, one exact
+   product per lane (what the dequantized copy holds), fed to the dense ops' FMA chains above in
+   their order: the same bits. 4 neighbouring keys of one run a vector (a last one past the
+   chunk reads up to 3 keys more of its page and drops them). */
+static MLSTACK__ALWAYS_INLINE float32x4_t mlstack__kq_scale4_neon(const unsigned char *b, size_t col) {
+    uint32_t lo, hi;
+    memcpy(&lo, b, 4), memcpy(&hi, b + col, 4); /* the scales' low bytes (block row 0), high (row 1) */
+    return vcvt_f32_f16(
+        vreinterpret_f16_u8(vzip1_u8(vreinterpret_u8_u32(vdup_n_u32(lo)), vreinterpret_u8_u32(vdup_n_u32(hi)))));
+}
+/* 4 integers of a block (4 bytes at p; Q4: the low nibbles less 8, or the high ones when hi) times sc */
+static MLSTACK__ALWAYS_INLINE float32x4_t mlstack__kq_ld4_neon(const unsigned char *p, float32x4_t sc, int hi,
+                                                               const int Q4) {
+    uint32_t w;
+    int32x4_t x;
+    memcpy(&w, p, 4);
+    if (!Q4) x = vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u32(vdup_n_u32(w)))));
+    else {
+        uint8x8_t b = vreinterpret_u8_u32(vdup_n_u32(w));
+        b = hi ? vshr_n_u8(b, 4) : vand_u8(b, vdup_n_u8(15));
+        x = vsubq_s32(vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(vmovl_u8(b)))), vdupq_n_s32(8));
+    }
+    return vmulq_f32(sc, vcvtq_f32_s32(x));
+}
+static MLSTACK__ALWAYS_INLINE void mlstack__scores_kq_tile_neon(const float *q, int Dh, const unsigned char *const *kb,
+                                                                size_t col, int n, float scale, float *s,
+                                                                mlstack__fetch *f, const int GH, const int NV,
+                                                                const int Q4) {
+    float32x4_t a[2][8], sc[8];
+    const size_t bs = (size_t)(Q4 ? 18 : 34) * col;
+    int h, v, b, i;
+    MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++) a[h][v] = vdupq_n_f32(0.0f);
+    for (b = 0; b < Dh / 32; b++) {
+        MLSTACK__UNROLL for (v = 0; v < NV; v++) sc[v] = mlstack__kq_scale4_neon(kb[v] + b * bs, col);
+        for (i = 0; i < 32; i++) {
+            float32x4_t k[8];
+            const size_t row = (size_t)(2 + (Q4 ? i & 15 : i)) * col + b * bs;
+            mlstack__fetch_step(f);
+            MLSTACK__UNROLL for (v = 0; v < NV; v++) k[v] = mlstack__kq_ld4_neon(kb[v] + row, sc[v], i >= 16, Q4);
+            MLSTACK__UNROLL for (h = 0; h < GH; h++) {
+                float x = q[(size_t)h * Dh + 32 * b + i];
+                MLSTACK__UNROLL for (v = 0; v < NV; v++) a[h][v] = vfmaq_n_f32(a[h][v], k[v], x);
+            }
+        }
+    }
+    MLSTACK__UNROLL for (h = 0; h < GH; h++) MLSTACK__UNROLL for (v = 0; v < NV; v++)
+        mlstack__st4_part_neon(s + h * 32 + 4 * v, n - 4 * v, vmulq_n_f32(a[h][v], scale));
+}
+static void mlstack__attn_scores_kq_neon(const float *q, int G, int Dh, uint32_t qt, const void *const *k,
+                                         const int *len, int nr, size_t ldk, float scale, float *s, mlstack__fetch *f) {
+    const unsigned char *kb[8];
+    int g, r, j, n = 0, nv = 0, q4 = qt != MLSTACK__GGML_Q8_0;
+    for (r = 0; r < nr; n += len[r++])
+        for (j = 0; j < len[r]; j += 4) kb[nv++] = (const unsigned char *)k[r] + j;
+    for (g = 0; g < G; g += 2) {
+        int gh = G - g >= 2 ? 2 : 1;
+        const float *qg = q + (size_t)g * Dh;
+        float *sg = s + g * 32;
+#define MLSTACK__SKQ_NEON(Q4_, GH_, NV_)                                               \
+    case (Q4_) * 32 + (GH_) * 16 + (NV_):                                              \
+        mlstack__scores_kq_tile_neon(qg, Dh, kb, ldk, n, scale, sg, f, GH_, NV_, Q4_); \
+        break;
+        /* clang-format off */
+#define MLSTACK__SKQ_NEON_GH(Q4_, GH_) \
+    MLSTACK__SKQ_NEON(Q4_, GH_, 1) MLSTACK__SKQ_NEON(Q4_, GH_, 2) MLSTACK__SKQ_NEON(Q4_, GH_, 3) \
+    MLSTACK__SKQ_NEON(Q4_, GH_, 4) MLSTACK__SKQ_NEON(Q4_, GH_, 5) MLSTACK__SKQ_NEON(Q4_, GH_, 6) \
+    MLSTACK__SKQ_NEON(Q4_, GH_, 7) MLSTACK__SKQ_NEON(Q4_, GH_, 8)
+        /* clang-format on */
+        switch (q4 * 32 + gh * 16 + nv) {
+            /* clang-format off */
+            MLSTACK__SKQ_NEON_GH(0, 1) MLSTACK__SKQ_NEON_GH(0, 2) MLSTACK__SKQ_NEON_GH(1, 1) MLSTACK__SKQ_NEON_GH(1, 2)
+        default: break;
+            /* clang-format on */
+        }
+#undef MLSTACK__SKQ_NEON_GH
+#undef MLSTACK__SKQ_NEON
+    }
+}
+/* One head's NV vectors (NV / 8 blocks) of one pass (from a; vb[r]: run r's first row at the
+   pass's first block, rows rs bytes apart) += p . the rows, key by key in order. */
+static MLSTACK__ALWAYS_INLINE void mlstack__pv_kq_tile_neon(float *a, const float *p, const unsigned char *const *vb,
+                                                            const int *len, int nr, size_t rs, mlstack__fetch *f,
+                                                            const int NV, const int Q4) {
+    float32x4_t acc[16];
+    const size_t bs = Q4 ? 18 : 34;
+    int i, r, j, jj;
+    MLSTACK__UNROLL for (i = 0; i < NV; i++) acc[i] = vld1q_f32(a + 4 * i);
+    for (r = 0, j = 0; r < nr; r++) {
+        const unsigned char *row = vb[r];
+        for (jj = 0; jj < len[r]; jj++, j++, row += rs) {
+            float32x4_t sc[2];
+            float pj = p[j];
+            mlstack__fetch_step(f);
+            MLSTACK__UNROLL for (i = 0; i < NV; i += 8) {
+                uint16_t d;
+                memcpy(&d, row + (size_t)(i / 8) * bs, 2);
+                sc[i / 8] = vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(d)));
+            }
+            MLSTACK__UNROLL for (i = 0; i < NV; i++) {
+                const int o = 4 * (i % 8); /* the vector's first dim in its block */
+                float32x4_t x =
+                    mlstack__kq_ld4_neon(row + (size_t)(i / 8) * bs + 2 + (Q4 ? o % 16 : o), sc[i / 8], o >= 16, Q4);
+                acc[i] = vfmaq_n_f32(acc[i], x, pj);
+            }
+        }
+    }
+    MLSTACK__UNROLL for (i = 0; i < NV; i++) vst1q_f32(a + 4 * i, acc[i]);
+}
+/* Dh a multiple of 32: a head's two blocks a pass (the last one alone) */
+static void mlstack__attn_pv_kq_neon(float *acc, int G, int Dh, const float *p, uint32_t qt, const void *const *v,
+                                     const int *len, int nr, mlstack__fetch *f) {
+    const unsigned char *vb[MLSTACK__ATT_CHUNK + 1];
+    const int q4 = qt != MLSTACK__GGML_Q8_0;
+    const size_t bs = q4 ? 18 : 34, rs = (size_t)Dh / 32 * bs;
+    int g, d, m, r;
+    for (g = 0; g < G; g++)
+        for (d = 0; d < Dh; d += m) {
+            float *a = acc + (size_t)g * Dh + d;
+            const float *pg = p + g * 32;
+            m = Dh - d >= 64 ? 64 : 32;
+            for (r = 0; r < nr; r++) vb[r] = (const unsigned char *)v[r] + (size_t)d / 32 * bs;
+            switch (q4 * 2 + (m == 64)) {
+            case 0: mlstack__pv_kq_tile_neon(a, pg, vb, len, nr, rs, f, 8, 0); break;
+            case 1: mlstack__pv_kq_tile_neon(a, pg, vb, len, nr, rs, f, 16, 0); break;
+            case 2: mlstack__pv_kq_tile_neon(a, pg, vb, len, nr, rs, f, 8, 1); break;
+            default: mlstack__pv_kq_tile_neon(a, pg, vb, len, nr, rs, f, 16, 1); break;
+            }
+        }
+}
 /* mlstack__from_f32, 4 lanes: F16 by fcvtn (the FPCR's round to nearest even), BF16 by the
    reference's integer rounding (NaN: quieted, its payload's top bits kept). */
 static void mlstack__from_f32_neon(mlstack_dtype dt, const float *src, void *dst, size_t n) {
@@ -22619,12 +22749,13 @@ static void mlstack__ssd_step_neon(float *S, const float *x, const float *B, con
     for (; p0 + 4 <= P; p0 += 4) mlstack__ssd_cols_neon(S, x, B, C, dt, dA, D, N, P, y, p0, 1);
     if (p0 < P) mlstack__ssd_cols(S, x, B, C, dt, dA, D, N, P, y, p0, P - p0);
 }
-#define MLSTACK__ATTN_NEON                                                                                 \
-    mlstack__attn_scores_neon, mlstack__softmax_neon, mlstack__attn_pv_neon, mlstack__kv_chunk_neon,       \
-        mlstack__attn_scores_kv_neon, mlstack__attn_pv_kv_neon, NULL, NULL, mlstack__from_f32_neon,        \
-        mlstack__quantize_rows, mlstack__rope_table, mlstack__rope_apply, mlstack__conv_step_neon,         \
-        mlstack__dn_rule_neon, mlstack__ssd_step_neon, mlstack__gelu_tanh_scalar, mlstack__softcap_scalar, \
-        mlstack__altup_route_scalar, mlstack__altup_pred_scalar, mlstack__altup_corr_scalar
+#define MLSTACK__ATTN_NEON                                                                                           \
+    mlstack__attn_scores_neon, mlstack__softmax_neon, mlstack__attn_pv_neon, mlstack__kv_chunk_neon,                 \
+        mlstack__attn_scores_kv_neon, mlstack__attn_pv_kv_neon, mlstack__attn_scores_kq_neon,                        \
+        mlstack__attn_pv_kq_neon, mlstack__from_f32_neon, mlstack__quantize_rows, mlstack__rope_table,               \
+        mlstack__rope_apply, mlstack__conv_step_neon, mlstack__dn_rule_neon, mlstack__ssd_step_neon,                 \
+        mlstack__gelu_tanh_scalar, mlstack__softcap_scalar, mlstack__altup_route_scalar, mlstack__altup_pred_scalar, \
+        mlstack__altup_corr_scalar
 
 static const mlstack__kernels mlstack__kernels_neon = {"neon",
                                                        mlstack__matmul_neon,

@@ -8,7 +8,8 @@
            per type with --kl-divergence; llama.cpp scores the second half of a chunk)
   --bench  decode tokens/s of --gen tokens at depth --depth: `mlstack bench -p 0 -n G -d D
            --cache-type-k T --cache-type-v T` and `llama-bench -p 0 -n G -d D -ctk T -ctv T
-           -fa 1`, per thread count (-r repetitions each, the median)
+           -fa 1`, per thread count (-r repetitions each, the median; llama-bench --no-warmup at a
+           depth: it fills the depth again before each repetition, which warms the same weights)
 
   python3 tools/kvquant_table.py --gguf models/SmolLM2-135M-Instruct.Q4_1.gguf --text FILE \\
           --kl --depths 1024,4096,8192 --bench --depth 8128 --threads 1,2
@@ -43,7 +44,9 @@ def sh(cmd, timeout=3600):
 def ours_kl(a, n, t):
     out = sh([a.mlstack, "kl", "-m", a.gguf, "-f", a.text, "--tokens", str(n), "-t", str(a.kl_threads),
               "--cache-type-k", t, "--cache-type-v", t])
-    row = [ln for ln in out.splitlines() if ln.startswith("| %s/%s |" % (t, t))][0].split("|")
+    row = [ln for ln in out.splitlines() if ln.startswith("| %s/%s |" % (t, t))][0]
+    print("  mlstack %d: %s" % (n, row), file=sys.stderr, flush=True)  # max KL and both perplexities
+    row = row.split("|")
     return float(row[3]), float(row[5].strip().rstrip("%"))
 
 
@@ -56,6 +59,8 @@ def peer_kl(a, n, types, work):
     res = {}
     for t in types:
         out = sh(common + ["-ctk", t, "-ctv", t, "--kl-divergence-base", base, "--kl-divergence"])
+        keep = [ln.strip() for ln in out.splitlines() if re.match(r"\s*(Mean PPL|Mean\s+KLD|Maximum KLD|Same top)", ln)]
+        print("  llama.cpp %d %s: %s" % (n, t, " / ".join(keep)), file=sys.stderr, flush=True)
         kld = re.search(r"Mean\s+KLD:\s+([-0-9.eE]+)", out)
         top = re.search(r"Same top p:\s+([0-9.]+)", out)
         res[t] = (float(kld.group(1)) if kld else float("nan"), float(top.group(1)) if top else float("nan"))
@@ -83,6 +88,19 @@ def make_text(path, want=256 * 1024):
     print("%s: %d files, %d bytes" % (path, len(parts), os.path.getsize(path)), file=sys.stderr)
 
 
+def cache_bytes_per_token(gguf_path, t):
+    """K and V bytes of one position over all layers: n_layers * n_kv_heads * head_dim * 2 values
+    at f16's 2 bytes, Q8_0's 34 / 32 or Q4_0's 18 / 32 (both engines store these blocks)."""
+    import gguf
+    r = gguf.GGUFReader(gguf_path)
+    arch = bytes(r.fields["general.architecture"].parts[-1]).decode()
+    val = lambda k: int(r.fields["%s.%s" % (arch, k)].parts[-1][0])
+    kvh = val("attention.head_count_kv" if "%s.attention.head_count_kv" % arch in r.fields else "attention.head_count")
+    dh = val("embedding_length") // val("attention.head_count")
+    per = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}[t]
+    return int(val("block_count") * kvh * dh * 2 * per)
+
+
 def ours_tg(a, t, th):
     out = sh([a.mlstack, "bench", "-m", a.gguf, "-p", "0", "-n", str(a.gen), "-d", str(a.depth), "-t", str(th),
               "-r", str(a.reps), "--bw-mib", "0", "--json", "--cache-type-k", t, "--cache-type-v", t])
@@ -94,7 +112,8 @@ def ours_tg(a, t, th):
 
 def peer_tg(a, t, th):
     out = sh([os.path.join(a.peer, "bin", "llama-bench"), "-m", a.gguf, "-p", "0", "-n", str(a.gen), "-d",
-              str(a.depth), "-t", str(th), "-r", str(a.reps), "-ctk", t, "-ctv", t, "-fa", "1", "-o", "json"])
+              str(a.depth), "-t", str(th), "-r", str(a.reps), "-ctk", t, "-ctv", t, "-fa", "1", "-o", "json"] +
+             (["--no-warmup"] if a.depth else []))
     js = json.loads(out[out.index("["):out.rindex("]") + 1])
     return statistics.median(js[0]["samples_ts"]) if js else float("nan")
 
@@ -116,6 +135,7 @@ def main():
     ap.add_argument("--gen", type=int, default=32)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("-r", "--reps", type=int, default=3)
+    ap.add_argument("--skip", default="", help="--bench: cache types (of f16 and --types) to leave out")
     a = ap.parse_args()
     if a.make_text:
         make_text(a.make_text)
@@ -136,12 +156,13 @@ def main():
                     print("| %d | %s | %.6f | %.2f%% | %.6f | %.2f%% |" % (n, t, kl, top, peer[t][0], peer[t][1]),
                           flush=True)
     if a.bench:
-        print("| cache k/v | threads | mlstack tg%d@d%d | llama.cpp | ratio |" % (a.gen, a.depth))
-        print("|---|---|---|---|---|")
+        print("| cache k/v | bytes/token | threads | mlstack tg%d@d%d | llama.cpp | ratio |" % (a.gen, a.depth))
+        print("|---|---|---|---|---|---|")
         for th in [int(x) for x in a.threads.split(",")]:
-            for t in ["f16"] + types:
+            for t in [x for x in ["f16"] + types if x not in a.skip.split(",")]:
                 o, p = ours_tg(a, t, th), peer_tg(a, t, th)
-                print("| %s | %d | %.2f | %.2f | %.2fx |" % (t, th, o, p, o / p if p else float("nan")), flush=True)
+                print("| %s | %d | %d | %.2f | %.2f | %.2fx |" % (t, cache_bytes_per_token(a.gguf, t), th, o, p,
+                                                               o / p if p else float("nan")), flush=True)
 
 
 if __name__ == "__main__":
