@@ -131,7 +131,7 @@ CLI_TEST_RUNS = $(B)/scripts/test_cli $(B)/scripts/test_chat_editor $(B)/scripts
                 $(B)/scripts/test_readme
 define py_run
 	@mkdir -p $(@D)
-	@printf '#!/bin/sh\nexec %s "%s" --mlstack "%s" %s\n' '$(PYTHON)' '$(CURDIR)/$(1)' '$(CURDIR)/$<' '$(2)' >$@
+	@printf '#!/bin/sh\nexec %s "%s" --mlstack "%s" %s\n' '$(PYTHON)' '$(CURDIR)/$(1)' '$(abspath $<)' '$(2)' >$@
 	@chmod +x $@
 endef
 $(B)/scripts/test_cli: $(B)/mlstack tests/test_cli.py tests/cli_testlib.py
@@ -140,7 +140,7 @@ $(B)/scripts/test_chat_editor: $(B)/mlstack tests/test_chat_editor.py tests/cli_
 	$(call py_run,tests/test_chat_editor.py,)
 # every code block of README.md and docs/*.md, compiled (against the plain flavour's object) or run
 $(B)/scripts/test_readme: $(B)/mlstack $(B)/tests/mlstack.o tests/test_readme.py tests/cli_testlib.py README.md $(wildcard docs/*.md)
-	$(call py_run,tests/test_readme.py,--object "$(CURDIR)/$(B)/tests/mlstack.o")
+	$(call py_run,tests/test_readme.py,--object "$(abspath $(B))/tests/mlstack.o")
 $(B)/scripts/test_server: $(B)/mlstack tests/test_server.py tests/cli_testlib.py
 	$(call py_run,tests/test_server.py,)
 $(B)/asan-cli/test_server: $(B)/asan-cli/mlstack tests/test_server.py tests/cli_testlib.py
@@ -177,7 +177,9 @@ $(B)/examples/%: $(B)/examples/%.o $(CLI_IMPL)
 
 # $(call flavour,DIR,COMPILER,FLAGS,LIBS[,OBJECTS]): $(B)/DIR/mlstack.o, the implementation once
 # (or OBJECTS already compiled, joined into one), and a rule for $(B)/DIR/NAME from tests/NAME.c
-# (or tests/fuzz/NAME.c for $(B)/DIR/replay_NAME) linked against it (and LINK_NAME).
+# (or tests/fuzz/NAME.c for $(B)/DIR/replay_NAME) linked against it (and LINK_NAME). A test is
+# compiled apart from its link, so that the tests compile while the implementation does (in
+# `make check`, the ASan object's one long compile has the other core to itself otherwise).
 EXPORT = -DMLSTACK_IMPLEMENTATION -DMLSTACK__EXPORT_INTERNALS
 IMPORT = -DMLSTACK__IMPORT_INTERNALS -fno-inline
 # $(call import_opt,COMPILER,FLAGS,TEST): the optimisation of a test's own code. gcc at -O0 still
@@ -194,9 +196,11 @@ $(B)/$(1)/mlstack.o: $(if $(5),$(5),mlstack.h)
 $(B)/$(1)/pch/mlstack.h.gch: tests/pch.h mlstack.h
 	@mkdir -p $$(@D)
 	$(2) $(3) $$(IMPORT) $$(call import_opt,$(2),$(3),) -DMLSTACK_IMPLEMENTATION= -x c-header -o $$@ $$<
-$(B)/$(1)/%: tests/%.c $$(HDRS) $(B)/$(1)/mlstack.o $(call pch_of,$(1),$(2))
+$(B)/$(1)/%.o: tests/%.c $$(HDRS) $(call pch_of,$(1),$(2))
 	@mkdir -p $$(@D)
-	$(2) $(3) $$(IMPORT) $$(call import_opt,$(2),$(3),$$*) $(call pch_use,$(1),$(2)) -o $$@ $$< $(B)/$(1)/mlstack.o $(4) $$(LINK_$$*)
+	$(2) $(3) $$(IMPORT) $$(call import_opt,$(2),$(3),$$*) $(call pch_use,$(1),$(2)) -c -o $$@ $$<
+$(B)/$(1)/%: $(B)/$(1)/%.o $(B)/$(1)/mlstack.o
+	$(2) $(3) -o $$@ $$< $(B)/$(1)/mlstack.o $(4) $$(LINK_$$*)
 $(B)/$(1)/replay_%: tests/fuzz/%.c tests/fuzz/replay.h mlstack.h $(B)/$(1)/mlstack.o $(call pch_of,$(1),$(2))
 	@mkdir -p $$(@D)
 	$(2) $(3) $$(IMPORT) $$(call import_opt,$(2),$(3),$$*) $(call pch_use,$(1),$(2)) -o $$@ $$< $(B)/$(1)/mlstack.o $(4)
@@ -223,7 +227,7 @@ $(eval $(call flavour,openmp,$(CC),$(TEST_CFLAGS) -fopenmp -DMLSTACK_OPENMP $(NO
 $(eval $(call flavour,nothreads,$(CC),$(TEST_CFLAGS) -DMLSTACK_NO_THREADS $(CONTRACT) $(HOST_FMA),-lm))
 $(eval $(call flavour,aarch64,$(AARCH64_CC),$(AARCH64_FLAGS),$(LDLIBS)))
 # The CUDA companion's host-emulated kernels and engine (tests/test_cuda_emul.c) read mlstack_cuda.h.
-$(foreach f,tests asan clang,$(B)/$(f)/test_cuda_emul): mlstack_cuda.h
+$(foreach f,tests asan clang,$(B)/$(f)/test_cuda_emul.o): mlstack_cuda.h
 # Other builds of the engine tests: OpenMP fork/join instead of the built-in pool, and no threads.
 VARIANT_BINS = $(B)/openmp/test_models $(B)/nothreads/test_models $(B)/nothreads/test_real_repro
 # test_real_repro runs SmolLM2 in every build that has it (a short run in the reading builds,
@@ -238,13 +242,18 @@ aarch64-tools:
 define qemu_run
 	@command -v $(QEMU_AARCH64) >/dev/null 2>&1 || { echo "neon-test: $(QEMU_AARCH64) not found; install it with: apt-get install -y qemu-user" >&2; exit 1; }
 	@mkdir -p $(@D)
-	@printf '#!/bin/sh\nexec env %s "%s" -cpu %s "%s" "$$@"\n' '$(2)' '$(QEMU_AARCH64)' '$(1)' '$(CURDIR)/$<' >$@
+	@printf '#!/bin/sh\nexec env %s "%s" -cpu %s "%s" "$$@"\n' '$(2)' '$(QEMU_AARCH64)' '$(1)' '$(abspath $<)' >$@
 	@chmod +x $@
 endef
 .SECONDARY: $(B)/aarch64/test_kernels $(B)/aarch64/test_models $(B)/aarch64/test_quant $(B)/aarch64/test_real_repro \
             $(B)/aarch64/test_gguf $(B)/aarch64/test_kvquant
+# A test may run a subset under qemu (QEMU_ENV_NAME) where the native flavours run the rest:
+# test_kvquant's engine checks for the first cache type pairs (quick mode; the NEON attention
+# ops on both quantized types, the mixed pairs on x86-64 only: max/test_kernels compares every
+# NEON cache op with the reference's bits)
+QEMU_ENV_test_kvquant = MLSTACK_TEST_QUICK=1
 $(B)/aarch64/max/%: $(B)/aarch64/%
-	$(call qemu_run,max,-u MLSTACK_ISA)
+	$(call qemu_run,max,-u MLSTACK_ISA $(QEMU_ENV_$*))
 $(B)/aarch64/cortex-a53/%: $(B)/aarch64/%
 	$(call qemu_run,cortex-a53,-u MLSTACK_ISA)
 $(B)/aarch64/scalar/%: $(B)/aarch64/%
@@ -348,15 +357,24 @@ fuzz-replay: $(FUZZ_BINS)
 	@for t in $(FUZZ_TARGETS); do $(B)/asan/replay_$$t tests/fuzz/corpus/$${t#fuzz_} || exit 1; done
 
 # `make test` builds TEST_BUILDS in parallel (one job per CPU), replays the fuzz corpora, then
-# runs TEST_RUNS in order; a block that adds tests appends to both (TEST_RUNS += ...).
+# runs TEST_RUNS (printed in this order); a block that adds tests appends to both (TEST_RUNS += ...).
+# (The CLI and the examples by name, not `all`: its sub-make would build the plain flavour's
+# precompiled header beside this one.)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-TEST_BUILDS += all compile-tests model $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS) $(FUZZ_BINS)
+TEST_BUILDS += $(B)/mlstack $(EXAMPLES) compile-tests model $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS) $(FUZZ_BINS)
 TEST_RUNS   += $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS)
+# tests/run.sh starts these first, the longest first (flavour/name, as its summary rows name them;
+# the "slowest by CPU" list of an idle run, and test_chat_editor, which mostly waits), so that the
+# last minutes are not one long test alone; the plain test_real_repro first, as it writes the
+# hashes that the other builds' read. Refresh the list when that list changes.
+TEST_FIRST = tests/test_real_repro max/test_real_repro tests/test_ranks scripts/test_chat_editor \
+             max/test_kvquant asan/test_hybrid asan/test_families max/test_kernels tests/test_real_smollm2 \
+             asan/test_kernels asan-cli/test_server scripts/test_server scripts/test_cli
 test:
 	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BUILDS)
 	@$(MAKE) --no-print-directory fuzz-replay
 	@echo "== tests (plain, ASan+UBSan, AArch64 NEON under qemu-user, ThreadSanitizer, Windows under Wine, armv7 and riscv64 under qemu-user, clang) =="
-	@bash tests/run.sh $(TEST_RUNS)
+	@TEST_FIRST="$(TEST_FIRST)" bash tests/run.sh $(TEST_RUNS)
 
 # Formatting. .clang-format is the style; clang-format 19 applies it (older releases lack
 # options it uses; `pip install clang-format==19.1.7` gets it, as .ci/run does). `make format`
@@ -405,7 +423,7 @@ ARMV7_RUNS    = $(addprefix $(B)/run/armv7/,$(QEMU_TESTS))
 RISCV64_RUNS  = $(addprefix $(B)/run/riscv64/,$(QEMU_TESTS))
 CLANG_BINS    = $(addprefix $(B)/clang/,$(ASAN_TESTS))
 PORT_RUNS     = $(WIN_RUNS) $(ARMV7_RUNS) $(RISCV64_RUNS) $(CLANG_BINS)
-WINEPREFIX_DIR = $(CURDIR)/$(B)/win64/prefix
+WINEPREFIX_DIR = $(abspath $(B))/win64/prefix
 
 $(eval $(call flavour,win64,$(MINGW_CC),$(CROSS_FLAGS),))
 $(eval $(call flavour,armv7,$(ARMV7_CC),$(CROSS_FLAGS) $(ARMV7_FLAGS),$(LDLIBS)))
@@ -426,7 +444,7 @@ $(B)/win64/mlstack.exe: $(WIN_CLI_OBJS) $(B)/win64/mlstack.o
 $(B)/run/win64/test_cli_windows: $(B)/win64/mlstack.exe $(B)/mlstack tests/test_cli_windows.py tests/cli_testlib.py | $(B)/win64/prefix/ok
 	@mkdir -p $(@D)
 	@printf '#!/bin/sh\nexec %s "%s" --exe "%s" --native "%s" --wine "%s" --prefix "%s"\n' '$(PYTHON)' \
-	    '$(CURDIR)/tests/test_cli_windows.py' '$(CURDIR)/$<' '$(CURDIR)/$(B)/mlstack' '$(WINE)' '$(WINEPREFIX_DIR)' >$@
+	    '$(CURDIR)/tests/test_cli_windows.py' '$(abspath $<)' '$(abspath $(B))/mlstack' '$(WINE)' '$(WINEPREFIX_DIR)' >$@
 	@chmod +x $@
 WIN_RUNS += $(B)/run/win64/test_cli_windows
 
@@ -456,7 +474,7 @@ $(B)/win64/prefix/ok:
 # $(call port_run,RUNNER,ENV): a script that runs the binary $< through RUNNER
 define port_run
 	@mkdir -p $(@D)
-	@printf '#!/bin/sh\nexec env %s %s "%s" "$$@"\n' '$(2)' '$(1)' '$(CURDIR)/$<' >$@
+	@printf '#!/bin/sh\nexec env %s %s "%s" "$$@"\n' '$(2)' '$(1)' '$(abspath $<)' >$@
 	@chmod +x $@
 endef
 .SECONDARY: $(addprefix $(B)/win64/,$(addsuffix .exe,$(WIN_TESTS))) $(addprefix $(B)/armv7/,$(QEMU_TESTS)) \
@@ -464,14 +482,17 @@ endef
 # Windows programs end text lines with CR LF: the runner reads LF lines, so CRs are dropped
 $(B)/run/win64/%: $(B)/win64/%.exe | $(B)/win64/prefix/ok
 	@mkdir -p $(@D)
-	@printf '#!/bin/bash\nset -o pipefail\nenv WINEPREFIX=%s WINEDEBUG=-all "%s" "%s" "$$@" 2>&1 | tr -d "\\r"\n' '$(WINEPREFIX_DIR)' '$(WINE)' '$(CURDIR)/$<' >$@
+	@printf '#!/bin/bash\nset -o pipefail\nenv WINEPREFIX=%s WINEDEBUG=-all "%s" "%s" "$$@" 2>&1 | tr -d "\\r"\n' '$(WINEPREFIX_DIR)' '$(WINE)' '$(abspath $<)' >$@
 	@chmod +x $@
+# armv7 and riscv64 run the scalar reference only, which the native builds check whole:
+# test_kernels checks a third of its shape grids there (quick mode; every dimension's values met)
+PORT_ENV_test_kernels = MLSTACK_TEST_QUICK=1
 $(B)/run/armv7/%: $(B)/armv7/%
 	$(call need_tool,$(QEMU_ARM),qemu-user)
-	$(call port_run,"$(QEMU_ARM)",-u MLSTACK_ISA)
+	$(call port_run,"$(QEMU_ARM)",-u MLSTACK_ISA $(PORT_ENV_$*))
 $(B)/run/riscv64/%: $(B)/riscv64/%
 	$(call need_tool,$(QEMU_RISCV64),qemu-user)
-	$(call port_run,"$(QEMU_RISCV64)",-u MLSTACK_ISA)
+	$(call port_run,"$(QEMU_RISCV64)",-u MLSTACK_ISA $(PORT_ENV_$*))
 
 # Big-endian targets stop at compile time with a clear message (clang knows s390x without a
 # sysroot); their declarations alone still compile.
@@ -586,8 +607,10 @@ TEST_BUILDS += $(B)/optout/ok
 # ThreadSanitizer), the opt-out builds and ISA opt-out syntax checks, the compile tests, the CLI's
 # Python suites, the fuzz corpus replays, format-check, and the quick-mode tests whole. ----
 CHECK_BINS = $(ASAN_BINS) $(FN_LENGTHS_RUN)
+# started first, the longest first (as TEST_FIRST for make test)
+CHECK_FIRST = asan/test_kernels asan/test_families asan/test_hybrid asan/test_cuda_emul asan/test_grammar asan/test_gguf
 .PHONY: check
 check:
 	@$(MAKE) --no-print-directory -j$(JOBS) $(CHECK_BINS)
 	@echo "== make check: unit tests under ASan+UBSan (quick mode for the slowest; make test runs everything) =="
-	@MLSTACK_TEST_QUICK=1 bash tests/run.sh $(CHECK_BINS)
+	@MLSTACK_TEST_QUICK=1 TEST_FIRST="$(CHECK_FIRST)" bash tests/run.sh $(CHECK_BINS)

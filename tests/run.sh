@@ -14,7 +14,7 @@ jobs=${TEST_JOBS:-$(($(nproc 2>/dev/null || echo 2) + 1))}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bins=("$@")
-passed=0 failed=0 skipped=0 next=0 started=0 cpu_total=0 t_start=${EPOCHREALTIME/[.,]/}
+passed=0 failed=0 skipped=0 next=0 cpu_total=0 pick=0 t_start=${EPOCHREALTIME/[.,]/}
 
 # run_one I: runs bins[I] (in a subshell of its own, so that `times`' second line, the CPU time
 # of its finished children, is that binary's); its output, exit status, wall and CPU seconds go
@@ -69,24 +69,48 @@ flush() { # reports every finished binary whose predecessors are all reported
     done
 }
 
-# busy NAME: whether a started, unfinished binary has this base name (the same test of another
-# flavour: tests share scratch paths under build/, so those never run at the same time)
-busy() {
-    local j
-    for ((j = next; j < started; j++)); do
-        [ -e "$tmp/$j.rc" ] || [ "$(basename "${bins[$j]}")" != "$1" ] || return 0
+# The start order: the binaries TEST_FIRST names (flavour/name as the summary rows write them;
+# the Makefile lists the slowest of make test, longest first) before the rest, in the order given.
+# Two binaries with the same name (one test in two flavours: they share scratch paths under
+# build/) never run at the same time: one whose namesake is running waits while the ones after
+# it start.
+declare -A running_name=() # base name -> index of the last started binary of that name
+order=() base=() key=()
+for i in "${!bins[@]}"; do
+    base[i]=${bins[$i]##*/} key[i]=${bins[$i]%/*}
+    key[i]=${key[$i]##*/}/${base[$i]}
+done
+for f in ${TEST_FIRST:-}; do
+    for i in "${!bins[@]}"; do [ "${key[$i]}" = "$f" ] && order+=("$i"); done
+done
+for i in "${!bins[@]}"; do
+    [[ " ${order[*]} " == *" $i "* ]] || order+=("$i")
+done
+
+# launchable: whether a pending binary can start: the first in start order whose namesake is not
+# running (its position in `order` goes to $pick)
+launchable() {
+    local k i n
+    for k in "${!order[@]}"; do
+        i=${order[$k]} n=${base[$i]}
+        if [ -n "${running_name[$n]:-}" ] && [ ! -e "$tmp/${running_name[$n]}.rc" ]; then continue; fi
+        pick=$k
+        return 0
     done
     return 1
 }
 
-started=0
-for i in "${!bins[@]}"; do
-    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ] || busy "$(basename "${bins[$i]}")"; do
+while [ ${#order[@]} -gt 0 ]; do
+    if [ "$(jobs -rp | wc -l)" -ge "$jobs" ] || ! launchable; then
         wait -n 2>/dev/null || sleep 0.2
         flush
-    done
+        continue
+    fi
+    i=${order[$pick]}
+    unset 'order[pick]'
+    order=("${order[@]}")
+    running_name[${base[$i]}]=$i
     run_one "$i" &
-    started=$((started + 1))
 done
 while [ "$next" -lt ${#bins[@]} ]; do
     wait -n 2>/dev/null || sleep 0.2

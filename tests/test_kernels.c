@@ -58,6 +58,15 @@ static float f16_value(uint16_t h) {
     return (float)(h & 0x8000 ? -v : v);
 }
 
+/* A sanitizer build (TL_SANITIZED: make test's ASan+UBSan flavour, make check) and quick mode
+   (MLSTACK_TEST_QUICK: make check, and the armv7 and riscv64 runs under qemu, whose one path, the
+   scalar reference, the native builds check whole) check a representative third of each shape
+   grid below: the combinations whose indices add up to a multiple of 3, so that every value of
+   each dimension (every type, head count, length, page size, tail) still meets every path; the
+   plain build, and every other flavour, checks the whole grid. */
+static int tk_thin = TL_SANITIZED;
+#define TK_KEEP(sum) (!tk_thin || (sum) % 3 == 0)
+
 /* the opt-in bf16-activation tables (bf16dot, amx+bf16) read BF16 pair panels and round x */
 #define BF16_DOT(k) (((k)->packs & MLSTACK__PACK_BF16_PAIRS) != 0)
 
@@ -132,6 +141,7 @@ static void check_tall(const mlstack__kernels *k) {
                 int same = 1;
                 if (quant && n_in % 32) continue;
                 if (B > 40 && (quant || n_in == 1056)) continue; /* 300 rows: float weights only */
+                if (!TK_KEEP(wi + ni + bi)) continue;
                 if (!pairs && !(k->packs >> wt & 1u)) continue;
                 wf = (float *)malloc(sizeof(float) * n_out * n_in);
                 x = (float *)malloc(sizeof(float) * B * n_in);
@@ -381,7 +391,8 @@ static void check_matmul(const mlstack__kernels *k) {
     if (fresh) *(mm_ref ? &tk_n_self : &tk_n_new) += 1;
     for (pk = fresh ? 0 : 2; pk < 2; pk++)
         for (wi = 0; wi < 5; wi++)
-            for (ni = 0; ni < 7; ni++) check_matmul_case(k, pk, wtypes[wi], n_ins[ni], ni & 1, mm_ref);
+            for (ni = 0; ni < 7; ni++)
+                if (TK_KEEP(pk + wi + ni)) check_matmul_case(k, pk, wtypes[wi], n_ins[ni], ni & 1, mm_ref);
 }
 
 static void check_to_f32(const mlstack__kernels *k) {
@@ -598,8 +609,9 @@ static void check_kv_chunk(const mlstack__kernels *k) {
                 for (nn2 = 0; nn2 < 3; nn2++)
                     for (pi = 0; pi < 3; pi++)
                         for (ti = 0; ti < 3; ti++) {
-                            int Dh = Dhs2[dd], n = ns2[nn2], P = Ps[pi], t0 = t0s[ti] % P, slot, ok = 1;
-                            int nr = kv_runs(pool, (size_t)2 * MAXP * MAXD * es, 0, P, Dh, t0, n, es, kp, vp, len);
+                            int Dh = Dhs2[dd], n = ns2[nn2], P = Ps[pi], t0 = t0s[ti] % P, slot, ok = 1, nr;
+                            if (!TK_KEEP(di + dd + nn2 + pi + ti)) continue;
+                            nr = kv_runs(pool, (size_t)2 * MAXP * MAXD * es, 0, P, Dh, t0, n, es, kp, vp, len);
                             memset(kt1, 0xFF, sizeof(float) * MAXD * 32);
                             mlstack__kv_chunk_scalar(dts[di], kp, vp, len, nr, (size_t)P, Dh, kt0, vf0);
                             k->kv_chunk(dts[di], kp, vp, len, nr, (size_t)P, Dh, kt1, vf1);
@@ -667,9 +679,9 @@ static void check_attn_from_cache(const mlstack__kernels *k) {
                     for (nn = 0; nn < 4; nn++)
                         for (pi = 0; pi < 3; pi++)
                             for (t0 = 0; t0 < 16; t0 += 8) {
-                                int G = Gs[gi], Dh = Dhs[dd], n = ns[nn], P = Ps[pi], same_s, same_a;
-                                int nr =
-                                    kv_runs(pool, (size_t)2 * MAXP * MAXD * es, 3, P, Dh, t0 % P, n, es, kp, vp, len);
+                                int G = Gs[gi], Dh = Dhs[dd], n = ns[nn], P = Ps[pi], same_s, same_a, nr;
+                                if (!TK_KEEP(di + gi + dd + nn + pi + t0 / 8)) continue;
+                                nr = kv_runs(pool, (size_t)2 * MAXP * MAXD * es, 3, P, Dh, t0 % P, n, es, kp, vp, len);
                                 mlstack__kv_chunk_scalar(dts[di], kp, vp, len, nr, (size_t)P, Dh, kt, vf);
                                 mlstack__attn_scores_scalar(q, G, Dh, kt, n, 0.125f, s0);
                                 fe.i = 0, fe.n = 1, fe.at = fe.end = NULL; /* lines asked for on the way: no effect */
@@ -738,6 +750,7 @@ static void check_attn_from_quant_cache(const mlstack__kernels *k) {
                             for (t0 = 0; t0 < 16 && t0 < P; t0 += 8) {
                                 int G = Gs[gi], n = ns[nn], nr = 0, slot = t0, m = n, same_s, same_a;
                                 int len[33];
+                                if (!TK_KEEP(ki + vi + dd + pi + gi + nn + t0 / 8)) continue;
                                 for (; m > 0; m -= len[nr++], slot = 0) { /* runs over pages out of order */
                                     const unsigned char *page = pool + (size_t)((nr * 5 + 3) % NPG) * pg;
                                     len[nr] = P - slot < m ? P - slot : m;
@@ -793,6 +806,7 @@ static void check_attn_chunk(const mlstack__kernels *k) {
                 for (nn = 0; nn < 4; nn++) {
                     int G = Gs[gi], Dh = Dhs[di], n = ns[nn], g, mi, bad = -1;
                     float e0m[8], e0d[8], e0c[8];
+                    if (!TK_KEEP(gi + di + nn)) continue;
                     mlstack__attn_scores_scalar(q, G, Dh, kt, n, 0.125f, s0);
                     k->attn_scores(q, G, Dh, kt, n, 0.125f, s1);
                     for (g = G - 1; g >= 0; g--)
@@ -1041,102 +1055,107 @@ static void check_kq(const mlstack__kernels *k) {
     if (!tk_first((tk_fn)k->matmul, TK_KQ)) return;
     for (wi = 0; wi < (int)(sizeof wtypes / sizeof wtypes[0]); wi++)
         for (ni = 0; ni < 3; ni++)
-            for (no = 0; no < 3; no++) {
-                /* MXFP4's x86 kernels step 64 inputs at a time: 224 ends on a half step */
-                int wt = wtypes[wi], n_in = wt == MLSTACK__W_MXFP4 && ni == 0 ? 224 : n_ins[ni], n_out = n_outs[no],
-                    gt = wt - 16, nblk, bs, j;
-                size_t rb = mlstack__row_bytes(wt, n_in);
-                unsigned char *wd = (unsigned char *)malloc(rb * n_out), *packed = NULL;
-                float *wf = (float *)malloc(sizeof(float) * n_out * n_in),
-                      *x = (float *)malloc(sizeof(float) * 17 * n_in);
-                float *y = (float *)malloc(sizeof(float) * 17 * n_out),
-                      *yr = (float *)malloc(sizeof(float) * 17 * n_out);
-                float *y1 = (float *)malloc(sizeof(float) * n_out), *y2 = (float *)malloc(sizeof(float) * 17 * n_out),
-                      *scratch;
-                mlstack__q8x *xq = (mlstack__q8x *)malloc(sizeof(mlstack__q8x) * 17 * (n_in / 32));
-                mlstack__weight w;
-                int packs = (int)MLSTACK__PACKS_HAS(k->packs, wt);
-                scratch = (float *)malloc(sizeof(float) * MLSTACK__MM_SCRATCH(n_in));
-                bs = mlstack__ggml_types[gt].size;
-                nblk = (int)(rb * n_out / (size_t)bs);
-                for (i = 0; i < (int)(rb * n_out); i++) wd[i] = (unsigned char)(frand() * 128 + 128);
-                for (i = 0; i < nblk; i++)
-                    for (j = 0; j < sc_n[wi]; j++) {
-                        uint16_t h = mlstack__f32_to_f16(frand() * (wt <= MLSTACK__W_Q5_1 ? 0.05f : 0.003f));
-                        memcpy(wd + (size_t)i * bs + sc_off[wi] + 2 * j, &h, 2);
-                    }
-                if (wt == MLSTACK__W_MXFP4) /* exponents 2^-10 .. 2^-4, and in every 7th block the
-                                               extremes: 2^-128 and 2^-127 (subnormal dw), 2^-126, 2^100 */
-                    for (i = 0; i < nblk; i++) {
-                        static const unsigned char ext[] = {0, 1, 2, 228};
-                        wd[(size_t)i * bs] = i % 7 == 3 ? ext[(i / 7) % 4] : (unsigned char)(118 + (i * 5) % 7);
-                    }
-                if (wt == MLSTACK__W_IQ1_M) /* d's four nibbles atop the four scale words */
-                    for (i = 0; i < nblk; i++) {
-                        uint16_t h = mlstack__f32_to_f16(frand() * 0.003f);
-                        for (j = 0; j < 4; j++)
-                            wd[(size_t)i * bs + 49 + 2 * j] =
-                                (unsigned char)((wd[(size_t)i * bs + 49 + 2 * j] & 15) | ((h >> (4 * j)) & 15) << 4);
-                    }
-                for (o = 0; o < n_out; o++)
-                    mlstack__ggml_dequant_row((uint32_t)gt, wd + o * rb, wf + (size_t)o * n_in, n_in);
-                for (i = 0; i < 17 * n_in; i++) x[i] = frand() * (i % 13 == 0 ? 20.0f : 1.0f);
-                memset(&w, 0, sizeof w);
-                w.data = wd, w.wtype = wt, w.n_out = n_out, w.n_in = n_in, w.row_bytes = rb;
-                mlstack__quantize_rows(x, xq, 17, n_in);
-                if (packs) {
-                    packed = (unsigned char *)malloc(mlstack__p16_bytes(wt, n_in) * (size_t)mlstack__p16_panels(n_out));
-                    for (i = 0; i * 64 < n_out; i++) mlstack__p16_pack_group(&w, i, 0, packed);
-                }
-                for (pk = 0; pk <= packs; pk++) {
-                    int same = 1, alone = 1, within = 1, split = 1;
-                    double worst = 0;
-                    w.packed = pk ? packed : NULL;
-                    for (bi = 0; bi < 6; bi++) {
-                        int B = Bs[bi];
-                        w.packed = NULL;
-                        mlstack__matmul_scalar(&w, x, xq, yr, B, 0, n_out, scratch);
-                        w.packed = pk ? packed : NULL;
-                        k->matmul(&w, x, xq, y, B, 0, n_out, scratch);
-                        same &= memcmp(y, yr, sizeof(float) * B * n_out) == 0;
-                        if (n_out > 64) { /* rows [0, 64) and [64, n_out), as two tasks */
-                            k->matmul(&w, x, xq, y2, B, 0, 64, scratch);
-                            k->matmul(&w, x, xq, y2, B, 64, n_out, scratch);
-                            split &= memcmp(y, y2, sizeof(float) * B * n_out) == 0;
+            for (no = 0; no < 3; no++)
+                if (TK_KEEP(wi + ni + no)) {
+                    /* MXFP4's x86 kernels step 64 inputs at a time: 224 ends on a half step */
+                    int wt = wtypes[wi], n_in = wt == MLSTACK__W_MXFP4 && ni == 0 ? 224 : n_ins[ni], n_out = n_outs[no],
+                        gt = wt - 16, nblk, bs, j;
+                    size_t rb = mlstack__row_bytes(wt, n_in);
+                    unsigned char *wd = (unsigned char *)malloc(rb * n_out), *packed = NULL;
+                    float *wf = (float *)malloc(sizeof(float) * n_out * n_in),
+                          *x = (float *)malloc(sizeof(float) * 17 * n_in);
+                    float *y = (float *)malloc(sizeof(float) * 17 * n_out),
+                          *yr = (float *)malloc(sizeof(float) * 17 * n_out);
+                    float *y1 = (float *)malloc(sizeof(float) * n_out),
+                          *y2 = (float *)malloc(sizeof(float) * 17 * n_out), *scratch;
+                    mlstack__q8x *xq = (mlstack__q8x *)malloc(sizeof(mlstack__q8x) * 17 * (n_in / 32));
+                    mlstack__weight w;
+                    int packs = (int)MLSTACK__PACKS_HAS(k->packs, wt);
+                    scratch = (float *)malloc(sizeof(float) * MLSTACK__MM_SCRATCH(n_in));
+                    bs = mlstack__ggml_types[gt].size;
+                    nblk = (int)(rb * n_out / (size_t)bs);
+                    for (i = 0; i < (int)(rb * n_out); i++) wd[i] = (unsigned char)(frand() * 128 + 128);
+                    for (i = 0; i < nblk; i++)
+                        for (j = 0; j < sc_n[wi]; j++) {
+                            uint16_t h = mlstack__f32_to_f16(frand() * (wt <= MLSTACK__W_Q5_1 ? 0.05f : 0.003f));
+                            memcpy(wd + (size_t)i * bs + sc_off[wi] + 2 * j, &h, 2);
                         }
-                        for (b = 0; b < B; b++) {
-                            k->matmul(&w, x + (size_t)b * n_in, xq + (size_t)b * (n_in / 32), y1, 1, 0, n_out, scratch);
-                            alone &= memcmp(y1, y + (size_t)b * n_out, sizeof(float) * n_out) == 0;
-                            for (o = 0; o < n_out && mm_ref; o++) {
-                                double ref = 0, bound = 0, mag = 0;
-                                for (i = 0; i < n_in; i++) {
-                                    double wv = wf[(size_t)o * n_in + i], xv = x[(size_t)b * n_in + i];
-                                    ref += wv * xv;
-                                    bound += fabs(wv) * xq[(size_t)b * (n_in / 32) + i / 32].d * 0.5;
-                                    mag += fabs(wv * xv);
+                    if (wt == MLSTACK__W_MXFP4) /* exponents 2^-10 .. 2^-4, and in every 7th block the
+                                               extremes: 2^-128 and 2^-127 (subnormal dw), 2^-126, 2^100 */
+                        for (i = 0; i < nblk; i++) {
+                            static const unsigned char ext[] = {0, 1, 2, 228};
+                            wd[(size_t)i * bs] = i % 7 == 3 ? ext[(i / 7) % 4] : (unsigned char)(118 + (i * 5) % 7);
+                        }
+                    if (wt == MLSTACK__W_IQ1_M) /* d's four nibbles atop the four scale words */
+                        for (i = 0; i < nblk; i++) {
+                            uint16_t h = mlstack__f32_to_f16(frand() * 0.003f);
+                            for (j = 0; j < 4; j++)
+                                wd[(size_t)i * bs + 49 + 2 * j] =
+                                    (unsigned char)((wd[(size_t)i * bs + 49 + 2 * j] & 15) | ((h >> (4 * j)) & 15)
+                                                                                                 << 4);
+                        }
+                    for (o = 0; o < n_out; o++)
+                        mlstack__ggml_dequant_row((uint32_t)gt, wd + o * rb, wf + (size_t)o * n_in, n_in);
+                    for (i = 0; i < 17 * n_in; i++) x[i] = frand() * (i % 13 == 0 ? 20.0f : 1.0f);
+                    memset(&w, 0, sizeof w);
+                    w.data = wd, w.wtype = wt, w.n_out = n_out, w.n_in = n_in, w.row_bytes = rb;
+                    mlstack__quantize_rows(x, xq, 17, n_in);
+                    if (packs) {
+                        packed =
+                            (unsigned char *)malloc(mlstack__p16_bytes(wt, n_in) * (size_t)mlstack__p16_panels(n_out));
+                        for (i = 0; i * 64 < n_out; i++) mlstack__p16_pack_group(&w, i, 0, packed);
+                    }
+                    for (pk = 0; pk <= packs; pk++) {
+                        int same = 1, alone = 1, within = 1, split = 1;
+                        double worst = 0;
+                        w.packed = pk ? packed : NULL;
+                        for (bi = 0; bi < 6; bi++) {
+                            int B = Bs[bi];
+                            w.packed = NULL;
+                            mlstack__matmul_scalar(&w, x, xq, yr, B, 0, n_out, scratch);
+                            w.packed = pk ? packed : NULL;
+                            k->matmul(&w, x, xq, y, B, 0, n_out, scratch);
+                            same &= memcmp(y, yr, sizeof(float) * B * n_out) == 0;
+                            if (n_out > 64) { /* rows [0, 64) and [64, n_out), as two tasks */
+                                k->matmul(&w, x, xq, y2, B, 0, 64, scratch);
+                                k->matmul(&w, x, xq, y2, B, 64, n_out, scratch);
+                                split &= memcmp(y, y2, sizeof(float) * B * n_out) == 0;
+                            }
+                            for (b = 0; b < B; b++) {
+                                k->matmul(&w, x + (size_t)b * n_in, xq + (size_t)b * (n_in / 32), y1, 1, 0, n_out,
+                                          scratch);
+                                alone &= memcmp(y1, y + (size_t)b * n_out, sizeof(float) * n_out) == 0;
+                                for (o = 0; o < n_out && mm_ref; o++) {
+                                    double ref = 0, bound = 0, mag = 0;
+                                    for (i = 0; i < n_in; i++) {
+                                        double wv = wf[(size_t)o * n_in + i], xv = x[(size_t)b * n_in + i];
+                                        ref += wv * xv;
+                                        bound += fabs(wv) * xq[(size_t)b * (n_in / 32) + i / 32].d * 0.5;
+                                        mag += fabs(wv * xv);
+                                    }
+                                    bound = bound * 1.0001 + 1e-5 * mag + 1e-30;
+                                    if (fabs(y[(size_t)b * n_out + o] - ref) > bound) within = 0;
+                                    if (fabs(y[(size_t)b * n_out + o] - ref) / bound > worst)
+                                        worst = fabs(y[(size_t)b * n_out + o] - ref) / bound;
                                 }
-                                bound = bound * 1.0001 + 1e-5 * mag + 1e-30;
-                                if (fabs(y[(size_t)b * n_out + o] - ref) > bound) within = 0;
-                                if (fabs(y[(size_t)b * n_out + o] - ref) / bound > worst)
-                                    worst = fabs(y[(size_t)b * n_out + o] - ref) / bound;
                             }
                         }
-                    }
-                    if (!mm_ref)
-                        CHECKF(same, "%s %s%s n_in %d n_out %d: differs from the scalar reference", k->name,
+                        if (!mm_ref)
+                            CHECKF(same, "%s %s%s n_in %d n_out %d: differs from the scalar reference", k->name,
+                                   mlstack__wtype_name(wt), pk ? " panels" : "", n_in, n_out);
+                        CHECKF(alone, "%s %s%s n_in %d n_out %d: a row alone differs from the same row in a batch",
+                               k->name, mlstack__wtype_name(wt), pk ? " panels" : "", n_in, n_out);
+                        CHECKF(split, "%s %s%s n_in %d n_out %d: rows split in two ranges differ", k->name,
                                mlstack__wtype_name(wt), pk ? " panels" : "", n_in, n_out);
-                    CHECKF(alone, "%s %s%s n_in %d n_out %d: a row alone differs from the same row in a batch", k->name,
-                           mlstack__wtype_name(wt), pk ? " panels" : "", n_in, n_out);
-                    CHECKF(split, "%s %s%s n_in %d n_out %d: rows split in two ranges differ", k->name,
-                           mlstack__wtype_name(wt), pk ? " panels" : "", n_in, n_out);
-                    if (mm_ref)
-                        CHECKF(within,
-                               "%s %s n_in %d: off the dequantized f32 dot by %.3f of the activation-rounding bound",
-                               k->name, mlstack__wtype_name(wt), n_in, worst);
+                        if (mm_ref)
+                            CHECKF(
+                                within,
+                                "%s %s n_in %d: off the dequantized f32 dot by %.3f of the activation-rounding bound",
+                                k->name, mlstack__wtype_name(wt), n_in, worst);
+                    }
+                    free(wd), free(wf), free(x), free(y), free(yr), free(y1), free(y2), free(xq), free(scratch),
+                        free(packed);
                 }
-                free(wd), free(wf), free(x), free(y), free(yr), free(y1), free(y2), free(xq), free(scratch),
-                    free(packed);
-            }
 }
 
 /* The GGML formats the quantizer writes (>>quant), on llama.cpp's own quantization test
@@ -1277,6 +1296,7 @@ int main(void) {
     const mlstack__kernels *seen[5], *bf16_kernels, *best = mlstack__kernels_select(-1, 0);
     int n_seen = 0, i, j, quick = getenv("MLSTACK_TEST_QUICK") != NULL; /* make check: scalar and the best path */
     char report[256];
+    tk_thin |= quick;
     mlstack__isa_report(report, sizeof report);
     printf("%s\n", report);
     tk_ref = mlstack__kernels_named("scalar");

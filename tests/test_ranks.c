@@ -104,6 +104,47 @@ fail:
     return -1;
 }
 
+/* The one-rank reference run (the prompt below, greedy decode) that check_model, check_reduce and
+   check_stages compare with: computed once per model, layer count, KV type and decode length
+   (the caller does not free it; ref_drop() before a model is closed, whose address may come
+   back). */
+static struct {
+    const mlstack_model *m;
+    int n_layers, n_decode;
+    mlstack_kv_type kv_type;
+    run_out out;
+} ref;
+static void ref_drop(void) {
+    free(ref.out.logits);
+    memset(&ref, 0, sizeof ref);
+}
+static int ref_run(mlstack_model *m, const int32_t *prompt, run_out *o) {
+    if (ref.m != m || ref.n_layers != m->cfg.n_layers || ref.n_decode != n_decode || ref.kv_type != kv_type) {
+        ref_drop();
+        if (run(m, 1, 512, prompt, NULL, &ref.out, NULL) != 0) return -1;
+        ref.m = m, ref.n_layers = m->cfg.n_layers, ref.n_decode = n_decode, ref.kv_type = kv_type;
+    }
+    *o = ref.out;
+    return 0;
+}
+
+/* An engine as run() makes it, not run: its ranks' shares and weights */
+static mlstack_engine *engine_of(mlstack_model *m, int R) {
+    mlstack_engine_desc d;
+    mlstack_engine *e = NULL;
+    mlstack_error err;
+    memset(&d, 0, sizeof d);
+    d.n_threads = R;
+    d.n_ranks = R;
+    d.threads_per_rank = 1;
+    d.max_batch_tokens = 512;
+    d.max_seqs = 4;
+    d.rank_mode = R > 1 ? rank_mode : MLSTACK_RANK_DEFAULT;
+    d.kv_type = kv_type;
+    if (mlstack_engine_init(m, &d, &e, &err) != MLSTACK_OK) printf("engine with %d ranks: %s\n", R, err.message);
+    return e;
+}
+
 /* Shares: every query head, D row, FFN column and vocabulary row exactly once, in rank order;
    KV heads are those the query heads read; private bytes within the bound. */
 static void check_shares(const char *name, mlstack_engine *e, const mlstack_model_info *mi, double slack) {
@@ -163,7 +204,7 @@ static void check_model(const char *name, mlstack_model *m, int max_r, int small
     mlstack_model_get_info(m, &mi);
     V = mi.n_vocab;
     for (i = 0; i < N_PROMPT; i++) prompt[i] = (int32_t)((i * 7919 + 13) % V);
-    if (run(m, 1, 512, prompt, NULL, &one, NULL) != 0) {
+    if (ref_run(m, prompt, &one) != 0) {
         CHECKF(0, "%s: one rank failed", name);
         return;
     }
@@ -182,7 +223,6 @@ static void check_model(const char *name, mlstack_model *m, int max_r, int small
         CHECKF(ok && bad < 0, "%s: %d ranks: logits differ from one rank first at row %d (prefill %d, decode %d)", name,
                R, bad, N_PROMPT, n_decode);
     }
-    free(one.logits);
 }
 
 /* Reduce mode against one rank (gather runs of one rank are the reference). */
@@ -195,7 +235,7 @@ static void check_reduce(const char *name, mlstack_model *m, int max_r, double t
     V = mi.n_vocab;
     for (i = 0; i < N_PROMPT; i++) prompt[i] = (int32_t)((i * 7919 + 13) % V);
     rank_mode = MLSTACK_RANK_DEFAULT;
-    if (run(m, 1, 512, prompt, NULL, &one, NULL) != 0) {
+    if (ref_run(m, prompt, &one) != 0) {
         CHECKF(0, "%s: one rank failed", name);
         return;
     }
@@ -265,7 +305,6 @@ static void check_reduce(const char *name, mlstack_model *m, int max_r, double t
         free(red.logits);
     }
     rank_mode = MLSTACK_RANK_DEFAULT;
-    free(one.logits);
 }
 
 /* Stored bytes of rank ri's projections: its rows (gather) or columns (reduce: Wo, Wdown) of
@@ -491,7 +530,7 @@ static void check_stages(const char *name, mlstack_model *m, int max_s) {
     for (i = 0; i < N_PROMPT; i++) prompt[i] = (int32_t)((i * 7919 + 13) % V);
     n_stages = 0;
     rank_mode = MLSTACK_RANK_DEFAULT;
-    if (run(m, 1, 512, prompt, NULL, &one, NULL) != 0) {
+    if (ref_run(m, prompt, &one) != 0) {
         CHECKF(0, "%s: one rank failed", name);
         return;
     }
@@ -512,12 +551,11 @@ static void check_stages(const char *name, mlstack_model *m, int max_s) {
             if (memcmp(one.logits + (size_t)i * V, st.logits + (size_t)i * V, sizeof(float) * (size_t)V)) bad = i;
         CHECKF(bad < 0, "%s: %d ranks in %d stages: logits differ from one rank first at row %d", name, R, S, bad);
         free(st.logits);
-        if (run(m, T, 512, prompt, one.tokens, &flat, &fe) != 0) {
+        if ((fe = engine_of(m, T)) == NULL) { /* one stage of T ranks: its shares and weights */
             CHECKF(0, "%s: %d ranks failed", name, T);
             mlstack_engine_free(e);
             continue;
         }
-        free(flat.logits);
         memset(sum, 0, sizeof sum);
         for (r = 0; r < R; r++) {
             mlstack_rank_info ri, fi;
@@ -618,7 +656,6 @@ static void check_stages(const char *name, mlstack_model *m, int max_s) {
             rank_mode = MLSTACK_RANK_DEFAULT;
         }
     }
-    free(one.logits);
 }
 
 /* A transport whose collectives must never be called: the descriptors below are refused first. */
@@ -733,6 +770,7 @@ int main(void) {
             check_serving(de->d_name, m);
             check_errors(m);
         }
+        ref_drop(); /* its address may come back */
         mlstack_model_close(m);
         n++;
     }
@@ -769,6 +807,7 @@ int main(void) {
             check_stages(de->d_name, m, 4);
         }
         if (r == MLSTACK_OK && refuse) mlstack_engine_free(e);
+        ref_drop();
         mlstack_model_close(m);
         n++;
     }
@@ -791,6 +830,7 @@ int main(void) {
         CHECKF(mlstack_engine_init(m, &d, &e, &err) == MLSTACK_ERR_UNSUPPORTED && e == NULL &&
                    strstr(err.message, "inside a block"),
                "Q8_0 reduce with 4 ranks of one 16-wide head: %s", err.message);
+        ref_drop();
         mlstack_model_close(m);
     } else {
         CHECKF(0, "llama q8_0: %s", err.message);
@@ -830,6 +870,7 @@ int main(void) {
         check_reduce("smollm2-135m, first layer", m, 4, 1e-5, 1);
         m->cfg.n_layers = mi.n_layers;
         check_deferred("smollm2-135m q8_0 deferred", md.path, 4);
+        ref_drop();
         mlstack_model_close(m);
     } else {
         SKIP("models/smollm2-135m-instruct: %s (make model)", err.message);

@@ -24,6 +24,20 @@ __attribute__((constructor)) static void tl_spin_less(void) {
 }
 #endif
 
+/* TL_SANITIZED: 1 in an AddressSanitizer build (make test's ASan+UBSan flavour, make check), else
+   0. Such a build runs a representative subset of a test's exhaustive grids (where the test says
+   so); the plain flavour runs them whole. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TL_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TL_SANITIZED 1
+#endif
+#endif
+#ifndef TL_SANITIZED
+#define TL_SANITIZED 0
+#endif
+
 /* The hybrid (recurrent-layer) family fixtures under tests/fixtures/families: test_hybrid checks
    each, test_ranks expects each to refuse two ranks. A new hybrid fixture goes here once. */
 #define TL_HYBRID_FIXTURES                                                                                             \
