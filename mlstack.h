@@ -102,8 +102,7 @@
                                                                      moving a function? PARTS has the rules)
      MLSTACK_FULL_OPT           undefined   implementation file      GCC: compile the cold code (COLD CODE in
                                                                      >>platform) at the command line's -O too,
-                                                                     not at -Og, and the x86 matmul tiles
-                                                                     (KERNEL LEVELS there), not at -O1
+                                                                     not at -Og
      MLSTACK_STATIC             undefined   every file that includes make all public functions static
      MLSTACK_SHARED             undefined   every file               default visibility for a shared lib
      MLSTACK_MALLOC/REALLOC/FREE libc       implementation file      allocator (define all three or none)
@@ -1766,9 +1765,10 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
    8. Code that runs once per file, model, request or schema, not per token, goes inside a cold
       region (COLD CODE below: "#if MLSTACK__COLD_O1" marks), compiled at -Og; a function on
       the per-token path, or one with float arithmetic that reaches logits, stays outside.
-   9. The x86 matmul tiles are compiled at -O1 (KERNEL LEVELS below); a tile's loops over its
-      rows and vectors are MLSTACK__EACHn, never MLSTACK__UNROLL loops, or its accumulators
-      go through memory at -O1. */
+   9. The SIMD kernels stay at the command line's level: at -O1 (or -Og) GCC unrolls a
+      "#pragma GCC unroll" loop only late, after the pass that keeps small arrays in registers,
+      so a tile's accumulator array (acc[b][v]) lives on the stack and every FMA goes through
+      memory (AVX2 F32 panels: 28% more instructions at one row). */
 #define MLSTACK__N_PARTS 2
 #define MLSTACK__PART_SEL(k, here, elsewhere) MLSTACK__PART_SEL_(k, here, elsewhere)
 #define MLSTACK__PART_SEL_(k, here, elsewhere) MLSTACK__PART_##k(here, elsewhere)
@@ -1819,24 +1819,11 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
    took 2-4 s more CPU off one -O2 compile of the implementation (of 24-25), tokenizer and GGUF
    opens unchanged and a chat template's render 15-30% slower (tens of microseconds a request). A function there is never inlined into one outside (GCC does not
    inline across optimize attributes), so a small helper the forward pass calls stays outside.
-   Per-token code (kernels but the x86 matmul tiles, below; forward pass, sampling, the grammar
-   matcher, the tokenizer's encoder and the regex matcher) keeps the command line's level. -O1 forms no
+   Per-token code (kernels, forward pass, sampling, the grammar matcher,
+   the tokenizer's encoder and the regex matcher) keeps the command line's level. -O1 forms no
    fused multiply-adds where -O2 -ffp-contract=fast would, so cold code holds no float arithmetic
    that reaches logits (-Og forms none either). Define MLSTACK_FULL_OPT to compile it at the
    command line's level. */
-/* KERNEL LEVELS (PARTS rule 9). The same marks ("#if MLSTACK__COLD_O1", here with
-   optimize("O1")) compile the x86 matmul tiles at -O1: their shapes are most of what -O2 spends
-   on the two kernel sections, and -O2's extra passes bought them nothing once the tiles' loops
-   over rows and vectors were unrolled by the preprocessor (MLSTACK__EACHn in >>kernels). At -O1
-   GCC unrolls a "#pragma GCC unroll" loop only late, after the pass that keeps small arrays in
-   registers, so a tile written with such loops kept its accumulators (acc[b][v]) on the stack
-   (AVX2 F32 panels: 28% more instructions at one row); with constant indices from the start
-   they stay in registers, the same instructions within 2% (callgrind, AVX2). At -O1: the AVX2
-   float, Q8_0/Q4_1 and KQ tiles but Q6_K's (10% more instructions at -O1), the AVX-512 float,
-   Q8_0/Q4_1 and bf16-dot tiles. At the command line's level: the AVX-512 KQ tiles (4-26% slower
-   at -O1, timed), the IQ tiles, MXFP4, attention and the elementwise kernels. A family moved to
-   -O1 is measured first (tools/kq_probe.c: callgrind on AVX2, alternated timings on AVX-512);
-   bits do not change with the level (no float expression in the tiles leaves the intrinsics). */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
     !defined(MLSTACK_FULL_OPT)
 #define MLSTACK__COLD_O1 1
@@ -17936,26 +17923,6 @@ static void mlstack__fetch_add(mlstack__fetch *f, const void *p, size_t n) {
 #else
 #define MLSTACK__UNROLL
 #endif
-/* MLSTACK__EACHn(i, n, ...): the statements ... once for each i = 0, 1, .. n - 1 (n <= the
-   macro's N), unrolled by the preprocessor, each copy a block in which i is a constant. A tile's
-   small arrays indexed by it (accumulators acc[b][v], a step's weight vectors wv[v]) then have
-   constant indices from the start, so GCC keeps them in registers at -O1 too, where a "GCC
-   unroll" loop is unrolled only after the pass that would (KERNEL LEVELS in >>platform). n is
-   a constant in the tiles (their shape), so the copies past it fold away. */
-#define MLSTACK__AT(i, c, n, ...)    \
-    {                                \
-        const int i = (c);           \
-        if (i < (n)) { __VA_ARGS__ } \
-    }
-#define MLSTACK__AT2(i, c, n, ...) MLSTACK__AT(i, c, n, __VA_ARGS__) MLSTACK__AT(i, c + 1, n, __VA_ARGS__)
-#define MLSTACK__EACH2(i, n, ...) {MLSTACK__AT2(i, 0, n, __VA_ARGS__)}
-#define MLSTACK__EACH3(i, n, ...) {MLSTACK__AT2(i, 0, n, __VA_ARGS__) MLSTACK__AT(i, 2, n, __VA_ARGS__)}
-#define MLSTACK__EACH4(i, n, ...) {MLSTACK__AT2(i, 0, n, __VA_ARGS__) MLSTACK__AT2(i, 2, n, __VA_ARGS__)}
-#define MLSTACK__EACH6(i, n, ...) \
-    {MLSTACK__AT2(i, 0, n, __VA_ARGS__) MLSTACK__AT2(i, 2, n, __VA_ARGS__) MLSTACK__AT2(i, 4, n, __VA_ARGS__)}
-#define MLSTACK__EACH8(i, n, ...)                                                                             \
-    {MLSTACK__AT2(i, 0, n, __VA_ARGS__) MLSTACK__AT2(i, 2, n, __VA_ARGS__) MLSTACK__AT2(i, 4, n, __VA_ARGS__) \
-         MLSTACK__AT2(i, 6, n, __VA_ARGS__)}
 
 /* gcc 12 in C++ mode warns inside its own AVX-512 intrinsics (self-initialised "undefined"
    vectors, GCC bug 105593); the x86 kernel sections are compiled with that warning off. */
@@ -18003,10 +17970,6 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256 mlstack__ld8_bf16(const uns
     return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
 }
 
-#if MLSTACK__COLD_O1 /* the kernel level (KERNEL LEVELS in >>platform) */
-#pragma GCC push_options
-#pragma GCC optimize("O1")
-#endif
 /* P16 kernels (panel layout in >>kernels), the AVX2 forms of >>avx512's: one broadcast
    activation times 8 outputs per instruction, a 16-output panel being two vectors. Tiles of RB
    activation rows x NV vectors only decide which elements are computed together; each element
@@ -18053,51 +18016,50 @@ mlstack__p16f_tile_avx2(const unsigned char *wp, size_t lds, const float *x, siz
     const float *xr[6] = {NULL, NULL, NULL, NULL, NULL, NULL}; /* (set per row below; gcc cannot tell) */
     const unsigned char *pn = pf, *pe = pf;
     __m256 acc[6][8];
-    int k;
-    MLSTACK__EACH6(b, RB, {
+    int b, v, k;
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
         xr[b] = x + (size_t)b * ldx;
-        MLSTACK__EACH8(v, NV,
-                       acc[b][v] = resume ? mlstack__ld8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v)
-                                          : _mm256_setzero_ps();)
+        MLSTACK__UNROLL for (v = 0; v < NV; v++) acc[b][v] =
+            resume ? mlstack__ld8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v) : _mm256_setzero_ps();
         if (WT == MLSTACK__W_BF16 && resume) /* BF16 sums run in even / odd order (below) */
-            MLSTACK__EACH4(h, NV / 2, {
-                __m256 lo = _mm256_permute2f128_ps(acc[b][2 * h], acc[b][2 * h + 1], 0x20), /* 0-3, 8-11 */
-                    hi = _mm256_permute2f128_ps(acc[b][2 * h], acc[b][2 * h + 1], 0x31); /* 4-7, 12-15 */
-                acc[b][2 * h] = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
-                acc[b][2 * h + 1] = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
-            })
-    })
+            MLSTACK__UNROLL for (v = 0; v < NV; v += 2) {
+                __m256 lo = _mm256_permute2f128_ps(acc[b][v], acc[b][v + 1], 0x20), /* 0-3, 8-11 */
+                    hi = _mm256_permute2f128_ps(acc[b][v], acc[b][v + 1], 0x31); /* 4-7, 12-15 */
+                acc[b][v] = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+                acc[b][v + 1] = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
+            }
+    }
     for (k = 0; k < kn; k++, wp += lds) {
         __m256 wv[8];
         if (WT == MLSTACK__W_BF16) /* 16 values a load: shifted up, the even ones; masked, the odd ones */
-            MLSTACK__EACH4(h, NV / 2, {
-                __m256i w2 = _mm256_loadu_si256((const __m256i *)(const void *)(wp + VB * (size_t)(2 * h)));
-                wv[2 * h] = _mm256_castsi256_ps(_mm256_slli_epi32(w2, 16));
-                wv[2 * h + 1] = _mm256_castsi256_ps(_mm256_and_si256(w2, _mm256_set1_epi32((int)0xFFFF0000u)));
-            })
+            MLSTACK__UNROLL for (v = 0; v < NV; v += 2) {
+                __m256i w2 = _mm256_loadu_si256((const __m256i *)(const void *)(wp + VB * (size_t)v));
+                wv[v] = _mm256_castsi256_ps(_mm256_slli_epi32(w2, 16));
+                wv[v + 1] = _mm256_castsi256_ps(_mm256_and_si256(w2, _mm256_set1_epi32((int)0xFFFF0000u)));
+            }
         else
-            MLSTACK__EACH8(v, NV, wv[v] = mlstack__p16f_ld_avx2(wp, VB * (size_t)v, WT);)
+            MLSTACK__UNROLL for (v = 0; v < NV; v++) wv[v] = mlstack__p16f_ld_avx2(wp, VB * (size_t)v, WT);
         if (pf)
             for (pe += pfs; pn < pe; pn += 64) _mm_prefetch((const char *)pn, _MM_HINT_T0);
-        MLSTACK__EACH6(b, RB, {
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) {
             __m256 xv = _mm256_broadcast_ss(xr[b] + k);
-            MLSTACK__EACH8(v, NV, acc[b][v] = _mm256_fmadd_ps(wv[v], xv, acc[b][v]);)
-        })
+            MLSTACK__UNROLL for (v = 0; v < NV; v++) acc[b][v] = _mm256_fmadd_ps(wv[v], xv, acc[b][v]);
+        }
     }
-    MLSTACK__EACH6(b, RB, {
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
         if (WT == MLSTACK__W_BF16) /* back to output order */
-            MLSTACK__EACH4(h, NV / 2, {
-                __m256 lo = _mm256_unpacklo_ps(acc[b][2 * h], acc[b][2 * h + 1]), /* 0-3, 8-11 */
-                    hi = _mm256_unpackhi_ps(acc[b][2 * h], acc[b][2 * h + 1]); /* 4-7, 12-15 */
-                acc[b][2 * h] = _mm256_permute2f128_ps(lo, hi, 0x20);
-                acc[b][2 * h + 1] = _mm256_permute2f128_ps(lo, hi, 0x31);
-            })
-        MLSTACK__EACH8(v, NV, {
+            MLSTACK__UNROLL for (v = 0; v < NV; v += 2) {
+                __m256 lo = _mm256_unpacklo_ps(acc[b][v], acc[b][v + 1]), /* 0-3, 8-11 */
+                    hi = _mm256_unpackhi_ps(acc[b][v], acc[b][v + 1]); /* 4-7, 12-15 */
+                acc[b][v] = _mm256_permute2f128_ps(lo, hi, 0x20);
+                acc[b][v + 1] = _mm256_permute2f128_ps(lo, hi, 0x31);
+            }
+        MLSTACK__UNROLL for (v = 0; v < NV; v++) {
             __m256 s = acc[b][v];
             if (bias) s = _mm256_add_ps(s, mlstack__ld8_part_avx2(bias + 8 * v, nvt - 8 * v));
             mlstack__st8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v, s);
-        })
-    })
+        }
+    }
 }
 
 /* Float weights in steps of MLSTACK__MM_KC inputs, partial sums parked in y between steps.
@@ -18241,65 +18203,65 @@ mlstack__p16q_tile_avx2(int q8, const unsigned char *wp, int gp, int v0, const m
     const size_t qb = q8 ? 512 : 256, rs = (size_t)gp * 64, bs = (size_t)gp * (qb + (q8 ? 32 : 64));
     const __m256i ones = _mm256_set1_epi16(1), lo4 = _mm256_set1_epi8(15), off = _mm256_set1_epi8((char)0x80);
     const unsigned char *pn = pf, *pe = pf;
-    int g, k;
-    MLSTACK__EACH4(b, RB, MLSTACK__EACH8(v, NV, acc[b][v] = _mm256_setzero_ps();))
+    int b, v, g, k;
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) acc[b][v] = _mm256_setzero_ps();
     for (k = 0; k < nb; k++) {
         const unsigned char *blk = wp + (size_t)k * bs, *wv = blk + (size_t)v0 * 32,
                             *sc = blk + (size_t)gp * qb + (size_t)v0 * 16;
-        MLSTACK__EACH4(b, RB, MLSTACK__EACH8(v, NV, ia[b][v] = _mm256_setzero_si256();))
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) ia[b][v] =
+            _mm256_setzero_si256();
         if (pf)
             for (pe += pfs; pn < pe; pn += 64) _mm_prefetch((const char *)pn, _MM_HINT_T1);
         if (q8) {
             for (g = 0; g < 8; g++) { /* kept rolled: unrolled, gcc spills the sums (10-30% slower) */
-                MLSTACK__EACH8(v, NV, {
+                MLSTACK__UNROLL for (v = 0; v < NV; v++) {
                     __m256i q = _mm256_xor_si256(
                         _mm256_loadu_si256((const __m256i *)(const void *)(wv + g * rs + (size_t)v * 32)), off);
                     __m256i aq = _mm256_sign_epi8(q, q);
-                    MLSTACK__EACH4(b, RB, {
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                         int32_t x4;
                         __m256i t;
                         memcpy(&x4, xq[(size_t)b * ldx + k].q + 4 * g, 4);
                         t = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(_mm256_set1_epi32(x4), q));
                         ia[b][v] = _mm256_add_epi32(ia[b][v], _mm256_madd_epi16(t, ones));
-                    })
-                })
+                    }
+                }
             }
         } else {
             for (g = 0; g < 4; g++) {
-                MLSTACK__EACH8(v, NV, {
+                MLSTACK__UNROLL for (v = 0; v < NV; v++) {
                     __m256i raw = _mm256_loadu_si256((const __m256i *)(const void *)(wv + g * rs + (size_t)v * 32));
                     __m256i lo = _mm256_and_si256(raw, lo4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4);
-                    MLSTACK__EACH4(b, RB, {
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                         int32_t xl, xh;
                         memcpy(&xl, xq[(size_t)b * ldx + k].q + 4 * g, 4);
                         memcpy(&xh, xq[(size_t)b * ldx + k].q + 16 + 4 * g, 4);
                         ia[b][v] = _mm256_add_epi16(ia[b][v],
                                                     _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(xl)),
                                                                      _mm256_maddubs_epi16(hi, _mm256_set1_epi32(xh))));
-                    })
-                })
+                    }
+                }
             }
-            MLSTACK__EACH4(b, RB, MLSTACK__EACH8(v, NV, ia[b][v] = _mm256_madd_epi16(ia[b][v], ones);))
+            MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) ia[b][v] =
+                _mm256_madd_epi16(ia[b][v], ones);
         }
-        MLSTACK__EACH8(v, NV, {
+        MLSTACK__UNROLL for (v = 0; v < NV; v++) {
             __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(sc + (size_t)v * 16)));
-            MLSTACK__EACH4(b, RB,
-                           acc[b][v] =
-                               _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[b][v]),
-                                               _mm256_mul_ps(d, _mm256_set1_ps(xq[(size_t)b * ldx + k].d)), acc[b][v]);)
+            MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][v] = _mm256_fmadd_ps(
+                _mm256_cvtepi32_ps(ia[b][v]), _mm256_mul_ps(d, _mm256_set1_ps(xq[(size_t)b * ldx + k].d)), acc[b][v]);
             if (!q8) {
                 __m256 m = _mm256_cvtph_ps(
                     _mm_loadu_si128((const __m128i *)(const void *)(sc + (size_t)gp * 32 + (size_t)v * 16)));
-                MLSTACK__EACH4(b, RB,
-                               acc[b][v] = _mm256_fmadd_ps(m, _mm256_set1_ps(xq[(size_t)b * ldx + k].s), acc[b][v]);)
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][v] =
+                    _mm256_fmadd_ps(m, _mm256_set1_ps(xq[(size_t)b * ldx + k].s), acc[b][v]);
             }
-        })
+        }
     }
-    MLSTACK__EACH4(b, RB, MLSTACK__EACH8(v, NV, {
-                       __m256 s = acc[b][v];
-                       if (bias) s = _mm256_add_ps(s, mlstack__ld8_part_avx2(bias + 8 * v, nvt - 8 * v));
-                       mlstack__st8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v, s);
-                   }))
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) {
+        __m256 s = acc[b][v];
+        if (bias) s = _mm256_add_ps(s, mlstack__ld8_part_avx2(bias + 8 * v, nvt - 8 * v));
+        mlstack__st8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v, s);
+    }
 }
 
 /* Q8_0/Q4_1 weights: rows in blocks of 4 (4 x 2 vectors) or 3, and the last one or two rows one
@@ -18368,9 +18330,6 @@ static MLSTACK__T_AVX2 void mlstack__mm_p16q_avx2(const mlstack__weight *w, cons
     }
 }
 
-#if MLSTACK__COLD_O1
-#pragma GCC pop_options
-#endif
 /* Native GGML formats (rule and decoded groups in >>kernels): per group, the two 16-input dots
    of int8 weights and activations by vpmaddubsw (|w| times x with w's sign; pairs <= 2 * 32 *
    127, no saturation), times sa / sb by vpmaddwd, summed to isum in int32: the reference's
@@ -18793,10 +18752,6 @@ MLSTACK__FN MLSTACK__T_AVX2 void mlstack__mm_iq_avx2(const mlstack__weight *w, c
     }
 }
 
-#if MLSTACK__COLD_O1 /* the kernel level (KERNEL LEVELS in >>platform) */
-#pragma GCC push_options
-#pragma GCC optimize("O1")
-#endif
 /* KQ panels (native GGML formats, layout in >>kernels), the AVX2 form of >>avx512's
    mlstack__kqp_tile: RB activation rows x NV vectors of 8 outputs. Per 4-input run, vpmaddubsw
    (unsigned q <= 63 times signed activations: pair sums <= 16002, no saturation) then vpmaddwd
@@ -18812,8 +18767,8 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
     const __m256i ones = _mm256_set1_epi16(1), lo4 = _mm256_set1_epi8(15);
     __m256 acc[4][8];
     __m256i ia[4][8], ib[4][8];
-    int g, s, j;
-    MLSTACK__EACH4(b, RB, MLSTACK__EACH8(v, NV, acc[b][v] = _mm256_setzero_ps();))
+    int b, v, g, s, j;
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) acc[b][v] = _mm256_setzero_ps();
     for (s = 0; s < nsb; s++) {
         const unsigned char *sbk = wp + (size_t)s * (hsz + (size_t)NG * gsz);
         for (j = 0; j < NG; j++) {
@@ -18821,7 +18776,7 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
                                 *gs = sbk + hsz + (size_t)j * gsz + (size_t)gp * (QR + HB) * 64 + (size_t)v0 * 8;
             const mlstack__q8x *xk = xq + (size_t)(s * NG + j);
             int32_t sxa[4] = {0, 0, 0, 0}, sxb[4] = {0, 0, 0, 0};
-            MLSTACK__EACH4(b, RB, {
+            MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                 if (SPLIT) {
                     __m128i t = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)xk[(size_t)b * ldx].q),
                                               _mm_set1_epi8((char)0x80));
@@ -18829,60 +18784,59 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
                     sxa[b] = _mm_cvtsi128_si32(t) + _mm_extract_epi16(t, 4) - 16 * 128;
                     sxb[b] = xk[(size_t)b * ldx].sum - sxa[b];
                 }
-                MLSTACK__EACH8(v, NV, {
+                MLSTACK__UNROLL for (v = 0; v < NV; v++) {
                     ia[b][v] = _mm256_set1_epi32(SPLIT ? -QOFF * sxa[b] : -QOFF * xk[(size_t)b * ldx].sum);
                     if (SPLIT) ib[b][v] = _mm256_set1_epi32(-QOFF * sxb[b]);
-                })
-            })
+                }
+            }
             for (g = 0; g < QR; g++) /* kept rolled (as the Q8_0 kernel: unrolled, gcc spills) */
-                MLSTACK__EACH8(v, NV, {
+                MLSTACK__UNROLL for (v = 0; v < NV; v++) {
                     __m256i raw = _mm256_loadu_si256(
                         (const __m256i *)(const void *)(gq + MLSTACK__KQP_SLOT(HB, g) * rs + (size_t)v * 32));
                     __m256i lo = NIB ? _mm256_and_si256(raw, lo4) : raw;
                     __m256i hi = NIB ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), lo4) : raw;
                     if (CR) { /* ternary crumbs (<= 3): 4 vpmaddubsw summed in int16 (|sum| <= 3048) */
                         __m256i cu[4];
-                        MLSTACK__EACH4(u, 4,
-                                       cu[u] =
-                                           _mm256_and_si256(u ? _mm256_srl_epi16(raw, _mm_cvtsi32_si128(2 * u)) : raw,
-                                                            _mm256_set1_epi8(3));)
-                        MLSTACK__EACH4(b, RB, {
+                        int u;
+                        MLSTACK__UNROLL for (u = 0; u < 4; u++) cu[u] = _mm256_and_si256(
+                            u ? _mm256_srl_epi16(raw, _mm_cvtsi32_si128(2 * u)) : raw, _mm256_set1_epi8(3));
+                        MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                             __m256i t16 = _mm256_setzero_si256();
-                            MLSTACK__EACH4(u, 4, {
+                            MLSTACK__UNROLL for (u = 0; u < 4; u++) {
                                 int32_t x4;
                                 memcpy(&x4, xk[(size_t)b * ldx].q + 16 * g + 4 * u, 4);
                                 t16 = _mm256_add_epi16(t16, _mm256_maddubs_epi16(cu[u], _mm256_set1_epi32(x4)));
-                            })
+                            }
                             ia[b][v] = _mm256_add_epi32(ia[b][v], _mm256_madd_epi16(t16, ones));
-                        })
-                    } else {
-                        if (HB) { /* Q6_K's 2-bit tops (layout in >>kernels), an even run's moved up to an odd one's */
-                            __m256i t = _mm256_loadu_si256(
-                                (const __m256i *)(const void *)(gq + MLSTACK__KQP_SLOT(HB, 4 + g / 2) * rs +
-                                                                (size_t)v * 32));
-                            t = _mm256_sll_epi16(t, _mm_cvtsi32_si128(g & 1 ? 0 : 4));
-                            lo = _mm256_or_si256(lo, _mm256_and_si256(t, _mm256_set1_epi8(0x30)));
-                            hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(t, 2), _mm256_set1_epi8(0x30)));
                         }
-                        MLSTACK__EACH4(b, RB, {
-                            int32_t x4;
-                            __m256i t;
-                            memcpy(&x4, xk[(size_t)b * ldx].q + 4 * g, 4);
-                            t = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(x4)), ones);
-                            if (SPLIT && !NIB && g >= 4) ib[b][v] = _mm256_add_epi32(ib[b][v], t);
+                        continue;
+                    }
+                    if (HB) { /* Q6_K's 2-bit tops (layout in >>kernels), an even run's moved up to an odd one's */
+                        __m256i t = _mm256_loadu_si256(
+                            (const __m256i *)(const void *)(gq + MLSTACK__KQP_SLOT(HB, 4 + g / 2) * rs +
+                                                            (size_t)v * 32));
+                        t = _mm256_sll_epi16(t, _mm_cvtsi32_si128(g & 1 ? 0 : 4));
+                        lo = _mm256_or_si256(lo, _mm256_and_si256(t, _mm256_set1_epi8(0x30)));
+                        hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(t, 2), _mm256_set1_epi8(0x30)));
+                    }
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
+                        int32_t x4;
+                        __m256i t;
+                        memcpy(&x4, xk[(size_t)b * ldx].q + 4 * g, 4);
+                        t = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(x4)), ones);
+                        if (SPLIT && !NIB && g >= 4) ib[b][v] = _mm256_add_epi32(ib[b][v], t);
+                        else
+                            ia[b][v] = _mm256_add_epi32(ia[b][v], t);
+                        if (NIB) {
+                            memcpy(&x4, xk[(size_t)b * ldx].q + 16 + 4 * g, 4);
+                            t = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_set1_epi32(x4)), ones);
+                            if (SPLIT) ib[b][v] = _mm256_add_epi32(ib[b][v], t);
                             else
                                 ia[b][v] = _mm256_add_epi32(ia[b][v], t);
-                            if (NIB) {
-                                memcpy(&x4, xk[(size_t)b * ldx].q + 16 + 4 * g, 4);
-                                t = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_set1_epi32(x4)), ones);
-                                if (SPLIT) ib[b][v] = _mm256_add_epi32(ib[b][v], t);
-                                else
-                                    ia[b][v] = _mm256_add_epi32(ia[b][v], t);
-                            }
-                        })
+                        }
                     }
-                })
-            MLSTACK__EACH8(v, NV, {
+                }
+            MLSTACK__UNROLL for (v = 0; v < NV; v++) {
                 const unsigned char *sp = gs + (size_t)v * 8;
                 __m256 d =
                     _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(sbk + (size_t)(v0 + v) * 16)));
@@ -18895,41 +18849,41 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
                     sa = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)sp));
                     sb = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(sp + (size_t)gp * 16)));
                 }
-                MLSTACK__EACH4(b, RB, {
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                     __m256i isum = ia[b][v];
                     if (SPLIT) isum = _mm256_add_epi32(_mm256_mullo_epi32(isum, sa), _mm256_mullo_epi32(ib[b][v], sb));
                     else if (NSC)
                         isum = _mm256_mullo_epi32(isum, sa);
                     acc[b][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
                                                 _mm256_mul_ps(d, _mm256_set1_ps(xk[(size_t)b * ldx].d)), acc[b][v]);
-                })
+                }
                 if (WT == MLSTACK__W_Q5_1 || KOW) {
                     __m256 ow = h1;
                     if (KOW) ow = _mm256_xor_ps(_mm256_mul_ps(h1, _mm256_cvtepi32_ps(sb)), _mm256_set1_ps(-0.0f));
-                    MLSTACK__EACH4(b, RB,
-                                   acc[b][v] = _mm256_fmadd_ps(ow, _mm256_set1_ps(xk[(size_t)b * ldx].s), acc[b][v]);)
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][v] =
+                        _mm256_fmadd_ps(ow, _mm256_set1_ps(xk[(size_t)b * ldx].s), acc[b][v]);
                 }
                 if (WT == MLSTACK__W_Q2_K) {
                     __m256i ma =
                         _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(sp + (size_t)gp * 32)));
                     __m256i mb =
                         _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(sp + (size_t)gp * 48)));
-                    MLSTACK__EACH4(b, RB, {
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                         __m256i imin = _mm256_add_epi32(_mm256_mullo_epi32(ma, _mm256_set1_epi32(sxa[b])),
                                                         _mm256_mullo_epi32(mb, _mm256_set1_epi32(sxb[b])));
                         acc[b][v] =
                             _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), imin)),
                                             _mm256_mul_ps(h1, _mm256_set1_ps(xk[(size_t)b * ldx].d)), acc[b][v]);
-                    })
+                    }
                 }
-            })
+            }
         }
     }
-    MLSTACK__EACH4(b, RB, MLSTACK__EACH8(v, NV, {
-                       __m256 t = acc[b][v];
-                       if (bias) t = _mm256_add_ps(t, mlstack__ld8_part_avx2(bias + 8 * v, nvt - 8 * v));
-                       mlstack__st8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v, t);
-                   }))
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (v = 0; v < NV; v++) {
+        __m256 t = acc[b][v];
+        if (bias) t = _mm256_add_ps(t, mlstack__ld8_part_avx2(bias + 8 * v, nvt - 8 * v));
+        mlstack__st8_part_avx2(y + (size_t)b * ldy + 8 * v, nvt - 8 * v, t);
+    }
 }
 
 /* y rows [o0, o1) (o0 on a group of panels) from w's KQ panels, in tiles of 2 rows x 4
@@ -18948,20 +18902,13 @@ mlstack__kqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
 /* clang-format off */
 #define MLSTACK__KQP_AVX2_ALL(F, WT_) F(WT_, 2, 4) F(WT_, 1, 8) F(WT_, 1, 2)
 #define MLSTACK__KQP_AVX2_SPLIT(F, WT_) F(WT_, 2, 2) F(WT_, 1, 8) F(WT_, 1, 2)
-#define MLSTACK__KQP_AVX2_SHAPES_O1(F) \
+#define MLSTACK__KQP_AVX2_SHAPES(F) \
     MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_0) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_1) \
     MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q4_K) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_Q5_K) \
     MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q2_K) MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q3_K) \
-    MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_TQ2_0)
-#define MLSTACK__KQP_AVX2_SHAPES(F) MLSTACK__KQP_AVX2_SHAPES_O1(F) MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q6_K)
-MLSTACK__KQP_AVX2_SHAPES_O1(MLSTACK__KQP_AVX2_FN)
+    MLSTACK__KQP_AVX2_SPLIT(F, MLSTACK__W_Q6_K) MLSTACK__KQP_AVX2_ALL(F, MLSTACK__W_TQ2_0)
+MLSTACK__KQP_AVX2_SHAPES(MLSTACK__KQP_AVX2_FN)
 /* clang-format on */
-#if MLSTACK__COLD_O1
-#pragma GCC pop_options
-#endif
-/* Q6_K's tiles at the command line's level (KERNEL LEVELS in >>platform): at -O1 its 2 x 2
-   tiles took 10% more instructions (callgrind, 1024 x 512, 2-16 rows; the other formats within 2%) */
-MLSTACK__KQP_AVX2_SPLIT(MLSTACK__KQP_AVX2_FN, MLSTACK__W_Q6_K)
 static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const mlstack__q8x *xq, float *y, int B,
                                                  int o0, int o1) {
     int nb = w->n_in / MLSTACK__QK, nsb = w->n_in / mlstack__wtype_block(w->wtype), np = mlstack__p16_panels(w->n_out);
@@ -19003,7 +18950,6 @@ static MLSTACK__T_AVX2 void mlstack__mm_kqp_avx2(const mlstack__weight *w, const
 #undef MLSTACK__KQP_AVX2_SPLIT
 #undef MLSTACK__KQP_AVX2_ALL
 #undef MLSTACK__KQP_AVX2_FN
-#undef MLSTACK__KQP_AVX2_SHAPES_O1
 
 /* IQ panels (IQ4_XS, IQ2_XXS; layout in >>kernels), RB activation rows x NV vectors of 8
    outputs: per 4-input run the codes through the format's table by a byte shuffle (signed
@@ -20092,20 +20038,20 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 __mmask16 mlstack__mask16(int n)
    stored to y (+ bias on the last step), outputs from nv on neither read nor written. */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void
 mlstack__p16_start(__m512 acc[6][4], const float *y, size_t ldy, int resume, int nv, const int RB, const int RO) {
-    MLSTACK__EACH6(b, RB, MLSTACK__EACH4(p, RO, {
-                       acc[b][p] =
-                           resume ? _mm512_maskz_loadu_ps(mlstack__mask16(nv - 16 * p), y + (size_t)b * ldy + 16 * p)
-                                  : _mm512_setzero_ps();
-                   }))
+    int b, p;
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] =
+        resume ? _mm512_maskz_loadu_ps(mlstack__mask16(nv - 16 * p), y + (size_t)b * ldy + 16 * p)
+               : _mm512_setzero_ps();
 }
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void
 mlstack__p16_store(__m512 acc[6][4], float *y, size_t ldy, const float *bias, int nv, const int RB, const int RO) {
-    MLSTACK__EACH6(b, RB, MLSTACK__EACH4(p, RO, {
-                       __mmask16 m = mlstack__mask16(nv - 16 * p);
-                       __m512 v = acc[b][p];
-                       if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + 16 * p));
-                       _mm512_mask_storeu_ps(y + (size_t)b * ldy + 16 * p, m, v);
-                   }))
+    int b, p;
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (p = 0; p < RO; p++) {
+        __mmask16 m = mlstack__mask16(nv - 16 * p);
+        __m512 v = acc[b][p];
+        if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + 16 * p));
+        _mm512_mask_storeu_ps(y + (size_t)b * ldy + 16 * p, m, v);
+    }
 }
 /* Software prefetch of the P16 tiles, what a tile asks for as it goes: `ahead`, a look-ahead
    from each weight line it loads, into L1; `next`, its share of the bytes that follow what its
@@ -20141,10 +20087,6 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16_fetch_next(mls
         for (; o < e; o += 64) _mm_prefetch((const char *)(pf.next + o), _MM_HINT_T1);
 }
 
-#if MLSTACK__COLD_O1 /* the kernel level (KERNEL LEVELS in >>platform) */
-#pragma GCC push_options
-#pragma GCC optimize("O1")
-#endif
 /* WT: how wp holds the values: MLSTACK__W_F32 (f32, as packed or converted), F16 or BF16 (read
    straight from the panels, converted as loaded). */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 __m512 mlstack__p16f_load(const void *wp, size_t i, const int WT) {
@@ -20161,20 +20103,18 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 void mlstack__p16f_tile(const vo
                                                                         const int RO, const int GS, const int WT,
                                                                         mlstack__p16_pf pf) {
     __m512 acc[6][4];
-    int k;
+    int b, p, k;
     mlstack__p16_start(acc, y, ldy, resume, nv, RB, RO);
     for (k = 0; k < kn; k++) {
         __m512 wv[4];
-        MLSTACK__EACH4(p, RO, wv[p] = mlstack__p16f_load(wp, ((size_t)k * GS + p) * 16, WT);)
-        MLSTACK__EACH4(p, RO, {
-            mlstack__p16_fetch(
-                (const unsigned char *)wp + (((size_t)k * GS + p) * 16 << (WT == MLSTACK__W_F32 ? 2 : 1)), pf);
-        })
+        MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] = mlstack__p16f_load(wp, ((size_t)k * GS + p) * 16, WT);
+        MLSTACK__UNROLL for (p = 0; p < RO; p++) mlstack__p16_fetch(
+            (const unsigned char *)wp + (((size_t)k * GS + p) * 16 << (WT == MLSTACK__W_F32 ? 2 : 1)), pf);
         mlstack__p16_fetch_next(pf, k);
-        MLSTACK__EACH6(b, RB, {
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) {
             __m512 xv = _mm512_set1_ps(x[(size_t)b * ldx + (size_t)k]);
-            MLSTACK__EACH4(p, RO, acc[b][p] = _mm512_fmadd_ps(wv[p], xv, acc[b][p]);)
-        })
+            MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] = _mm512_fmadd_ps(wv[p], xv, acc[b][p]);
+        }
     }
     mlstack__p16_store(acc, y, ldy, bias, nv, RB, RO);
 }
@@ -20291,67 +20231,69 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__p16q_tile(int q8, co
     __m512 acc[6][4]; /* rows 3..5 unused: one accumulator shape for every tile */
     __m512i ia[3][4];
     const size_t qb = q8 ? 512 : 256, bs = (size_t)GS * (qb + (q8 ? 32 : 64));
-    int k;
-    MLSTACK__EACH3(b, RB, MLSTACK__EACH4(p, RO, acc[b][p] = _mm512_setzero_ps();))
+    int b, p, g, k;
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] = _mm512_setzero_ps();
     for (k = 0; k < nb; k++) {
         const unsigned char *blk = wp + (size_t)k * bs, *sc = blk + (size_t)GS * qb + (size_t)J * 32;
         mlstack__p16_fetch_next(pf, k);
-        MLSTACK__EACH3(b, RB, {
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) {
             __m512i init = _mm512_set1_epi32(q8 ? -128 * xq[(size_t)b * ldx + k].sum : 0);
-            MLSTACK__EACH4(p, RO, ia[b][p] = init;)
-        })
+            MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = init;
+        }
         if (q8) {
-            MLSTACK__EACH8(g, 8, {
+            MLSTACK__UNROLL for (g = 0; g < 8; g++) {
                 __m512i wv[4];
-                MLSTACK__EACH4(p, RO, wv[p] = _mm512_loadu_si512((const void *)(blk + (size_t)(g * GS + J + p) * 64));)
-                MLSTACK__EACH4(p, RO, mlstack__p16_fetch(blk + (size_t)(g * GS + J + p) * 64, pf);)
-                MLSTACK__EACH3(b, RB, {
+                MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] =
+                    _mm512_loadu_si512((const void *)(blk + (size_t)(g * GS + J + p) * 64));
+                MLSTACK__UNROLL for (p = 0; p < RO; p++) mlstack__p16_fetch(blk + (size_t)(g * GS + J + p) * 64, pf);
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                     int32_t x4;
                     __m512i xv;
                     memcpy(&x4, xq[(size_t)b * ldx + k].q + 4 * g, 4);
                     xv = _mm512_set1_epi32(x4);
-                    MLSTACK__EACH4(p, RO, ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], wv[p], xv);)
-                })
-            })
+                    MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], wv[p], xv);
+                }
+            }
         } else {
-            MLSTACK__EACH4(g, 4, {
+            MLSTACK__UNROLL for (g = 0; g < 4; g++) {
                 __m512i raw[4], lo[4];
-                MLSTACK__EACH4(p, RO, {
+                MLSTACK__UNROLL for (p = 0; p < RO; p++) {
                     raw[p] = _mm512_loadu_si512((const void *)(blk + (size_t)(g * GS + J + p) * 64));
                     mlstack__p16_fetch(blk + (size_t)(g * GS + J + p) * 64, pf);
                     lo[p] = _mm512_and_si512(raw[p], _mm512_set1_epi8(15));
-                })
-                MLSTACK__EACH3(b, RB, {
+                }
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                     int32_t x4;
                     __m512i xv;
                     memcpy(&x4, xq[(size_t)b * ldx + k].q + 4 * g, 4);
                     xv = _mm512_set1_epi32(x4);
-                    MLSTACK__EACH4(p, RO, ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], lo[p], xv);)
-                })
-                MLSTACK__EACH4(p, RO, lo[p] = _mm512_and_si512(_mm512_srli_epi16(raw[p], 4), _mm512_set1_epi8(15));)
-                MLSTACK__EACH3(b, RB, {
+                    MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], lo[p], xv);
+                }
+                MLSTACK__UNROLL for (p = 0; p < RO; p++) lo[p] =
+                    _mm512_and_si512(_mm512_srli_epi16(raw[p], 4), _mm512_set1_epi8(15));
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                     int32_t x4;
                     __m512i xv;
                     memcpy(&x4, xq[(size_t)b * ldx + k].q + 16 + 4 * g, 4);
                     xv = _mm512_set1_epi32(x4);
-                    MLSTACK__EACH4(p, RO, ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], lo[p], xv);)
-                })
-            })
+                    MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], lo[p], xv);
+                }
+            }
         }
-        MLSTACK__EACH4(p, RO, {
+        MLSTACK__UNROLL for (p = 0; p < RO; p++) {
             __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sc + (size_t)p * 32)));
-            MLSTACK__EACH3(b, RB, {
+            MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                 const mlstack__q8x *xb = xq + (size_t)b * ldx + k;
                 acc[b][p] =
                     _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[b][p]), _mm512_mul_ps(d, _mm512_set1_ps(xb->d)), acc[b][p]);
-            })
+            }
             if (!q8) {
                 __m512 m =
                     _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sc + (size_t)(GS + p) * 32)));
-                MLSTACK__EACH3(b, RB,
-                               acc[b][p] = _mm512_fmadd_ps(m, _mm512_set1_ps(xq[(size_t)b * ldx + k].s), acc[b][p]);)
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p] =
+                    _mm512_fmadd_ps(m, _mm512_set1_ps(xq[(size_t)b * ldx + k].s), acc[b][p]);
             }
-        })
+        }
     }
     mlstack__p16_store(acc, y, ldy, bias, nv, RB, RO);
 }
@@ -20405,33 +20347,30 @@ static MLSTACK__T_VNNI void mlstack__mm_p16q_vnni(const mlstack__weight *w, cons
 #undef MLSTACK__P16Q_SHAPES
 #undef MLSTACK__P16Q_FN
 
-#if MLSTACK__COLD_O1
-#pragma GCC pop_options
-#endif
-/* (the KQ tiles from here stay at the command line's level: KERNEL LEVELS in >>platform) */
 /* The ternary crumb runs of one group (layout in >>kernels) into ia: each run's 64 bytes
    loaded once per 4-input run (reloads hit L1) and shifted into place. */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_cr_vnni(const unsigned char *gq, const int GS,
                                                                         const int J, const mlstack__q8x *xk, size_t ldx,
                                                                         __m512i ia[3][4], const int RB, const int RO,
                                                                         mlstack__p16_pf pf) {
-    MLSTACK__EACH8(g, 8, {
+    int g, p, b;
+    MLSTACK__UNROLL for (g = 0; g < 8; g++) {
         __m512i raw[4];
-        MLSTACK__EACH4(p, RO, {
+        MLSTACK__UNROLL for (p = 0; p < RO; p++) {
             const unsigned char *rp = gq + (size_t)((g >> 2) * GS + J + p) * 64;
             raw[p] = _mm512_loadu_si512((const void *)rp);
             if (!(g & 3)) mlstack__p16_fetch(rp, pf);
             if (g & 3) raw[p] = _mm512_srl_epi16(raw[p], _mm_cvtsi32_si128(2 * (g & 3)));
             raw[p] = _mm512_and_si512(raw[p], _mm512_set1_epi8(3));
-        })
-        MLSTACK__EACH3(b, RB, {
+        }
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) {
             int32_t x4;
             __m512i xv;
             memcpy(&x4, xk[(size_t)b * ldx].q + 4 * g, 4);
             xv = _mm512_set1_epi32(x4);
-            MLSTACK__EACH4(p, RO, ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], raw[p], xv);)
-        })
-    })
+            MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], raw[p], xv);
+        }
+    }
 }
 
 /* KQ panels (native GGML formats, layout in >>kernels), RB activation rows x RO panels: per
@@ -20451,8 +20390,8 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
     const size_t gsz = (size_t)GS * ((size_t)(QR + HB) * 64 + (size_t)NSC * 16), hsz = (size_t)GS * NH * 32;
     __m512 acc[6][4]; /* rows 3..5 unused: the accumulator shape of mlstack__p16_store */
     __m512i ia[3][4], ib[3][4];
-    int s, j;
-    MLSTACK__EACH3(b, RB, MLSTACK__EACH4(p, RO, acc[b][p] = _mm512_setzero_ps();))
+    int b, p, g, s, j;
+    MLSTACK__UNROLL for (b = 0; b < RB; b++) MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] = _mm512_setzero_ps();
     for (s = 0; s < nsb; s++) {
         const unsigned char *sbk = wp + (size_t)s * (hsz + (size_t)NG * gsz);
         mlstack__p16_fetch_next(pf, s);
@@ -20460,7 +20399,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
             const unsigned char *gq = sbk + hsz + (size_t)j * gsz, *gs = gq + (size_t)GS * (QR + HB) * 64;
             const mlstack__q8x *xk = xq + (size_t)(s * NG + j);
             int32_t sxa[3] = {0, 0, 0}, sxb[3] = {0, 0, 0};
-            MLSTACK__EACH3(b, RB, {
+            MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                 if (HALVES) { /* the activations' sums over inputs 0-15 and 16-31 */
                     __m128i v = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)xk[(size_t)b * ldx].q),
                                               _mm_set1_epi8((char)0x80));
@@ -20468,19 +20407,19 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
                     sxa[b] = _mm_cvtsi128_si32(v) + _mm_extract_epi16(v, 4) - 16 * 128;
                     sxb[b] = xk[(size_t)b * ldx].sum - sxa[b];
                 }
-                MLSTACK__EACH4(p, RO, {
+                MLSTACK__UNROLL for (p = 0; p < RO; p++) {
                     ia[b][p] = _mm512_set1_epi32(SPLIT ? -QOFF * sxa[b] : -QOFF * xk[(size_t)b * ldx].sum);
                     if (SPLIT) ib[b][p] = _mm512_set1_epi32(-QOFF * sxb[b]);
-                })
-            })
+                }
+            }
             if (CR) { /* ternary crumbs: run c's bits 2u are the 4-input run 4c + u */
                 mlstack__kqp_cr_vnni(gq, GS, J, xk, ldx, ia, RB, RO, pf);
             } else if (NIB) {
                 __m512i hb[4];
-                MLSTACK__EACH4(p, RO, hb[p] = _mm512_setzero_si512();)
-                MLSTACK__EACH8(g, 4, {
+                MLSTACK__UNROLL for (p = 0; p < RO; p++) hb[p] = _mm512_setzero_si512();
+                MLSTACK__UNROLL for (g = 0; g < 4; g++) {
                     __m512i raw[4], lo[4];
-                    MLSTACK__EACH4(p, RO, {
+                    MLSTACK__UNROLL for (p = 0; p < RO; p++) {
                         const unsigned char *rp = gq + (size_t)(MLSTACK__KQP_SLOT(HB, g) * GS + J + p) * 64,
                                             *hp = gq + (size_t)(MLSTACK__KQP_SLOT(HB, 4 + g / 2) * GS + J + p) * 64;
                         raw[p] = _mm512_loadu_si512((const void *)rp);
@@ -20493,54 +20432,54 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
                         if (HB)
                             lo[p] = _mm512_or_si512(lo[p], _mm512_and_si512(g & 1 ? hb[p] : _mm512_slli_epi16(hb[p], 4),
                                                                             _mm512_set1_epi8(0x30)));
-                    })
-                    MLSTACK__EACH3(b, RB, {
+                    }
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                         int32_t x4;
                         __m512i xv;
                         memcpy(&x4, xk[(size_t)b * ldx].q + 4 * g, 4);
                         xv = _mm512_set1_epi32(x4);
-                        MLSTACK__EACH4(p, RO, ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], lo[p], xv);)
-                    })
-                    MLSTACK__EACH4(p, RO, {
+                        MLSTACK__UNROLL for (p = 0; p < RO; p++) ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], lo[p], xv);
+                    }
+                    MLSTACK__UNROLL for (p = 0; p < RO; p++) {
                         lo[p] = _mm512_and_si512(_mm512_srli_epi16(raw[p], 4), _mm512_set1_epi8(15));
                         if (HB)
                             lo[p] = _mm512_or_si512(lo[p], _mm512_and_si512(g & 1 ? _mm512_srli_epi16(hb[p], 2)
                                                                                   : _mm512_slli_epi16(hb[p], 2),
                                                                             _mm512_set1_epi8(0x30)));
-                    })
-                    MLSTACK__EACH3(b, RB, {
+                    }
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                         int32_t x4;
                         __m512i xv;
                         memcpy(&x4, xk[(size_t)b * ldx].q + 16 + 4 * g, 4);
                         xv = _mm512_set1_epi32(x4);
-                        MLSTACK__EACH4(p, RO, {
+                        MLSTACK__UNROLL for (p = 0; p < RO; p++) {
                             if (SPLIT) ib[b][p] = _mm512_dpbusd_epi32(ib[b][p], lo[p], xv);
                             else
                                 ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], lo[p], xv);
-                        })
-                    })
-                })
+                        }
+                    }
+                }
             } else {
-                MLSTACK__EACH8(g, 8, {
+                MLSTACK__UNROLL for (g = 0; g < 8; g++) {
                     __m512i wv[4];
-                    MLSTACK__EACH4(p, RO, {
+                    MLSTACK__UNROLL for (p = 0; p < RO; p++) {
                         wv[p] = _mm512_loadu_si512((const void *)(gq + (size_t)(g * GS + J + p) * 64));
                         mlstack__p16_fetch(gq + (size_t)(g * GS + J + p) * 64, pf);
-                    })
-                    MLSTACK__EACH3(b, RB, {
+                    }
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                         int32_t x4;
                         __m512i xv;
                         memcpy(&x4, xk[(size_t)b * ldx].q + 4 * g, 4);
                         xv = _mm512_set1_epi32(x4);
-                        MLSTACK__EACH4(p, RO, {
+                        MLSTACK__UNROLL for (p = 0; p < RO; p++) {
                             if (SPLIT && g >= 4) ib[b][p] = _mm512_dpbusd_epi32(ib[b][p], wv[p], xv);
                             else
                                 ia[b][p] = _mm512_dpbusd_epi32(ia[b][p], wv[p], xv);
-                        })
-                    })
-                })
+                        }
+                    }
+                }
             }
-            MLSTACK__EACH4(p, RO, {
+            MLSTACK__UNROLL for (p = 0; p < RO; p++) {
                 const unsigned char *sp = gs + (size_t)(J + p) * 16;
                 __m512 d =
                     _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(sbk + (size_t)(J + p) * 32)));
@@ -20553,7 +20492,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
                     sa = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)sp));
                     sb = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(sp + (size_t)GS * 16)));
                 }
-                MLSTACK__EACH3(b, RB, {
+                MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                     const mlstack__q8x *xb = xk + (size_t)b * ldx;
                     __m512i isum = ia[b][p];
                     if (SPLIT) isum = _mm512_add_epi32(_mm512_mullo_epi32(isum, sa), _mm512_mullo_epi32(ib[b][p], sb));
@@ -20561,29 +20500,29 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__kqp_tile(const unsig
                         isum = _mm512_mullo_epi32(isum, sa);
                     acc[b][p] =
                         _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(xb->d)), acc[b][p]);
-                })
+                }
                 if (WT == MLSTACK__W_Q5_1) /* acc = fma(m, x.s, acc) */
-                    MLSTACK__EACH3(b, RB,
-                                   acc[b][p] = _mm512_fmadd_ps(h1, _mm512_set1_ps(xk[(size_t)b * ldx].s), acc[b][p]);)
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p] =
+                        _mm512_fmadd_ps(h1, _mm512_set1_ps(xk[(size_t)b * ldx].s), acc[b][p]);
                 if (KOW) { /* acc = fma(-(dmin * mn), x.s, acc), the same rounding as fnmadd(dmin * mn, x.s, acc) */
                     __m512 dm = _mm512_mul_ps(h1, _mm512_cvtepi32_ps(sb));
-                    MLSTACK__EACH3(b, RB,
-                                   acc[b][p] = _mm512_fnmadd_ps(dm, _mm512_set1_ps(xk[(size_t)b * ldx].s), acc[b][p]);)
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) acc[b][p] =
+                        _mm512_fnmadd_ps(dm, _mm512_set1_ps(xk[(size_t)b * ldx].s), acc[b][p]);
                 }
                 if (WT == MLSTACK__W_Q2_K) {
                     __m512i ma =
                         _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(sp + (size_t)GS * 32)));
                     __m512i mb =
                         _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(sp + (size_t)GS * 48)));
-                    MLSTACK__EACH3(b, RB, {
+                    MLSTACK__UNROLL for (b = 0; b < RB; b++) {
                         __m512i imin = _mm512_add_epi32(_mm512_mullo_epi32(ma, _mm512_set1_epi32(sxa[b])),
                                                         _mm512_mullo_epi32(mb, _mm512_set1_epi32(sxb[b])));
                         acc[b][p] =
                             _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), imin)),
                                             _mm512_mul_ps(h1, _mm512_set1_ps(xk[(size_t)b * ldx].d)), acc[b][p]);
-                    })
+                    }
                 }
-            })
+            }
         }
     }
     mlstack__p16_store(acc, y, ldy, bias, nv, RB, RO);
@@ -21256,24 +21195,22 @@ static MLSTACK__T_BF16 void mlstack__bf16_row(const float *x, uint16_t *dst, int
 }
 /* Pair-panel tile: RB <= 6 activation rows (bf16 pairs, ldx pairs apart) x RO panels, kn input
    pairs; partial sums parked in y between steps as in the f32 tile. */
-#if MLSTACK__COLD_O1 /* the kernel level (KERNEL LEVELS in >>platform) */
-#pragma GCC push_options
-#pragma GCC optimize("O1")
-#endif
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_BF16 void mlstack__p16dp_tile(const uint16_t *wp, const uint32_t *x,
                                                                        size_t ldx, float *y, size_t ldy, int kn,
                                                                        int resume, const float *bias, int nv,
                                                                        const int RB, const int RO, const int GS) {
     __m512 acc[6][4];
-    int k;
+    int b, p, k;
     mlstack__p16_start(acc, y, ldy, resume, nv, RB, RO);
     for (k = 0; k < kn; k++) {
         __m512i wv[4];
-        MLSTACK__EACH4(p, RO, wv[p] = _mm512_loadu_si512((const void *)(wp + ((size_t)k * GS + p) * 32));)
-        MLSTACK__EACH6(b, RB, {
+        MLSTACK__UNROLL for (p = 0; p < RO; p++) wv[p] =
+            _mm512_loadu_si512((const void *)(wp + ((size_t)k * GS + p) * 32));
+        MLSTACK__UNROLL for (b = 0; b < RB; b++) {
             __m512i xv = _mm512_set1_epi32((int)x[(size_t)b * ldx + (size_t)k]);
-            MLSTACK__EACH4(p, RO, acc[b][p] = _mm512_dpbf16_ps(acc[b][p], (__m512bh)wv[p], (__m512bh)xv);)
-        })
+            MLSTACK__UNROLL for (p = 0; p < RO; p++) acc[b][p] =
+                _mm512_dpbf16_ps(acc[b][p], (__m512bh)wv[p], (__m512bh)xv);
+        }
     }
     mlstack__p16_store(acc, y, ldy, bias, nv, RB, RO);
 }
@@ -21337,9 +21274,6 @@ static MLSTACK__T_BF16 void mlstack__mm_p16dp(const mlstack__weight *w, const fl
 }
 #undef MLSTACK__P16DP_SHAPES
 #undef MLSTACK__P16DP_FN
-#if MLSTACK__COLD_O1
-#pragma GCC pop_options
-#endif
 static MLSTACK__T_BF16 void mlstack__matmul_avx512_bf16(const mlstack__weight *w, const float *x,
                                                         const mlstack__q8x *xq, float *y, int B, int o0, int o1,
                                                         float *scratch) {

@@ -3,7 +3,6 @@
    weight's rows or from its KQ / P16 panels.
 
        kq_probe TABLE TYPE N_IN N_OUT B REPS PANELS     (TYPE: Q4_K, Q6_K, ..., Q8_0, Q4_1, IQ4_XS,
-                                                         IQ2_XXS, TQ2_0, MXFP4 with PANELS 0 (it has none),
                                                          or F32, F16, BF16 with PANELS 1)
 
    Run it with REPS 0 and REPS n: the difference over n is one matmul's cost. */
@@ -22,10 +21,9 @@ static float uniform(void) { /* [-1, 1) */
 }
 
 int main(int argc, char **argv) {
-    static const int types[] = {MLSTACK__W_Q5_0,  MLSTACK__W_Q5_1,  MLSTACK__W_Q2_K,   MLSTACK__W_Q3_K,
-                                MLSTACK__W_Q4_K,  MLSTACK__W_Q5_K,  MLSTACK__W_Q6_K,   MLSTACK__W_Q8_0,
-                                MLSTACK__W_Q4_1,  MLSTACK__W_F32,   MLSTACK__W_F16,    MLSTACK__W_BF16,
-                                MLSTACK__W_TQ2_0, MLSTACK__W_MXFP4, MLSTACK__W_IQ4_XS, MLSTACK__W_IQ2_XXS};
+    static const int types[] = {MLSTACK__W_Q5_0, MLSTACK__W_Q5_1, MLSTACK__W_Q2_K,   MLSTACK__W_Q3_K,   MLSTACK__W_Q4_K,
+                                MLSTACK__W_Q5_K, MLSTACK__W_Q6_K, MLSTACK__W_Q8_0,   MLSTACK__W_Q4_1,   MLSTACK__W_F32,
+                                MLSTACK__W_F16,  MLSTACK__W_BF16, MLSTACK__W_IQ4_XS, MLSTACK__W_IQ2_XXS};
     const mlstack__kernels *k;
     mlstack__weight w;
     mlstack__q8x *xq;
@@ -69,8 +67,6 @@ int main(int argc, char **argv) {
         size_t bs = mlstack__ggml_types[wt - 16].size, off;
         for (off = 0; off < rb * (size_t)n_out; off += bs) rows[off] = 0, rows[off + 1] = 0x24;
     }
-    if (wt == MLSTACK__W_MXFP4) /* block scales near 1 (2^(e - 127)): no subnormal products to time */
-        for (i = 0; i < (int)(rb * (size_t)n_out); i += 17) rows[i] = (unsigned char)(124 + (int)(uniform() * 4));
     for (i = 0; i < B * n_in; i++) x[i] = uniform();
     memset(&w, 0, sizeof w);
     w.data = rows, w.wtype = wt, w.n_out = n_out, w.n_in = n_in, w.row_bytes = rb;
