@@ -388,6 +388,27 @@ static const mlstack__gguf_tensor *quant_fixture_rows(const mlstack__gguf *g, co
     return t;
 }
 
+/* Opens a quantizer fixture made by tools/make_quant_fixtures.py: its "src" float rows (512 wide,
+   at least min_rows) and its "imatrix" row, copied to qw. 0 (the failure checked) when it cannot. */
+static int open_imatrix_fixture(const char *path, uint64_t min_rows, mlstack__gguf *g, const mlstack__gguf_tensor **src,
+                                float qw[512]) {
+    mlstack_error err;
+    const mlstack__gguf_tensor *im;
+    if (mlstack__gguf_open(g, path, &err) != MLSTACK_OK) {
+        CHECKF(0, "%s: %s", path, err.message);
+        return 0;
+    }
+    *src = mlstack__gguf_tensor_find(g, "src"), im = mlstack__gguf_tensor_find(g, "imatrix");
+    CHECK(*src && (*src)->type == MLSTACK__GGML_F32 && (*src)->ne[0] == 512 && (*src)->ne[1] >= min_rows);
+    CHECK(im && im->type == MLSTACK__GGML_F32 && im->ne[0] == 512);
+    if (!*src || !im) {
+        mlstack__gguf_close(g);
+        return 0;
+    }
+    memcpy(qw, g->data + im->offset, 512 * sizeof(float));
+    return 1;
+}
+
 /* tests/fixtures/gguf/quantize_imatrix.gguf (tools/make_quant_fixtures.py): the same float rows,
    one importance-matrix row (mean squared activations, some zero, some 300x the rest) and, per
    GGML type, the blocks ggml's ggml_quantize_chunk makes with it (llama-quantize --imatrix's
@@ -397,22 +418,10 @@ static void test_quantize_bytes_imatrix(void) {
     static const char *const types[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1",   "Q2_K",  "Q3_K",
                                         "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"};
     mlstack__gguf g;
-    mlstack_error err;
-    const mlstack__gguf_tensor *src, *im;
+    const mlstack__gguf_tensor *src;
     float qw[512];
     size_t i;
-    if (mlstack__gguf_open(&g, "tests/fixtures/gguf/quantize_imatrix.gguf", &err) != MLSTACK_OK) {
-        CHECKF(0, "quantize_imatrix.gguf: %s", err.message);
-        return;
-    }
-    src = mlstack__gguf_tensor_find(&g, "src"), im = mlstack__gguf_tensor_find(&g, "imatrix");
-    CHECK(src && src->type == MLSTACK__GGML_F32 && src->ne[0] == 512 && src->ne[1] >= 8);
-    CHECK(im && im->type == MLSTACK__GGML_F32 && im->ne[0] == 512);
-    if (!src || !im) {
-        mlstack__gguf_close(&g);
-        return;
-    }
-    memcpy(qw, g.data + im->offset, sizeof qw);
+    if (!open_imatrix_fixture("tests/fixtures/gguf/quantize_imatrix.gguf", 8, &g, &src, qw)) return;
     for (i = 0; i < sizeof types / sizeof types[0]; i++) {
         const mlstack__gguf_tensor *t = quant_fixture_rows(&g, src, types[i]);
         size_t rb, k;
@@ -452,22 +461,10 @@ static void test_quantize_bytes_imatrix(void) {
 static void test_quantize_bytes_iq(void) {
     static const char *const types[] = {"IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ3_S", "IQ2_S", "IQ1_S", "IQ1_M"};
     mlstack__gguf g;
-    mlstack_error err;
-    const mlstack__gguf_tensor *src, *im;
+    const mlstack__gguf_tensor *src;
     float qw[512];
     size_t i;
-    if (mlstack__gguf_open(&g, "tests/fixtures/gguf/quantize_iq.gguf", &err) != MLSTACK_OK) {
-        CHECKF(0, "quantize_iq.gguf: %s", err.message);
-        return;
-    }
-    src = mlstack__gguf_tensor_find(&g, "src"), im = mlstack__gguf_tensor_find(&g, "imatrix");
-    CHECK(src && src->type == MLSTACK__GGML_F32 && src->ne[0] == 512 && src->ne[1] >= 32);
-    CHECK(im && im->type == MLSTACK__GGML_F32 && im->ne[0] == 512);
-    if (!src || !im) {
-        mlstack__gguf_close(&g);
-        return;
-    }
-    memcpy(qw, g.data + im->offset, sizeof qw);
+    if (!open_imatrix_fixture("tests/fixtures/gguf/quantize_iq.gguf", 32, &g, &src, qw)) return;
     for (i = 0; i < sizeof types / sizeof types[0]; i++) {
         char nm[32];
         const mlstack__gguf_tensor *t = quant_fixture_rows(&g, src, types[i]), *dq;
