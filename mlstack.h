@@ -1,5 +1,9 @@
-/* mlstack.h 0.2.0 - run Hugging Face language models on a CPU from one C header - MIT (end of file)
-
+/* mlstack.h 0.2.0 - run Hugging Face language models on a CPU from one C header - MIT (end of file) */
+#if (defined(MLSTACK_IMPLEMENTATION) || defined(MLSTACK_IMPLEMENTATION_PART)) && defined(__GNUC__) && \
+    !defined(__clang__) && !defined(MLSTACK_KEEP_MISLEADING_INDENTATION)
+#line 5 /* see MLSTACK_KEEP_MISLEADING_INDENTATION below */
+#endif
+/*
    USE
      In exactly one C or C++ file:
          #define MLSTACK_IMPLEMENTATION
@@ -103,6 +107,16 @@
      MLSTACK_FULL_OPT           undefined   implementation file      GCC: compile the cold code (COLD CODE in
                                                                      >>platform) at the command line's -O too,
                                                                      not at -Og
+     MLSTACK_KEEP_MISLEADING_INDENTATION
+                                undefined   implementation file      GCC: keep -Wmisleading-indentation for
+                                                                     the rest of that file. The "#line 5" at
+                                                                     the top (the number line 5 has anyway)
+                                                                     makes GCC skip that check in the file: in
+                                                                     GCC 12 it rereads the source of each
+                                                                     unbraced if/for/while body from up to
+                                                                     ~500 lines back, 5-6 s (a fifth of an -O2
+                                                                     build) over this header, whose indentation
+                                                                     clang-format already keeps honest
      MLSTACK_STATIC             undefined   every file that includes make all public functions static
      MLSTACK_SHARED             undefined   every file               default visibility for a shared lib
      MLSTACK_MALLOC/REALLOC/FREE libc       implementation file      allocator (define all three or none)

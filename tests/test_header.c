@@ -1,11 +1,29 @@
 /* The header's table of contents matches its numbered section banners, in order, the
-   declarations part is pure ASCII, no text refers to a section by its number, and no function is
-   longer than the limit below. */
+   declarations part is pure ASCII, its one #line directive keeps the line numbers, no text refers
+   to a section by its number, and no function is longer than the limit below. */
 #include "mlstack.h"
 #include "testlib.h"
 #if !defined(_WIN32)
 #include <dirent.h>
 #endif
+
+/* Every "#line N" in the header names the number its next line has anyway (the one at the top
+   exists only to make GCC skip -Wmisleading-indentation: MLSTACK_KEEP_MISLEADING_INDENTATION), so
+   diagnostics, debuggers and __LINE__ still see the file's own line numbers. */
+static void check_line_directives(const char *h) {
+    long line = 1;
+    int seen = 0;
+    const char *p;
+    for (p = h; *p; p++) {
+        if ((p == h || p[-1] == '\n') && strncmp(p, "#line ", 6) == 0) {
+            long n = strtol(p + 6, NULL, 10);
+            seen++;
+            CHECKF(n == line + 1, "mlstack.h:%ld: \"#line %ld\" should name the next line, %ld", line, n, line + 1);
+        }
+        if (*p == '\n') line++;
+    }
+    CHECKF(seen == 1, "mlstack.h has %d #line directives, expected the one at the top", seen);
+}
 
 /* Copies the identifier at p (letters, digits, _) into out; returns its length. */
 static size_t ident(const char *p, char *out, size_t cap) {
@@ -298,6 +316,7 @@ int main(void) {
         CHECKF(atoi(toc[k]) == k + 1, "entry \"%s\" out of sequence", toc[k]);
     }
     check_glance(h);
+    check_line_directives(h);
     check_anchors(h, toc, n_toc);
     {
         static const char *const files[] = {"mlstack.h", "mlstack_cuda.h", "mlstack_mpi.h", "README.md"};
