@@ -16358,16 +16358,22 @@ MLSTACK__FN float mlstack__fold16(const float *p) {
 }
 
 /* e^x, the canonical form every path computes (vector forms: mlstack__exp256, mlstack__exp512,
-   mlstack__exp_neon): x clamped to [-87, 88]; n = x * log2(e) (one rounded product) rounded to
-   the nearest integer, ties to even; r = x - n ln2 by two fmas (ln2 in two parts); e^r by a
-   degree-6 Horner polynomial in fmas (relative error ~2e-7); times 2^n, exact because the
-   result is always a normal float (e^-87 > FLT_MIN), so it is done on the exponent bits. */
+   mlstack__exp_neon): 0 below -87, else x clamped to at most 88; n = x * log2(e) (one rounded
+   product) rounded to the nearest integer, ties to even; r = x - n ln2 by two fmas (ln2 in two
+   parts); e^r by a degree-6 Horner polynomial in fmas (relative error ~2e-7); times 2^n, exact
+   because the result is always a normal float (e^-87 > FLT_MIN), so it is done on the exponent
+   bits. Below -87 the result is 0, not e^-87 (until 2026-12-06 the input was clamped there): a
+   softmax weight or rescale factor of 1.6e-38 times a value is a subnormal, and each
+   instruction with a subnormal operand or result takes a microcode assist of ~100 cycles on
+   x86. An attention whose running max jumped by more than 87 spent 48% of a prefill in them
+   (random-block Llama-3.2-3B Q4_K_M, pp512: attention 10.6 s -> 0.8 s as with FTZ/DAZ). Such a
+   term is below half an ulp of any sum it joins beside e^0 = 1, so the sums keep their bits. */
 MLSTACK__FN float mlstack__exp_canon(float x) {
     volatile float t; /* the product rounded on its own (a volatile store: never fused) */
     float n, r, p;
     uint32_t b;
-    x = x < 88.0f ? x : 88.0f; /* NaN becomes 88, as vminps / vmaxps and vminnm / vmaxnm make it */
-    x = x > -87.0f ? x : -87.0f;
+    if (x < -87.0f) return 0.0f; /* a NaN goes on (and becomes 88 below) */
+    x = x < 88.0f ? x : 88.0f;   /* NaN becomes 88, as vminps / vmaxps and vminnm / vmaxnm make it */
     t = x * 1.44269504f;
     n = (t + 12582912.0f) - 12582912.0f; /* + 1.5 * 2^23 rounds to an integer, ties to even */
     r = MLSTACK__FMAF(-n, 0.693145752f, x);
@@ -19138,7 +19144,7 @@ static MLSTACK__T_AVX2 void mlstack__to_f32_avx2(mlstack_dtype dtype, const void
 /* e^x for x in float range: x = n ln2 + r, |r| <= ln2/2, e^r by a degree-6 polynomial (relative
    error ~2e-7), times 2^n built in the exponent bits. Inputs are clamped to [-87, 88]. */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256 mlstack__exp256(__m256 x) {
-    __m256 n, r, p;
+    __m256 n, r, p, zero = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_LT_OQ); /* 0 below -87; NaN: no */
     __m256i e;
     x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.0f)), _mm256_set1_ps(-87.0f));
     n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -19152,7 +19158,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256 mlstack__exp256(__m256 x) {
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
     e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    return _mm256_andnot_ps(zero, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
 }
 
 /* The last n mod 8 elements take the same vector math (masked), so an element's value never
@@ -20934,6 +20940,7 @@ static MLSTACK__T_AVX512 void mlstack__to_f32_avx512(mlstack_dtype dtype, const 
 /* e^x as mlstack__exp256, 16 lanes, 2^n applied with scalef. */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 __m512 mlstack__exp512(__m512 x) {
     __m512 n, r, p;
+    __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_NLT_UQ); /* 0 below -87; NaN: kept */
     x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.0f)), _mm512_set1_ps(-87.0f));
     n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -20946,7 +20953,7 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 __m512 mlstack__exp512(__m512 x)
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
+    return _mm512_maskz_scalef_ps(keep, p, n);
 }
 
 static MLSTACK__T_AVX512 void mlstack__swiglu_avx512(float *g, const float *u, int n) {
@@ -22229,10 +22236,11 @@ static void mlstack__to_f32_neon(mlstack_dtype dtype, const void *src, float *ds
 }
 
 /* e^x as mlstack__exp256 (>>avx2), 4 lanes: x = n ln2 + r, e^r by the same degree-6
-   polynomial, 2^n built in the exponent bits; inputs clamped to [-87, 88]. */
+   polynomial, 2^n built in the exponent bits; 0 below -87, inputs clamped to at most 88. */
 static float32x4_t mlstack__exp_neon(float32x4_t x) {
     float32x4_t n, r, p;
     int32x4_t e;
+    uint32x4_t zero = vcltq_f32(x, vdupq_n_f32(-87.0f)); /* a NaN compares false: kept */
     x = vmaxnmq_f32(vminnmq_f32(x, vdupq_n_f32(88.0f)), vdupq_n_f32(-87.0f)); /* NaN -> 88, as x86 and C */
     n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504f)));
     r = vfmsq_f32(x, n, vdupq_n_f32(0.693145752f));
@@ -22245,7 +22253,7 @@ static float32x4_t mlstack__exp_neon(float32x4_t x) {
     p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
     p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
     e = vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23);
-    return vmulq_f32(p, vreinterpretq_f32_s32(e));
+    return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(vmulq_f32(p, vreinterpretq_f32_s32(e))), zero));
 }
 
 /* 4 floats at p of which only the first n exist (the rest read as zeros and are never

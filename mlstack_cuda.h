@@ -345,8 +345,8 @@ MLC_HD void mlc_kv_put(unsigned char *row, int dt, int i, float v) {
 MLC_HD float mlc_exp(float x) {
     float t, n, r, p;
     uint32_t b;
+    if (x < -87.0f) return 0.0f;
     x = x < 88.0f ? x : 88.0f;
-    x = x > -87.0f ? x : -87.0f;
     t = x * 1.44269504f;
     n = (t + 12582912.0f) - 12582912.0f;
     r = fmaf(-n, 0.693145752f, x);

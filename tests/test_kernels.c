@@ -1240,8 +1240,9 @@ static void check_canon_math(void) {
         if (rel > worst_e) worst_e = rel;
     }
     CHECKF(worst_e < 4e-7, "exp_canon: relative error %.3g vs exp()", worst_e);
-    CHECK(mlstack__exp_canon(0.0f) == 1.0f && mlstack__exp_canon(-1000.0f) > 0.0f &&
-          mlstack__exp_canon(1000.0f) < INFINITY);
+    CHECK(mlstack__exp_canon(0.0f) == 1.0f && mlstack__exp_canon(-87.0f) >= FLT_MIN &&
+          mlstack__exp_canon(-87.0001f) == 0.0f && mlstack__exp_canon(-1000.0f) == 0.0f &&
+          mlstack__exp_canon(1000.0f) < INFINITY && mlstack__exp_canon(NAN) == mlstack__exp_canon(88.0f));
     for (i = 0; i < 200000; i++) { /* rotary angles: positions up to 128k times frequencies up to 1 */
         float x = (float)(i % 131072) * (i & 1 ? 1.0f : frand()), s, c;
         double ds = sin((double)x), dc = cos((double)x), e;
