@@ -19142,7 +19142,7 @@ static MLSTACK__T_AVX2 void mlstack__to_f32_avx2(mlstack_dtype dtype, const void
 }
 
 /* e^x for x in float range: x = n ln2 + r, |r| <= ln2/2, e^r by a degree-6 polynomial (relative
-   error ~2e-7), times 2^n built in the exponent bits. Inputs are clamped to [-87, 88]. */
+   error ~2e-7), times 2^n built in the exponent bits. 0 below -87, inputs clamped to at most 88. */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 __m256 mlstack__exp256(__m256 x) {
     __m256 n, r, p, zero = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_LT_OQ); /* 0 below -87; NaN: no */
     __m256i e;
