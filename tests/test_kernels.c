@@ -822,8 +822,9 @@ static void check_attn_chunk(const mlstack__kernels *k) {
                         if (bad < 0 && memcmp(s2, s1 + g * 32, sizeof(float) * (size_t)n)) bad = g;
                     }
                     if (alone) CHECKF(bad < 0, "%s scores G%d Dh%d n%d: head %d alone differs", k->name, G, Dh, n, bad);
-                    for (mi = 0; mi < 4 && (ref || do_sm); mi++) { /* the step from a fresh max, a lower one, a
-                                                                      higher one, odd scores */
+                    for (mi = 0; mi < 5 && (ref || do_sm); mi++) { /* the step from a fresh max, a lower one, a
+                                                                      higher one, odd scores, a max 100 below with
+                                                                      scores 100 apart (e^x = 0 below -87) */
                         float m0[8], m1[8], d0[8], d1[8], c0[8], c1[8], t0[8 * 32], t1[8 * 32];
                         int bad_h = -1;
                         memcpy(t0, s0, sizeof t0), memcpy(t1, s0, sizeof t1);
@@ -834,8 +835,14 @@ static void check_attn_chunk(const mlstack__kernels *k) {
                                     t0[g * 32 + 1] = t1[g * 32 + 1] = -0.0f, t0[g * 32 + 2] = t1[g * 32 + 2] = 0.0f;
                                 if (n > 16) t0[g * 32 + 16] = t1[g * 32 + 16] = t0[g * 32 + n - 1];
                             }
+                        if (mi == 4) /* corr and every other weight below e^-87: exactly 0 on every path */
+                            for (g = 0; g < G; g++)
+                                for (j = 1; j < n; j += 2) t0[g * 32 + j] = t1[g * 32 + j] = s0[g * 32 + j] - 100.0f;
                         for (g = 0; g < G; g++) {
-                            m0[g] = m1[g] = mi == 0 || mi == 3 ? -FLT_MAX : mi == 1 ? -0.3f + 0.1f * (float)g : 64.0f;
+                            m0[g] = m1[g] = mi == 0 || mi == 3 ? -FLT_MAX
+                                            : mi == 1          ? -0.3f + 0.1f * (float)g
+                                            : mi == 4          ? -100.0f
+                                                               : 64.0f;
                             d0[g] = d1[g] = mi == 0 || mi == 3 ? 0.0f : 1.5f + (float)g;
                         }
                         mlstack__softmax_scalar(t0, G, n, m0, d0, c0);
@@ -856,6 +863,8 @@ static void check_attn_chunk(const mlstack__kernels *k) {
                         }
                         if (!ref) continue;
                         CHECKF(mi != 2 || c0[0] == 1.0f, "softmax: a max above every score must stay (corr %g)", c0[0]);
+                        CHECKF(mi != 4 || (c0[0] == 0.0f && t0[1] == 0.0f) || n < 2,
+                               "softmax: a max 100 up rescales by exactly 0 (corr %g, p %g)", c0[0], t0[1]);
                         if (mi < 3) { /* the C rule against libm: e^(s - m) of the float difference, the sum and
                                          the correction in double */
                             int ok = 1;
