@@ -113,10 +113,11 @@
                                                                      the top (the number line 5 has anyway)
                                                                      makes GCC skip that check in the file: in
                                                                      GCC 12 it rereads the source of each
-                                                                     unbraced if/for/while body from up to
-                                                                     ~500 lines back, 5-6 s (a fifth of an -O2
-                                                                     build) over this header, whose indentation
-                                                                     clang-format already keeps honest
+                                                                     unbraced if/for/while body, rescanning
+                                                                     from an earlier line it remembers: 5-6 s
+                                                                     (a fifth of an -O2 build) over this
+                                                                     header, whose indentation clang-format
+                                                                     already keeps honest
      MLSTACK_STATIC             undefined   every file that includes make all public functions static
      MLSTACK_SHARED             undefined   every file               default visibility for a shared lib
      MLSTACK_MALLOC/REALLOC/FREE libc       implementation file      allocator (define all three or none)
