@@ -16363,12 +16363,12 @@ MLSTACK__FN float mlstack__fold16(const float *p) {
    product) rounded to the nearest integer, ties to even; r = x - n ln2 by two fmas (ln2 in two
    parts); e^r by a degree-6 Horner polynomial in fmas (relative error ~2e-7); times 2^n, exact
    because the result is always a normal float (e^-87 > FLT_MIN), so it is done on the exponent
-   bits. Below -87 the result is 0, not e^-87 (until 2026-12-06 the input was clamped there): a
-   softmax weight or rescale factor of 1.6e-38 times a value is a subnormal, and each
-   instruction with a subnormal operand or result takes a microcode assist of ~100 cycles on
-   x86. An attention whose running max jumped by more than 87 spent 48% of a prefill in them
-   (random-block Llama-3.2-3B Q4_K_M, pp512: attention 10.6 s -> 0.8 s as with FTZ/DAZ). Such a
-   term is below half an ulp of any sum it joins beside e^0 = 1, so the sums keep their bits. */
+   bits. Below -87 the result is 0, not e^-87: a softmax weight or rescale factor of 1.6e-38
+   times a value is a subnormal, and each instruction with a subnormal operand or result takes a
+   microcode assist on x86. An attention whose running max jumped by more than 87 spent 48% of a
+   prefill in them (random-block Llama-3.2-3B Q4_K_M, pp512, 1 thread: attention 10.6 s with the
+   clamp, 0.95 s with the 0, 1.0 s with the clamp under FTZ/DAZ). Such a term is below half an
+   ulp of any sum it joins beside e^0 = 1, so the sums keep their bits. */
 MLSTACK__FN float mlstack__exp_canon(float x) {
     volatile float t; /* the product rounded on its own (a volatile store: never fused) */
     float n, r, p;
