@@ -14,7 +14,7 @@
 # $(B)/FLAVOUR/pch/mlstack.h.gch) and linked against its flavour's object:
 #   flavour    directory         tests                      flags
 #   plain      $(B)/tests/       every test                 $(TEST_CFLAGS) (no -g)
-#   asan       $(B)/asan/        all but test_real_*        $(ALL_CFLAGS) $(SAN_OPT) $(SAN)
+#   asan       $(B)/asan/        all but test_real_*        $(ALL_CFLAGS) $(SAN_OPT) $(SAN) (+ -mfma on an FMA host)
 #   openmp     $(B)/openmp/      test_models                + -fopenmp -DMLSTACK_OPENMP, $(NO_WIDE)
 #   nothreads  $(B)/nothreads/   test_models, real_repro    + -DMLSTACK_NO_THREADS, GNU C, -ffp-contract=fast
 #                                                           (+ -mfma on an FMA host; every x86 path, AVX-512 and AMX too)
@@ -214,7 +214,10 @@ CONTRACT     = -std=gnu99 -ffp-contract=fast
 HOST_FMA    := $(shell grep -qw fma /proc/cpuinfo 2>/dev/null && echo -mfma)
 AARCH64_FLAGS = $(CONTRACT) $(WARN) -O2 -I. -static
 $(eval $(call flavour,tests,$(CC),$(TEST_CFLAGS),$(LDLIBS),$(CLI_IMPL)))
-$(eval $(call flavour,asan,$(CC),$(ALL_CFLAGS) $(SAN_OPT) $(SAN),$(LDLIBS)))
+# The ASan flavour takes -mfma on an FMA host too: at -O0 the scalar reference's fmaf is otherwise a
+# library call per multiply-add, and the tests' reference matmuls spent most of their time there
+# (asan/test_kernels 88 s of CPU, 21 s with it). The plain flavour keeps the library fmaf.
+$(eval $(call flavour,asan,$(CC),$(ALL_CFLAGS) $(SAN_OPT) $(HOST_FMA) $(SAN),$(LDLIBS)))
 # The flavours that test threading, not kernels, leave the AVX-512 and AMX kernels out (the plain,
 # ASan, clang and Windows flavours test them): a fifth of the implementation's -O2 compile time is
 # those kernels. Their results are the AVX2 kernels' bits, which are the same by design. The nothreads
@@ -250,8 +253,11 @@ endef
 # A test may run a subset under qemu (QEMU_ENV_NAME) where the native flavours run the rest:
 # test_kvquant's engine checks for the first cache type pairs (quick mode; the NEON attention
 # ops on both quantized types, the mixed pairs on x86-64 only: max/test_kernels compares every
-# NEON cache op with the reference's bits)
+# NEON cache op with the reference's bits); test_gguf without the whole-model quantizations that
+# compare the quantizer with itself and llama.cpp's type rules (quick mode; its byte checks
+# against llama.cpp's quantizer, which a contracting build could change, still run)
 QEMU_ENV_test_kvquant = MLSTACK_TEST_QUICK=1
+QEMU_ENV_test_gguf    = MLSTACK_TEST_QUICK=1
 $(B)/aarch64/max/%: $(B)/aarch64/%
 	$(call qemu_run,max,-u MLSTACK_ISA $(QEMU_ENV_$*))
 $(B)/aarch64/cortex-a53/%: $(B)/aarch64/%

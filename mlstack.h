@@ -17316,7 +17316,7 @@ static const int8_t mlstack__iqp_iq2_values[16] = {8, 25, 43, 0, -8, -25, -43, 0
 MLSTACK__FN const int8_t *mlstack__iqp_values(int wtype) {
     return wtype == MLSTACK__W_IQ4_XS ? mlstack__iq4nl_values : mlstack__iqp_iq2_values;
 }
-MLSTACK__FN float mlstack__iqp_dmul(int wtype) { return wtype == MLSTACK__W_IQ4_XS ? 1.0f : 0.125f; }
+MLSTACK__FN MLSTACK__UNUSED float mlstack__iqp_dmul(int wtype) { return wtype == MLSTACK__W_IQ4_XS ? 1.0f : 0.125f; }
 
 /* One 256-input block of a group of gp IQ panels (src, the 4-bit layout above, codes below 8)
    into IQ2_XXS's compact layout (dst). */
