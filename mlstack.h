@@ -2509,7 +2509,7 @@ MLSTACK__FN int mlstack__core_count(void) {
    context switch (AVX needs YMM state, AVX-512 also opmask and ZMM state); on AArch64, NEON is
    baseline and the kernel's hwcaps say whether the int8 dot product (dotprod) is there. */
 typedef struct mlstack__cpu {
-    int avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16, neon, neon_dot;
+    int avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512vbmi, avx512bf16, neon, neon_dot;
     int amx_int8, amx_bf16; /* AMX tiles the OS lets this process use (Linux: after ARCH_REQ_XCOMP_PERM) */
 } mlstack__cpu;
 
@@ -2594,6 +2594,7 @@ static void mlstack__cpu_detect(mlstack__cpu *c) {
         c->avx512bw = os_avx512 && (r[1] & (1u << 30));
         c->avx512vl = os_avx512 && (r[1] & (1u << 31));
         c->avx512vnni = os_avx512 && (r[2] & (1u << 11));
+        c->avx512vbmi = os_avx512 && (r[2] & (1u << 1));
         {
             /* AMX: CPUID.7.0:EDX tile (24), int8 (25), bf16 (22); XCR0 tile config and data
                (17, 18); and on Linux the per-process permission for the tile data state */
@@ -16155,8 +16156,8 @@ MLSTACK__FN size_t mlstack__p16_bytes(int wtype, int n_in) { /* one panel */
     default:
         if (wtype == MLSTACK__W_IQ4_XS) /* IQ panels (below) */
             return (size_t)(n_in / 256) * (32 + 8 * (256 + 16));
-        if (wtype == MLSTACK__W_IQ2_XXS) /* the compact IQ panels (below) */
-            return (size_t)(n_in / 256) * (32 + 8 * (192 + 16));
+        if (wtype == MLSTACK__W_IQ2_XXS) /* IQ2_XXS's point panels (below) */
+            return (size_t)(n_in / 256) * (32 + 8 * (64 + 64 + 16));
         if (MLSTACK__W_IS_GGML(wtype))
             return (size_t)(n_in / mlstack__wtype_block(wtype)) * mlstack__kqp_sb_bytes(wtype);
         return (size_t)n_in * 32;
@@ -17293,8 +17294,8 @@ MLSTACK__FN void mlstack__kqp_pack_group(const mlstack__weight *w, int grp, unsi
 /* IQ panels: the i-quants whose groups, as the reference decoder gives them, hold at most 16
    distinct values and one scale (sa = sb) -- IQ4_XS (the IQ4_NL levels) and IQ2_XXS (+-8, +-25,
    +-43 after its grid and sign lookups) -- as P16 panels of 4-bit codes into a 16-entry table
-   of those values (mlstack__iqp_values), made once from the rows so that no call looks up a grid
-   or a sign again. In a group of gp panels (as above), per 256-input block s, in order:
+   of those values (mlstack__iqp_values), made once from the rows (IQ4_XS: so that no call looks
+   up a value again; IQ2_XXS: points, below, expanded per call). In a group of gp panels (as above), per 256-input block s, in order:
      gp x 16 f16 d (the block's header)
      per group j of 32 inputs: 4 x gp runs of 64 bytes, byte 4l + t of run (g, r) = the code of
        input 4g + t (low nibble) and of input 16 + 4g + t (high nibble) of output 16r + l (the
@@ -17302,65 +17303,140 @@ MLSTACK__FN void mlstack__kqp_pack_group(const mlstack__weight *w, int grp, unsi
    A kernel looks the codes up by a byte shuffle, forms the group's exact integer dot times sa,
    and the rule's steps with dw = d * mlstack__iqp_dmul (the decoder's own f32 product: IQ4_XS 1,
    IQ2_XXS 0.125). Bytes per weight: 2208 / 4096 = 0.539 (files: IQ4_XS 0.531, IQ2_XXS 0.258).
-   IQ2_XXS keeps its panels compact, since its codes need 3 bits (a 2-bit magnitude index, bit 2
-   the sign): each 64-byte run above becomes 48 bytes, 32 of magnitudes (byte k: the bits 0, 1,
-   4, 5 of run byte k, and those of run byte 32 + k shifted up by 2) and 16 of signs (byte k: bit
-   2 and bit 6 of run bytes k, 16 + k, 32 + k, 48 + k at bits 0, 1, 2, 3 and 4, 5, 6, 7), 1696 /
-   4096 = 0.414 bytes per weight; a kernel expands a group's panels into the layout above
-   (mlstack__iqp2_expand_avx2) in its matmul scratch and reads them there, so the tiles and
-   their bits are the same for both types. */
+   IQ2_XXS keeps its panels near its file's size, as grid points: its codes need 3 bits (a 2-bit
+   index into 8, 25, 43 and bit 2 the sign), but 8 of them take 8 bits as one point of its grid.
+   Per block the gp x 16 f16 d as above, then per group j of 32 inputs: gp x 16 dwords of points
+   (the file's four grid indices of the row's group: byte e the point of inputs 8e..8e+7), gp x
+   16 dwords of signs (byte k: bit g the sign of input 4g + k, bit 4 + g that of 16 + 4g + k),
+   gp x 16 int8 sa; 1184 / 4096 = 0.289 bytes per weight. A kernel expands a group's panels into
+   the layout above in its matmul scratch (mlstack__iqp2_expand_avx2) and reads them there, so
+   the tiles and their bits are the same for both types: a row's 4 bytes of run g are, in their
+   low nibbles, elements 4 (g % 2) .. 4 (g % 2) + 3 of point g / 2 (as map indices:
+   mlstack__iqp2_points, byte k of entry i element k of grid point i; tools/gen_iq_tables.py), in
+   their high nibbles those of point 2 + g / 2, and at bits 2 and 6 of byte k the signs (bits g
+   and 4 + g of sign byte k). */
 #define MLSTACK__W_HAS_IQP(wt) ((wt) == MLSTACK__W_IQ4_XS || (wt) == MLSTACK__W_IQ2_XXS)
 #define MLSTACK__PACKS_IQP (MLSTACK__PACK_BIT(MLSTACK__W_IQ4_XS) | MLSTACK__PACK_BIT(MLSTACK__W_IQ2_XXS))
 #define MLSTACK__IQP_SB (32 + 8 * (256 + 16)) /* bytes of one 256-input block of one panel */
+#define MLSTACK__IQP2_SB (32 + 8 * (64 + 64 + 16)) /* the same of IQ2_XXS's point panels */
 static const int8_t mlstack__iqp_iq2_values[16] = {8, 25, 43, 0, -8, -25, -43, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+static const uint64_t mlstack__iqp2_points[256] = {
+    0x0000000000000000, 0x0000000000000002, 0x0000000000000101, 0x0000000000000200, 0x0000000000000202,
+    0x0000000000010001, 0x0000000000010100, 0x0000000000020000, 0x0000000000020002, 0x0000000000020200,
+    0x0000000000020202, 0x0000000001000001, 0x0000000001000100, 0x0000000001010000, 0x0000000001010200,
+    0x0000000001020001, 0x0000000001020100, 0x0000000002000000, 0x0000000002000002, 0x0000000002000202,
+    0x0000000002020002, 0x0000000100000001, 0x0000000100000100, 0x0000000100010000, 0x0000000100010101,
+    0x0000000101000000, 0x0000000102000100, 0x0000000102010200, 0x0000000200000000, 0x0000000200000002,
+    0x0000000200020002, 0x0000000202000002, 0x0000010000000001, 0x0000010000000100, 0x0000010000010000,
+    0x0000010000020001, 0x0000010000020100, 0x0000010001000000, 0x0000010001000002, 0x0000010001000200,
+    0x0000010001020000, 0x0000010002000001, 0x0000010002000100, 0x0000010002010000, 0x0000010002020100,
+    0x0000010100000000, 0x0000010100000002, 0x0000010100000200, 0x0000010100020000, 0x0000010101000102,
+    0x0000010101020201, 0x0000010102000000, 0x0000010102010001, 0x0000010200000201, 0x0000010200010000,
+    0x0000010201000000, 0x0000010202000100, 0x0000010202020100, 0x0000020000000000, 0x0000020000000101,
+    0x0000020000000200, 0x0000020000010100, 0x0000020000020200, 0x0000020001000001, 0x0000020001000100,
+    0x0000020001010000, 0x0000020001010002, 0x0000020002000200, 0x0000020100000100, 0x0000020101000000,
+    0x0000020200000002, 0x0000020200010100, 0x0001000000000001, 0x0001000000000100, 0x0001000000010000,
+    0x0001000000020001, 0x0001000001000000, 0x0001000001020000, 0x0001000002000100, 0x0001000002010000,
+    0x0001000002010101, 0x0001000100000000, 0x0001000100000200, 0x0001000100020000, 0x0001000101010000,
+    0x0001000101010202, 0x0001000102000000, 0x0001000200020100, 0x0001000201000101, 0x0001010000000000,
+    0x0001010000000200, 0x0001010000020000, 0x0001010000020101, 0x0001010001000201, 0x0001010002000000,
+    0x0001010100010200, 0x0001010101020002, 0x0001010200000000, 0x0001010200010102, 0x0001020000000001,
+    0x0001020000000100, 0x0001020000010000, 0x0001020001000000, 0x0001020002000001, 0x0001020100000000,
+    0x0001020100000101, 0x0001020102020000, 0x0001020201010001, 0x0002000000000000, 0x0002000000000002,
+    0x0002000000000202, 0x0002000001000100, 0x0002000001020001, 0x0002000002000000, 0x0002000002000002,
+    0x0002000100020201, 0x0002000101000200, 0x0002000200000000, 0x0002000200000002, 0x0002010000000001,
+    0x0002010000000100, 0x0002010000010000, 0x0002010001000000, 0x0002010001010102, 0x0002010100000000,
+    0x0002010101000001, 0x0002010101020100, 0x0002010202010000, 0x0002020000000200, 0x0002020000020000,
+    0x0002020002010100, 0x0002020201000100, 0x0100000000000001, 0x0100000000000100, 0x0100000000010000,
+    0x0100000000010200, 0x0100000000020001, 0x0100000000020100, 0x0100000001000000, 0x0100000001000200,
+    0x0100000001010102, 0x0100000001020000, 0x0100000002000001, 0x0100000002000100, 0x0100000002010000,
+    0x0100000100000000, 0x0100000100020000, 0x0100000101020001, 0x0100000102000000, 0x0100000102000101,
+    0x0100000200000001, 0x0100000200010000, 0x0100000201000200, 0x0100000201010102, 0x0100000201020200,
+    0x0100010000000000, 0x0100010000000200, 0x0100010000020000, 0x0100010002000000, 0x0100010002010201,
+    0x0100010100010002, 0x0100010100020100, 0x0100010200000000, 0x0100020000000001, 0x0100020000000100,
+    0x0100020000010000, 0x0100020001000000, 0x0100020001000101, 0x0100020100000000, 0x0100020101010200,
+    0x0100020101020001, 0x0100020102000002, 0x0100020201000101, 0x0100020202010000, 0x0101000000000000,
+    0x0101000000000200, 0x0101000000010001, 0x0101000000010201, 0x0101000000020000, 0x0101000002000000,
+    0x0101000002000200, 0x0101000100000100, 0x0101000101000002, 0x0101000102020100, 0x0101000202010001,
+    0x0101010002010000, 0x0101010002010002, 0x0101010100000202, 0x0101010200000001, 0x0101010201010100,
+    0x0101020000000000, 0x0101020000010001, 0x0101020000010201, 0x0101020001020100, 0x0101020101000000,
+    0x0101020200000200, 0x0102000000000100, 0x0102000000010000, 0x0102000001000000, 0x0102000001020200,
+    0x0102000100000000, 0x0102000101010101, 0x0102000200010200, 0x0102000201020000, 0x0102010000000000,
+    0x0102010000000101, 0x0102010100010000, 0x0102010100010002, 0x0102010102000100, 0x0102020001000002,
+    0x0200000000000000, 0x0200000000000002, 0x0200000000000202, 0x0200000001000001, 0x0200000002000002,
+    0x0200000100000100, 0x0200000100010200, 0x0200000101000000, 0x0200000200010001, 0x0200010000000001,
+    0x0200010000000100, 0x0200010000010000, 0x0200010000010101, 0x0200010001000000, 0x0200010001020000,
+    0x0200010100000000, 0x0200010101000102, 0x0200010102010100, 0x0200010200000201, 0x0200010201000000,
+    0x0200010201020000, 0x0200020000000002, 0x0200020100000100, 0x0200020200010001, 0x0201000000000100,
+    0x0201000000010000, 0x0201000000020100, 0x0201000001000000, 0x0201000002020001, 0x0201000100010102,
+    0x0201000102000000, 0x0201000201000101, 0x0201010000000000, 0x0201010000020002, 0x0201010001000100,
+    0x0201010101010001, 0x0201020002000001, 0x0201020100020000, 0x0202000000000002, 0x0202000001010000,
+    0x0202000002000101, 0x0202000100000201, 0x0202000200000000, 0x0202010000010200, 0x0202020001010000,
+    0x0202020100000100,
+};
 MLSTACK__FN const int8_t *mlstack__iqp_values(int wtype) {
     return wtype == MLSTACK__W_IQ4_XS ? mlstack__iq4nl_values : mlstack__iqp_iq2_values;
 }
 MLSTACK__FN MLSTACK__UNUSED float mlstack__iqp_dmul(int wtype) { return wtype == MLSTACK__W_IQ4_XS ? 1.0f : 0.125f; }
 
-/* One 256-input block of a group of gp IQ panels (src, the 4-bit layout above, codes below 8)
-   into IQ2_XXS's compact layout (dst). */
-static void mlstack__iqp2_compact(const unsigned char *src, int gp, unsigned char *dst) {
-    int j, run, k;
-    memcpy(dst, src, (size_t)gp * 32);
-    src += (size_t)gp * 32, dst += (size_t)gp * 32;
-    for (j = 0; j < 8; j++) {
-        for (run = 0; run < 4 * gp; run++, src += 64, dst += 48) {
-            unsigned char a[64], sg[64];
-            for (k = 0; k < 64; k++)
-                a[k] = (unsigned char)(src[k] & 0x33), sg[k] = (unsigned char)((src[k] >> 2) & 0x11);
-            for (k = 0; k < 32; k++) dst[k] = (unsigned char)(a[k] | a[32 + k] << 2);
-            for (k = 0; k < 16; k++)
-                dst[32 + k] = (unsigned char)(sg[k] | sg[16 + k] << 1 | sg[32 + k] << 2 | sg[48 + k] << 3);
-        }
-        memcpy(dst, src, (size_t)gp * 16);
-        src += (size_t)gp * 16, dst += (size_t)gp * 16;
+/* Group `grp` of w's IQ2_XXS point panels (layout above) into dst, the start of the whole
+   packed copy, straight from the file's blocks (2-byte d, then per group 4 grid indices and a
+   word of four 7-bit sign indices under a 4-bit scale s, sa = 2 s + 1, as the decoder reads). */
+static void mlstack__iqp2_pack_group(const mlstack__weight *w, int grp, unsigned char *dst) {
+    size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), bsz = mlstack__ggml_types[w->wtype - 16].size;
+    int np = mlstack__p16_panels(w->n_out), p0 = grp * MLSTACK__P16_GROUP, r, l, s, j, e, k, t;
+    int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP, nsb = w->n_in / 256;
+    unsigned char *d = dst + (size_t)p0 * pb;
+    memset(d, 0, (size_t)gp * pb);
+    for (s = 0; s < nsb; s++) {
+        unsigned char *sb = d + (size_t)s * gp * MLSTACK__IQP2_SB;
+        for (r = 0; r < gp; r++)
+            for (l = 0; l < MLSTACK__P16 && 16 * (p0 + r) + l < w->n_out; l++) {
+                const unsigned char *b =
+                    (const unsigned char *)w->data + (size_t)(16 * (p0 + r) + l) * w->row_bytes + (size_t)s * bsz;
+                memcpy(sb + (size_t)r * 32 + 2 * l, b, 2);
+                for (j = 0; j < 8; j++) {
+                    const unsigned char *q = b + 2 + 8 * j;
+                    unsigned char *g = sb + (size_t)gp * 32 + (size_t)j * gp * 144, sg[4] = {0, 0, 0, 0};
+                    uint32_t aux = (uint32_t)mlstack__le(q + 4, 4), nat = 0;
+                    for (e = 0; e < 4; e++) nat |= (uint32_t)mlstack__iq_signs7((aux >> (7 * e)) & 127) << (8 * e);
+                    for (k = 0; k < 4; k++)
+                        for (t = 0; t < 4; t++)
+                            sg[k] |= (unsigned char)(((nat >> (4 * t + k)) & 1) << t | ((nat >> (16 + 4 * t + k)) & 1)
+                                                                                           << (4 + t));
+                    memcpy(g + ((size_t)r * 16 + l) * 4, q, 4);
+                    memcpy(g + (size_t)gp * 64 + ((size_t)r * 16 + l) * 4, sg, 4);
+                    g[(size_t)gp * 128 + (size_t)r * 16 + l] = (unsigned char)(int8_t)(2 * (int)(aux >> 28) + 1);
+                }
+            }
     }
 }
 
 /* Group `grp` of w's IQ panels (layout above) into dst, the start of the whole packed copy:
-   each block of each row decoded by the reference decoder, its values coded by the table
-   (IQ2_XXS: a block of the group at a time in the 4-bit layout, then made compact). */
+   each block of each row decoded by the reference decoder, its values coded by the table. */
 MLSTACK__FN void mlstack__iqp_pack_group(const mlstack__weight *w, int grp, unsigned char *dst) {
     const int8_t *vals = mlstack__iqp_values(w->wtype);
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), bsz = mlstack__ggml_types[w->wtype - 16].size;
     int np = mlstack__p16_panels(w->n_out), p0 = grp * MLSTACK__P16_GROUP, r, l, s, j, t, nsb = w->n_in / 256;
-    int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP, iq2 = w->wtype == MLSTACK__W_IQ2_XXS;
-    size_t gsz = (size_t)gp * (256 + 16), sbb = (size_t)gp * (iq2 ? 32 + 8 * (192 + 16) : MLSTACK__IQP_SB);
-    unsigned char *d = dst + (size_t)p0 * pb, code[256], tmp[MLSTACK__P16_GROUP * MLSTACK__IQP_SB];
+    int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP;
+    size_t gsz = (size_t)gp * (256 + 16), sbb = (size_t)gp * MLSTACK__IQP_SB;
+    unsigned char *d = dst + (size_t)p0 * pb, code[256];
+    if (w->wtype == MLSTACK__W_IQ2_XXS) {
+        mlstack__iqp2_pack_group(w, grp, dst);
+        return;
+    }
     memset(code, 0, sizeof code);
     for (t = 15; t >= 0; t--) code[(unsigned char)vals[t]] = (unsigned char)t;
     memset(d, 0, (size_t)gp * pb);
     for (s = 0; s < nsb; s++) {
-        unsigned char *sb = iq2 ? tmp : d + (size_t)s * sbb;
-        if (iq2) memset(tmp, 0, sizeof tmp);
+        unsigned char *sb = d + (size_t)s * sbb;
         for (r = 0; r < gp; r++)
             for (l = 0; l < MLSTACK__P16 && 16 * (p0 + r) + l < w->n_out; l++) {
                 const unsigned char *b =
                     (const unsigned char *)w->data + (size_t)(16 * (p0 + r) + l) * w->row_bytes + (size_t)s * bsz;
                 mlstack__kqg gr[8];
                 mlstack__kq_decode(w->wtype, b, 256, gr);
-                memcpy(sb + (size_t)r * 32 + 2 * l, b, 2); /* d: the first field of both blocks */
+                memcpy(sb + (size_t)r * 32 + 2 * l, b, 2); /* d: the first field of the block */
                 for (j = 0; j < 8; j++) {
                     unsigned char *q = sb + (size_t)gp * 32 + (size_t)j * gsz, pk[16];
                     for (t = 0; t < 16; t++)
@@ -17370,7 +17446,6 @@ MLSTACK__FN void mlstack__iqp_pack_group(const mlstack__weight *w, int grp, unsi
                     q[(size_t)gp * 256 + (size_t)r * 16 + l] = (unsigned char)(int8_t)gr[j].sa;
                 }
             }
-        if (iq2) mlstack__iqp2_compact(tmp, gp, d + (size_t)s * sbb);
     }
 }
 
@@ -19038,29 +19113,46 @@ mlstack__iqp_tile_avx2(const unsigned char *wp, int gp, int v0, const mlstack__q
     }
 #define MLSTACK__IQP_AVX2_SHAPES(F) F(2, 4) F(2, 2) F(1, 8) F(1, 2)
 MLSTACK__IQP_AVX2_SHAPES(MLSTACK__IQP_AVX2_FN)
-/* A group of gp compact IQ2_XXS panels (src: nsb blocks, layout in >>kernels) expanded into
-   the IQ panels' 4-bit layout at dst (nsb * gp * MLSTACK__IQP_SB bytes). Returns dst. */
+/* A group of gp IQ2_XXS point panels (src: nsb blocks, layout in >>kernels) expanded into the
+   IQ panels' 4-bit layout at dst (nsb * gp * MLSTACK__IQP_SB bytes), 8 rows at a time: each
+   point's 8 map indices gathered as a qword (rows 0, 1, 4, 5 and 2, 3, 6, 7, so that one
+   shuffle gives either half of the point for rows 0..7 in order), the signs moved from bits g
+   and 4 + g to bits 2 and 6. Returns dst. */
 MLSTACK__FN MLSTACK__T_AVX2 const unsigned char *mlstack__iqp2_expand_avx2(const unsigned char *src, int nsb, int gp,
                                                                            unsigned char *dst) {
-    const __m256i m33 = _mm256_set1_epi8(0x33), m11 = _mm256_set1_epi8(0x11);
-    const __m256i c0 = _mm256_setr_epi64x(0, 0, 1, 1), c1 = _mm256_setr_epi64x(2, 2, 3, 3);
+    const __m256i m11 = _mm256_set1_epi8(0x11), mff = _mm256_set1_epi32(0xff);
+    const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+    const long long *pts = (const long long *)(const void *)mlstack__iqp2_points;
     unsigned char *out = dst;
-    int s, j, run;
+    int s, j, r, h, e, g;
     for (s = 0; s < nsb; s++) {
         memcpy(out, src, (size_t)gp * 32);
         src += (size_t)gp * 32, out += (size_t)gp * 32;
         for (j = 0; j < 8; j++) {
-            for (run = 0; run < 4 * gp; run++, src += 48, out += 64) {
-                __m256i m = _mm256_loadu_si256((const __m256i *)(const void *)src);
-                __m256i sg = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(src + 32)));
-                __m256i a = _mm256_and_si256(m, m33), b = _mm256_and_si256(_mm256_srli_epi16(m, 2), m33);
-                a = _mm256_or_si256(a, _mm256_slli_epi16(_mm256_and_si256(_mm256_srlv_epi64(sg, c0), m11), 2));
-                b = _mm256_or_si256(b, _mm256_slli_epi16(_mm256_and_si256(_mm256_srlv_epi64(sg, c1), m11), 2));
-                _mm256_storeu_si256((__m256i *)(void *)out, a);
-                _mm256_storeu_si256((__m256i *)(void *)(out + 32), b);
-            }
-            memcpy(out, src, (size_t)gp * 16);
-            src += (size_t)gp * 16, out += (size_t)gp * 16;
+            for (r = 0; r < gp; r++)
+                for (h = 0; h < 2; h++) {
+                    size_t at = ((size_t)r * 16 + (size_t)h * 8) * 4;
+                    __m256i pt = _mm256_permutevar8x32_epi32(
+                        _mm256_loadu_si256((const __m256i *)(const void *)(src + at)), order);
+                    __m256i sg = _mm256_loadu_si256((const __m256i *)(const void *)(src + (size_t)gp * 64 + at));
+                    __m256i half[4][2]; /* [point][half]: the map indices of rows 0..7 */
+                    for (e = 0; e < 4; e++) {
+                        __m256i ie = _mm256_and_si256(_mm256_srli_epi32(pt, 8 * e), mff);
+                        __m256 a = _mm256_castsi256_ps(_mm256_i32gather_epi64(pts, _mm256_castsi256_si128(ie), 8));
+                        __m256 b = _mm256_castsi256_ps(_mm256_i32gather_epi64(pts, _mm256_extracti128_si256(ie, 1), 8));
+                        half[e][0] = _mm256_castps_si256(_mm256_shuffle_ps(a, b, 0x88));
+                        half[e][1] = _mm256_castps_si256(_mm256_shuffle_ps(a, b, 0xDD));
+                    }
+                    for (g = 0; g < 4; g++) {
+                        __m256i sgn = _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(sg, g), m11), 2);
+                        __m256i v =
+                            _mm256_or_si256(half[g >> 1][g & 1], _mm256_slli_epi32(half[2 + (g >> 1)][g & 1], 4));
+                        _mm256_storeu_si256((__m256i *)(void *)(out + ((size_t)g * gp + r) * 64 + (size_t)h * 32),
+                                            _mm256_or_si256(v, sgn));
+                    }
+                }
+            memcpy(out + (size_t)gp * 256, src + (size_t)gp * 128, (size_t)gp * 16);
+            src += (size_t)gp * 144, out += (size_t)gp * (256 + 16);
         }
     }
     return dst;
@@ -20016,9 +20108,11 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
 #if defined(__GNUC__) || defined(__clang__)
 #define MLSTACK__T_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #define MLSTACK__T_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
+#define MLSTACK__T_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi,avx2,fma,f16c")))
 #else
 #define MLSTACK__T_AVX512
 #define MLSTACK__T_VNNI
+#define MLSTACK__T_VBMI
 #endif
 
 /* Horizontal sum in a fixed tree (gcc 12's _mm512_reduce_add_ps trips -Wuninitialized in C++). */
@@ -20724,6 +20818,75 @@ static MLSTACK__ALWAYS_INLINE MLSTACK__T_VNNI void mlstack__iqp_tile(const unsig
     }
 MLSTACK__IQP_ROWS(MLSTACK__IQP_FN)
 #undef MLSTACK__IQP_FN
+/* Whether the CPU has AVX512_VBMI (vpermi2b, vpmultishiftqb), asked once per process. */
+static int mlstack__has_vbmi(void) {
+    static volatile int known; /* 0: not asked yet, 1: no, 2: yes */
+    int v = mlstack__atomic_load(&known);
+    if (!v) {
+        mlstack__cpu c;
+        mlstack__cpu_detect(&c);
+        v = c.avx512vbmi ? 2 : 1;
+        mlstack__atomic_store(&known, v);
+    }
+    return v == 2;
+}
+/* mlstack__iqp2_expand_avx2 with AVX512_VBMI, without gathers: per panel and group the 64 point
+   indices looked up at once as the low and the high bytes of their grid codes (a 256-byte table
+   in four registers each, by vpermi2b on the low 7 bits and a blend on bit 7), then each run's
+   bytes cut out of a row pair's qword by vpmultishiftqb: the map indices from the point bytes,
+   the signs from the sign dwords, masked into the nibbles. Same output. */
+static MLSTACK__T_VBMI const unsigned char *mlstack__iqp2_expand_vbmi(const unsigned char *src, int nsb, int gp,
+                                                                      unsigned char *dst) {
+    const __m512i m0f = _mm512_set1_epi8(0x0f), m33 = _mm512_set1_epi8(0x33), m44 = _mm512_set1_epi8(0x44);
+    const unsigned char *grid = (const unsigned char *)mlstack__iq_grid_iq2xxs;
+    __m512i tl[4], th[4], ca[2], cb[2], cs[4];
+    unsigned char c[64];
+    unsigned char *out = dst;
+    int i, s, j, r, g;
+    for (i = 0; i < 64; i++) c[i] = (unsigned char)(2 * i);
+    for (i = 0; i < 4; i++) { /* table i: points 64i .. 64i + 63 */
+        __m512i a = _mm512_loadu_si512((const void *)(grid + 128 * i)),
+                b = _mm512_loadu_si512((const void *)(grid + 128 * i + 64)), ev = _mm512_loadu_si512(c);
+        tl[i] = _mm512_permutex2var_epi8(a, ev, b);
+        th[i] = _mm512_permutex2var_epi8(a, _mm512_add_epi8(ev, _mm512_set1_epi8(1)), b);
+    }
+    for (g = 0; g < 4; g++) { /* byte j of a qword: output byte j & 3 of row (pair row) j >> 2 */
+        for (i = 0; i < 64; i++) c[i] = (unsigned char)((32 * (i >> 2 & 1) + 8 * (i & 3) + g - 2) & 63);
+        cs[g] = _mm512_loadu_si512(c);
+        if (g >= 2) continue;
+        for (i = 0; i < 64; i++) c[i] = (unsigned char)(32 * (i >> 2 & 1) + 8 * g + 2 * (i & 3));
+        ca[g] = _mm512_loadu_si512(c);
+        for (i = 0; i < 64; i++) c[i] = (unsigned char)(32 * (i >> 2 & 1) + 12 + 8 * g + 2 * (i & 3));
+        cb[g] = _mm512_loadu_si512(c);
+    }
+    for (s = 0; s < nsb; s++) {
+        memcpy(out, src, (size_t)gp * 32);
+        src += (size_t)gp * 32, out += (size_t)gp * 32;
+        for (j = 0; j < 8; j++) {
+            for (r = 0; r < gp; r++) {
+                __m512i pt = _mm512_loadu_si512((const void *)(src + (size_t)r * 64));
+                __m512i sg = _mm512_loadu_si512((const void *)(src + (size_t)(gp + r) * 64));
+                __mmask64 top = _mm512_movepi8_mask(pt);
+                __m512i code[2];
+                code[0] = _mm512_mask_blend_epi8(top, _mm512_permutex2var_epi8(tl[0], pt, tl[1]),
+                                                 _mm512_permutex2var_epi8(tl[2], pt, tl[3]));
+                code[1] = _mm512_mask_blend_epi8(top, _mm512_permutex2var_epi8(th[0], pt, th[1]),
+                                                 _mm512_permutex2var_epi8(th[2], pt, th[3]));
+                for (g = 0; g < 4; g++) {
+                    __m512i lo = _mm512_multishift_epi64_epi8(ca[g >> 1], code[g & 1]);
+                    __m512i hi = _mm512_multishift_epi64_epi8(cb[g >> 1], code[g & 1]);
+                    __m512i sx = _mm512_and_si512(_mm512_multishift_epi64_epi8(cs[g], sg), m44);
+                    __m512i v = _mm512_ternarylogic_epi32(lo, hi, m0f, 0xE4); /* m0f ? lo : hi */
+                    _mm512_storeu_si512((void *)(out + ((size_t)g * gp + r) * 64),
+                                        _mm512_ternarylogic_epi32(v, sx, m33, 0xEC)); /* (v & m33) | sx */
+                }
+            }
+            memcpy(out + (size_t)gp * 256, src + (size_t)gp * 128, (size_t)gp * 16);
+            src += (size_t)gp * 144, out += (size_t)gp * (256 + 16);
+        }
+    }
+    return dst;
+}
 typedef void (*mlstack__iqp_vnni_fn)(const unsigned char *wp, const mlstack__q8x *xq, size_t ldx, int nsb, float *y,
                                      size_t ldy, const float *bias, int nv, __m512i tab, float dmul, int gs, int jp,
                                      mlstack__p16_pf pf);
@@ -20742,15 +20905,17 @@ static MLSTACK__T_VNNI void mlstack__mm_iqp_vnni(const mlstack__weight *w, const
         _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)mlstack__iqp_values(w->wtype))),
         _mm512_set1_epi8((char)0x80));
     float dmul = mlstack__iqp_dmul(w->wtype);
+    int vbmi = w->wtype == MLSTACK__W_IQ2_XXS && mlstack__has_vbmi();
     for (p = o0 / 16; p * 16 < o1; p += 4) {
         int ro = (o1 - p * 16 + 15) / 16, nv = o1 - p * 16, gs = np - p < 4 ? np - p : 4;
         const unsigned char *wp = packed + (size_t)p * pb;
-        if (w->wtype == MLSTACK__W_IQ2_XXS) /* compact panels: the group expanded (full or short, as packed) */
-            wp = mlstack__iqp2_expand_avx2(wp, nsb, gs, (unsigned char *)scratch);
+        if (w->wtype == MLSTACK__W_IQ2_XXS) /* point panels: the group expanded (full or short, as packed) */
+            wp = vbmi ? mlstack__iqp2_expand_vbmi(wp, nsb, gs, (unsigned char *)scratch)
+                      : mlstack__iqp2_expand_avx2(wp, nsb, gs, (unsigned char *)scratch);
         if (ro > 4) ro = 4;
         for (b = 0; b < B; b += MLSTACK__IQP_RB) {
             int rb = B - b < MLSTACK__IQP_RB ? B - b : MLSTACK__IQP_RB;
-            /* the prefetch of the next group as packed (IQ2_XXS: its compact bytes), by the first panel's tile */
+            /* the prefetch of the next group as packed (IQ2_XXS: its points), by the first panel's tile */
             mlstack__p16_pf pf =
                 mlstack__p16_prefetch(packed + (size_t)p * pb, 4 * pb, nsb, b, B, MLSTACK__IQP_RB, p + 8 <= np);
             for (j = 0; j < ro; j++) {
@@ -22923,7 +23088,7 @@ MLSTACK__FN MLSTACK__UNUSED const mlstack__kernels *mlstack__kernels_named(const
 MLSTACK__FN void mlstack__isa_report(char *buf, size_t cap) {
     mlstack__cpu c;
     mlstack__cpu_detect(&c);
-    snprintf(buf, cap, "compiled: scalar%s%s%s%s%s | cpu: %s%s%s%s%s%s%s%s%s%s%s",
+    snprintf(buf, cap, "compiled: scalar%s%s%s%s%s | cpu: %s%s%s%s%s%s%s%s%s%s%s%s",
 #if defined(MLSTACK__HAVE_AVX2)
              " avx2",
 #else
@@ -22951,8 +23116,8 @@ MLSTACK__FN void mlstack__isa_report(char *buf, size_t cap) {
 #endif
              c.avx2 ? "avx2 " : "", c.fma ? "fma " : "", c.f16c ? "f16c " : "", c.avx512f ? "avx512f " : "",
              c.avx512bw && c.avx512vl ? "avx512bw/vl " : "", c.avx512vnni ? "avx512vnni " : "",
-             c.avx512bf16 ? "avx512bf16 " : "", c.amx_int8 ? "amx-int8 " : "", c.amx_bf16 ? "amx-bf16 " : "",
-             c.neon ? "neon " : "", c.neon_dot ? "dotprod " : "");
+             c.avx512vbmi ? "avx512vbmi " : "", c.avx512bf16 ? "avx512bf16 " : "", c.amx_int8 ? "amx-int8 " : "",
+             c.amx_bf16 ? "amx-bf16 " : "", c.neon ? "neon " : "", c.neon_dot ? "dotprod " : "");
     {
         size_t n = strlen(buf);
         while (n > 0 && buf[n - 1] == ' ') buf[--n] = 0;

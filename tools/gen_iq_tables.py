@@ -6,7 +6,9 @@ per grid point: element j of an 8-element point (IQ2_*, IQ1_*) is bits 2j..2j+1,
 the format's value map; element j of a 4-element point (IQ3_*) is bits 3j..3j+2.
     python3 tools/gen_iq_tables.py > /tmp/iq_tables.h
 With --check FILE (ggml-common.h of a llama.cpp tree) the expanded grids are also compared with
-llama.cpp's own tables.
+llama.cpp's own tables. Last, the IQ2_XXS points of the IQ panels (>>kernels,
+mlstack__iqp2_points): entry i holds, in byte t, the map index of element t of IQ2_XXS grid
+point i.
 Needs: gguf, numpy."""
 import re
 import sys
@@ -62,6 +64,12 @@ def main():
         for i in range(0, len(c), 16):
             print("    " + ", ".join("0x%04x" % v for v in c[i:i + 16]) + ",")
         print("};")
+    c = codes(quants.IQ2_XXS, 2)
+    points = [sum(((p >> (2 * t)) & 3) << (8 * t) for t in range(8)) for p in c]
+    print("static const uint64_t mlstack__iqp2_points[256] = {")
+    for i in range(0, len(points), 5):
+        print("    " + ", ".join("0x%016x" % v for v in points[i:i + 5]) + ",")
+    print("};")
 
 
 if __name__ == "__main__":
