@@ -17412,21 +17412,20 @@ static void mlstack__iqp2_pack_group(const mlstack__weight *w, int grp, unsigned
     }
 }
 
-/* Group `grp` of w's IQ panels (layout above) into dst, the start of the whole packed copy:
-   each block of each row decoded by the reference decoder, its values coded by the table. */
+/* Group `grp` of w's IQ panels (layout above) into dst, the start of the whole packed copy,
+   straight from the file's blocks: IQ4_XS's nibbles are already the codes (its table is the
+   IQ4_NL levels in order) and its 16 bytes of a group are the run bytes (low nibble input t,
+   high nibble 16 + t); sa is the decoder's 6-bit scale - 32. */
 MLSTACK__FN void mlstack__iqp_pack_group(const mlstack__weight *w, int grp, unsigned char *dst) {
-    const int8_t *vals = mlstack__iqp_values(w->wtype);
     size_t pb = mlstack__p16_bytes(w->wtype, w->n_in), bsz = mlstack__ggml_types[w->wtype - 16].size;
     int np = mlstack__p16_panels(w->n_out), p0 = grp * MLSTACK__P16_GROUP, r, l, s, j, t, nsb = w->n_in / 256;
     int gp = np - p0 < MLSTACK__P16_GROUP ? np - p0 : MLSTACK__P16_GROUP;
     size_t gsz = (size_t)gp * (256 + 16), sbb = (size_t)gp * MLSTACK__IQP_SB;
-    unsigned char *d = dst + (size_t)p0 * pb, code[256];
+    unsigned char *d = dst + (size_t)p0 * pb;
     if (w->wtype == MLSTACK__W_IQ2_XXS) {
         mlstack__iqp2_pack_group(w, grp, dst);
         return;
     }
-    memset(code, 0, sizeof code);
-    for (t = 15; t >= 0; t--) code[(unsigned char)vals[t]] = (unsigned char)t;
     memset(d, 0, (size_t)gp * pb);
     for (s = 0; s < nsb; s++) {
         unsigned char *sb = d + (size_t)s * sbb;
@@ -17434,16 +17433,13 @@ MLSTACK__FN void mlstack__iqp_pack_group(const mlstack__weight *w, int grp, unsi
             for (l = 0; l < MLSTACK__P16 && 16 * (p0 + r) + l < w->n_out; l++) {
                 const unsigned char *b =
                     (const unsigned char *)w->data + (size_t)(16 * (p0 + r) + l) * w->row_bytes + (size_t)s * bsz;
-                mlstack__kqg gr[8];
-                mlstack__kq_decode(w->wtype, b, 256, gr);
-                memcpy(sb + (size_t)r * 32 + 2 * l, b, 2); /* d: the first field of the block */
+                unsigned sh = (unsigned)mlstack__le(b + 2, 2);
+                memcpy(sb + (size_t)r * 32 + 2 * l, b, 2); /* d */
                 for (j = 0; j < 8; j++) {
-                    unsigned char *q = sb + (size_t)gp * 32 + (size_t)j * gsz, pk[16];
-                    for (t = 0; t < 16; t++)
-                        pk[t] = (unsigned char)(code[(unsigned char)gr[j].q[t]] | code[(unsigned char)gr[j].q[16 + t]]
-                                                                                      << 4);
-                    for (t = 0; t < 4; t++) memcpy(q + ((size_t)t * gp + r) * 64 + 4 * l, pk + 4 * t, 4);
-                    q[(size_t)gp * 256 + (size_t)r * 16 + l] = (unsigned char)(int8_t)gr[j].sa;
+                    unsigned char *q = sb + (size_t)gp * 32 + (size_t)j * gsz;
+                    int sc = (int)(((b[4 + j / 2] >> (4 * (j & 1))) & 15) | ((sh >> (2 * j)) & 3) << 4) - 32;
+                    for (t = 0; t < 4; t++) memcpy(q + ((size_t)t * gp + r) * 64 + 4 * l, b + 8 + 16 * j + 4 * t, 4);
+                    q[(size_t)gp * 256 + (size_t)r * 16 + l] = (unsigned char)(int8_t)sc;
                 }
             }
     }
