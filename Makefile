@@ -251,12 +251,14 @@ endef
 .SECONDARY: $(B)/aarch64/test_kernels $(B)/aarch64/test_models $(B)/aarch64/test_quant $(B)/aarch64/test_real_repro \
             $(B)/aarch64/test_gguf $(B)/aarch64/test_kvquant
 # A test may run a subset under qemu (QEMU_ENV_NAME) where the native flavours run the rest:
-# test_kvquant's engine checks for the first cache type pairs (quick mode; the NEON attention
-# ops on both quantized types, the mixed pairs on x86-64 only: max/test_kernels compares every
-# NEON cache op with the reference's bits); test_gguf without the whole-model quantizations that
+# test_kvquant's engine checks for the first cache type pairs (quick mode: the NEON attention
+# ops on both quantized types and one mixed pair, the other mixed pairs on x86-64 only:
+# max/test_kernels compares every NEON cache op with the reference's bits), its chunked prefills
+# on one thread only (MLSTACK_TEST_QEMU: two threads split the same ops, whose output-range
+# splits test_kernels checks; a third of the run under qemu); test_gguf without the whole-model quantizations that
 # compare the quantizer with itself and llama.cpp's type rules (quick mode; its byte checks
 # against llama.cpp's quantizer, which a contracting build could change, still run)
-QEMU_ENV_test_kvquant = MLSTACK_TEST_QUICK=1
+QEMU_ENV_test_kvquant = MLSTACK_TEST_QUICK=1 MLSTACK_TEST_QEMU=1
 QEMU_ENV_test_gguf    = MLSTACK_TEST_QUICK=1
 $(B)/aarch64/max/%: $(B)/aarch64/%
 	$(call qemu_run,max,-u MLSTACK_ISA $(QEMU_ENV_$*))
