@@ -251,12 +251,14 @@ endef
 .SECONDARY: $(B)/aarch64/test_kernels $(B)/aarch64/test_models $(B)/aarch64/test_quant $(B)/aarch64/test_real_repro \
             $(B)/aarch64/test_gguf $(B)/aarch64/test_kvquant
 # A test may run a subset under qemu (QEMU_ENV_NAME) where the native flavours run the rest:
-# test_kvquant's engine checks for the first cache type pairs (quick mode; the NEON attention
-# ops on both quantized types, the mixed pairs on x86-64 only: max/test_kernels compares every
-# NEON cache op with the reference's bits); test_gguf without the whole-model quantizations that
+# test_kvquant's engine checks for the first cache type pairs (quick mode: the NEON attention
+# ops on both quantized types and one mixed pair, the other mixed pairs on x86-64 only:
+# max/test_kernels compares every NEON cache op with the reference's bits), its chunked prefills
+# on one thread only (MLSTACK_TEST_QEMU: two threads split the same ops, whose output-range
+# splits test_kernels checks; a third of the run under qemu); test_gguf without the whole-model quantizations that
 # compare the quantizer with itself and llama.cpp's type rules (quick mode; its byte checks
 # against llama.cpp's quantizer, which a contracting build could change, still run)
-QEMU_ENV_test_kvquant = MLSTACK_TEST_QUICK=1
+QEMU_ENV_test_kvquant = MLSTACK_TEST_QUICK=1 MLSTACK_TEST_QEMU=1
 QEMU_ENV_test_gguf    = MLSTACK_TEST_QUICK=1
 $(B)/aarch64/max/%: $(B)/aarch64/%
 	$(call qemu_run,max,-u MLSTACK_ISA $(QEMU_ENV_$*))
@@ -316,12 +318,18 @@ $(DEFAULT_GGUF):
 	SMOLLM2_GGUF=$@ sh tools/get_smollm2_gguf.sh
 
 # Declarations under C89/C99/C11/C++, implementation under C99/C11/C++17, two translation
-# units, an MLSTACK_STATIC pair and the header's QUICK START (linked against the plain flavour's
-# object; the README's and docs' code blocks are tests/test_readme.py's).
+# units, an MLSTACK_STATIC copy beside the shared implementation and the header's QUICK START
+# (the README's and docs' code blocks are tests/test_readme.py's).
 # Each links and calls the API. At -O0: these check what compiles and links; the flavours
-# above compile the implementation with optimisation and its warnings. The C11 implementation
-# is checked by -fsyntax-only (link11 links the C99 object with the C11 declarations), the CUDA
-# companion for the first of CUDA_ARCHS (it has no per-architecture code).
+# above compile the implementation with optimisation and its warnings. The C99 and C11
+# implementations (tests/compile/impl.c: the header included again after it) are checked by
+# -fsyntax-only: code generation is 90% of an -O0 compile of the header (0.8 s of 8.4), and the
+# flavours compile that TU whole (the ASan one as C99 at -O0, warnings as errors). The
+# declarations link against the plain flavour's object (link89/99/11, twotu, quickstart). The
+# MLSTACK_STATIC copy (static_a.c) links beside that object too (static_b.c calls it): a symbol
+# the static copy leaked would be defined twice, as between two static copies, for one
+# compile of the header instead of two. The C++17 implementation is compiled whole (linkcpp);
+# the CUDA companion for the first of CUDA_ARCHS (it has no per-architecture code).
 compile-tests: $(B)/compile/ok
 NVCC    ?= nvcc
 $(B)/compile/ok: mlstack.h mlstack_cuda.h tests/compile/*.c tests/compile/*.cpp tests/compile/*.cu $(B)/tests/mlstack.o
@@ -330,15 +338,15 @@ $(B)/compile/ok: mlstack.h mlstack_cuda.h tests/compile/*.c tests/compile/*.cpp 
 	$(CC)  -std=c99   -pedantic $(WARN) -I. -c tests/compile/decl.c -o $(@D)/decl99.o
 	$(CC)  -std=c11   -pedantic $(WARN) -I. -c tests/compile/decl.c -o $(@D)/decl11.o
 	$(CXX) -std=c++98 $(filter-out -Wstrict-prototypes,$(WARN)) -Wno-long-long -I. -c tests/compile/decl_cpp.cpp -o $(@D)/declcpp.o
-	$(CC)  -std=c99   $(WARN) -O0 -I. -c tests/compile/impl.c -o $(@D)/impl99.o
-	$(CC)  -std=c99   $(WARN) -I. -o $(@D)/link99 $(@D)/impl99.o $(@D)/decl99.o tests/compile/main.c $(LDLIBS)
-	$(CC)  -std=c99   $(WARN) -I. -o $(@D)/link89 $(@D)/impl99.o $(@D)/decl89.o tests/compile/main.c $(LDLIBS)
+	$(CC)  -std=c99   $(WARN) -I. -fsyntax-only tests/compile/impl.c
+	$(CC)  -std=c99   $(WARN) -I. -o $(@D)/link99 $(B)/tests/mlstack.o $(@D)/decl99.o tests/compile/main.c $(LDLIBS)
+	$(CC)  -std=c99   $(WARN) -I. -o $(@D)/link89 $(B)/tests/mlstack.o $(@D)/decl89.o tests/compile/main.c $(LDLIBS)
 	$(CC)  -std=c11   $(WARN) -I. -fsyntax-only tests/compile/impl.c
-	$(CC)  -std=c11   $(WARN) -I. -o $(@D)/link11 $(@D)/impl99.o $(@D)/decl11.o tests/compile/main.c $(LDLIBS)
+	$(CC)  -std=c11   $(WARN) -I. -o $(@D)/link11 $(B)/tests/mlstack.o $(@D)/decl11.o tests/compile/main.c $(LDLIBS)
 	$(CC)  -std=c99   $(WARN) -I. -c tests/compile/main.c -o $(@D)/main.o
 	$(CXX) -std=c++17 $(filter-out -Wstrict-prototypes,$(WARN)) -O0 -I. -o $(@D)/linkcpp tests/compile/impl_cpp.cpp $(@D)/declcpp.o $(@D)/main.o $(LDLIBS)
-	$(CC)  -std=c99   $(WARN) -O0 -I. -o $(@D)/twotu tests/compile/twotu_a.c tests/compile/twotu_b.c $(@D)/impl99.o $(LDLIBS)
-	$(CC)  -std=c99   $(WARN) -O0 -I. -o $(@D)/static tests/compile/static_a.c tests/compile/static_b.c $(LDLIBS)
+	$(CC)  -std=c99   $(WARN) -O0 -I. -o $(@D)/twotu tests/compile/twotu_a.c tests/compile/twotu_b.c $(B)/tests/mlstack.o $(LDLIBS)
+	$(CC)  -std=c99   $(WARN) -O0 -I. -o $(@D)/static tests/compile/static_a.c tests/compile/static_b.c $(B)/tests/mlstack.o $(LDLIBS)
 	awk '/^   QUICK START/{on=1;next} on && /^   [A-Z]/{on=0} on' mlstack.h | sed 's/^       //' > $(@D)/quickstart.c
 	$(CC)  -std=c99   $(WARN) $(IMPORT) -Og -I. -o $(@D)/quickstart $(@D)/quickstart.c $(B)/tests/mlstack.o $(LDLIBS)
 	$(@D)/link99 && $(@D)/link89 && $(@D)/link11 && $(@D)/linkcpp && $(@D)/twotu && $(@D)/static
@@ -587,12 +595,16 @@ fuzz:
 # these check what compiles, links and refuses; warnings as errors), each linked with
 # tests/compile/optout.c, which calls into every part left out and checks that it fails with
 # MLSTACK_ERR_UNSUPPORTED naming the macro. Part of `make test` (not of `make check`: five more
-# compiles of the implementation). ----
+# compiles of the implementation). The four single opt-outs also leave the SIMD kernels out
+# (MLSTACK_NO_AVX2, which takes AVX-512 and AMX with it, and MLSTACK_NO_NEON): no opt-out reaches
+# into a kernel section, whose code generation is half of an -O0 compile of the header (4.5 s of
+# 8.7); the all-four build keeps them, and so every single build is also a full compile (unused
+# functions and all) of the kernel opt-outs, which the syntax checks below cannot be. ----
 OPTOUTS    = TEMPLATE GRAMMAR RANKS GGUF
 OPTOUT_BINS = $(addprefix $(B)/optout/,$(OPTOUTS) all)
 $(OPTOUT_BINS): $(B)/optout/%: tests/compile/optout.c mlstack.h
 	@mkdir -p $(@D)
-	$(CC) -std=c99 $(WARN) -O0 -I. $(if $(filter all,$*),$(OPTOUTS:%=-DMLSTACK_NO_%),-DMLSTACK_NO_$*) -o $@ $< $(LDLIBS)
+	$(CC) -std=c99 $(WARN) -O0 -I. $(if $(filter all,$*),$(OPTOUTS:%=-DMLSTACK_NO_%),-DMLSTACK_NO_$* -DMLSTACK_NO_AVX2 -DMLSTACK_NO_NEON) -o $@ $< $(LDLIBS)
 # the kernel opt-outs only need to compile (warnings as errors): one syntax check each
 ISA_OPTOUTS = AVX2 AVX512 AMX NEON
 $(B)/optout/isa: tests/compile/optout.c mlstack.h

@@ -1,7 +1,8 @@
 /* Multi-rank sharded execution with thread ranks (section RANKS). For every fixture model in
    tests/fixtures/models/ (all have 2 KV heads, so R = 3 and 4 replicate KV heads), a Q8_0
    quantized one, and the real SmolLM2-135M (9 query / 3 KV heads: uneven splits) when present:
-     - the logits of a long prefill and of 64 greedy decode steps (24 on SmolLM2) with R = 2, 3,
+     - the logits of a long prefill and of 64 greedy decode steps (24 on SmolLM2, 4 in its
+       defer_quant check) with R = 2, 3,
        4 ranks are memcmp-equal to one rank (also with prefill chunks smaller than the prompt);
      - the ranks' shares cover every head, row and column once (KV heads as their query heads
        need), and each rank's private weight bytes are at most W / R + its replicated K/V rows
@@ -13,7 +14,8 @@
        row; with the default f16 KV cache, whose rounding turns rounding-sized differences into
        f16 steps, 1e-3; and 1e-5 on every row with its first layer only, which is where a
        wrong partial or a lost column would show), the same greedy tokens, every rank's residual stream bit-equal
-       after each step, a second run bit-equal to the first, the bytes formula of the
+       after each step, a second run in other prefill chunks bit-equal to the first (SmolLM2: with
+       the default KV cache), the bytes formula of the
        reduce-scatter + all-gather, and the shares as in gather mode; refused where a block of
        quantized weights would be split;
      - the family fixtures (tests/fixtures/families): the families that shard give the same
@@ -39,6 +41,7 @@ static mlstack_rank_mode rank_mode; /* of the engines run() and serve() make */
 static int n_stages; /* of the engines run() and serve() make (0: one stage) */
 static int n_decode = N_DECODE; /* decode steps of run() (SmolLM2: fewer, each streams 513 MiB) */
 static mlstack_kv_type kv_type; /* of the engines run() makes */
+static int reduce_rerun = 1; /* check_reduce's second run in prefill chunks of 16 (SmolLM2: see main) */
 
 typedef struct run_out {
     float *logits; /* (N_PROMPT + N_DECODE, V) */
@@ -288,12 +291,12 @@ static void check_reduce(const char *name, mlstack_model *m, int max_r, double t
                        name, R, got / 1024.0 / nrows, worst, gd / gm, gd);
         }
         mlstack_engine_free(e);
-        if (run(m, R, 16, prompt, one.tokens, &again, NULL) == 0) { /* other chunks: the same bits */
-            CHECKF(memcmp(red.logits, again.logits, sizeof(float) * (size_t)nrows * (size_t)V) == 0,
-                   "%s: reduce mode, %d ranks: a second run (prefill chunks of 16) differs", name, R);
-            free(again.logits);
-        } else {
-            CHECKF(0, "%s: reduce mode rerun failed", name);
+        if (reduce_rerun) { /* other chunks: the same bits */
+            int ok = run(m, R, 16, prompt, one.tokens, &again, NULL) == 0;
+            CHECKF(ok && memcmp(red.logits, again.logits, sizeof(float) * (size_t)nrows * (size_t)V) == 0,
+                   "%s: reduce mode, %d ranks: a second run (prefill chunks of 16) %s", name, R,
+                   ok ? "differs" : "failed");
+            if (ok) free(again.logits);
         }
         if (run(m, R, 512, prompt, NULL, &free_run, NULL) == 0) { /* greedy, its own tokens */
             CHECKF(memcmp(free_run.tokens, one.tokens, sizeof(int32_t) * (size_t)n_decode) == 0,
@@ -863,12 +866,19 @@ int main(void) {
            value across an f16 rounding boundary becomes a whole f16 step (~5e-4 of it) in what
            later positions attend to, and the logits drift to a few 1e-4 */
         kv_type = MLSTACK_KV_F32;
+        /* the rerun in prefill chunks of 16 (the same bits) with the default cache only, below:
+           there a chunk's keys and values are also read back rounded, which f32 cannot show */
+        reduce_rerun = 0;
         check_reduce("smollm2-135m, f32 KV", m, 4, 1e-4, 1);
+        reduce_rerun = 1;
         kv_type = MLSTACK_KV_DEFAULT;
         check_reduce("smollm2-135m", m, 4, 1e-3, 0);
         m->cfg.n_layers = 1; /* the first layer alone: one layer's rounding, nothing amplified yet */
         check_reduce("smollm2-135m, first layer", m, 4, 1e-5, 1);
         m->cfg.n_layers = mi.n_layers;
+        /* defer_quant: the weights the ranks quantize are those quantized at open, or the 40
+           prompt rows differ already; 4 decode steps (one row a step) are enough beside them */
+        n_decode = 4;
         check_deferred("smollm2-135m q8_0 deferred", md.path, 4);
         ref_drop();
         mlstack_model_close(m);

@@ -4,7 +4,8 @@
    position and those of greedy decode steps are hashed (FNV-1a over the float bits) on each
    path this CPU runs: scalar, avx2, avx512 (no VNNI), avx512+vnni on x86-64; scalar, neon,
    neon+dotprod on AArch64. All paths must give one hash per (model, weight type, KV type, run);
-   a path the CPU lacks is a SKIP with the reason. The run is also repeated with 2 threads and a
+   a path the CPU lacks is a SKIP with the reason. A path whose code for float weights is another
+   path's (avx512 without VNNI, neon+dotprod: float_twin) runs the quantized types only. The run is also repeated with 2 threads and a
    batch mate (another sequence interleaved in every batch): the same hash.
    Across machines: the x86-64 build of this test writes its hashes to build/repro_hashes.txt
    (the build directory's; MLSTACK_REPRO_HASHES overrides the path); the AArch64 build (run under qemu by make test)
@@ -181,19 +182,33 @@ typedef struct run_spec {
     int cheap; /* 0: SmolLM2's long run, limited to keep make test short (see want()) */
 } run_spec;
 
-/* Which combinations run. Fixtures and cheap runs: every path and KV type; the batch mate with
-   2 threads on the best path (the last). SmolLM2's long run: the default KV type, the SIMD paths
-   (scalar, whose fma chains call the C library's fmaf on x86-64, does the short run), and
-   avx512 without VNNI only for Q8_0/Q4_1 (for float weights it is the avx512+vnni code); the
-   batch mate with 2 threads for Q8_0. The short SmolLM2 run skips scalar for KV types other than
-   the default (the conversions it adds are exact and the fixtures cover them). */
+/* A path whose table runs, for float weights (F32, F16, BF16), exactly the functions of another
+   path in the list: avx512 without VNNI is avx512+vnni's code but for the Q8_0/Q4_1/GGML
+   matmul, neon+dotprod is neon's but for the same (mlstack__matmul_avx512_novnni,
+   mlstack__matmul_neon_dot). Such a path is not run for float weights: it would hash the same
+   calls again. test_kernels checks each table's entries, these two matmuls included, for every
+   weight format. */
+static int float_twin(const char *path, const repro_path *paths, int n_paths) {
+    const char *twin = strcmp(path, "avx512") == 0 ? "avx512+vnni" : strcmp(path, "neon+dotprod") == 0 ? "neon" : NULL;
+    int p;
+    for (p = 0; twin && p < n_paths; p++)
+        if (strcmp(paths[p].name, twin) == 0) return 1;
+    return 0;
+}
+
+/* Which combinations run. The best path of a weight type is the last one it runs on. Fixtures
+   and cheap runs: every path and KV type; the batch mate with 2 threads on the best path.
+   SmolLM2's long run: the default KV type, the SIMD paths (scalar, whose fma chains call the C
+   library's fmaf on x86-64, does the short run); the batch mate with 2 threads for Q8_0. The
+   short SmolLM2 run skips scalar for KV types other than the default (the conversions it adds are
+   exact and the fixtures cover them). */
 /* 1 in the reading builds by default: SmolLM2's short run only (default KV type, no mate), in
-   the stored weights and Q8_0 (check_all_types); the F32 weights not on neon+dotprod (whose float
-   kernels are neon's) nor, on AArch64, on scalar (under qemu, whose fma is a library call, 18 s
-   of the run's 40; the fixtures run the scalar float code there) */
+   the stored weights and Q8_0 (check_all_types); the F32 weights not, on AArch64, on scalar
+   (under qemu, whose fma is a library call, 18 s of the run's 40; the fixtures run the scalar
+   float code there) */
 static int smol_short_only;
 static int want(const run_spec *r, int smol, const char *path, int is_best, int kv, int mate, const char *wname) {
-    int quant = wname[0] == 'Q', scalar = strcmp(path, "scalar") == 0;
+    int scalar = strcmp(path, "scalar") == 0;
     if (mate && !is_best) return 0;
 #if defined(__aarch64__)
     /* under qemu: the KV types other than the default on the best path only (their keys still
@@ -204,13 +219,12 @@ static int want(const run_spec *r, int smol, const char *path, int is_best, int 
     if (!smol) return 1;
     if (smol_short_only) {
 #if defined(__aarch64__)
-        if (!quant && scalar) return 0;
+        if (wname[0] != 'Q' && scalar) return 0;
 #endif
-        return r->cheap && kv == 0 && !mate && (quant || strcmp(path, "neon+dotprod") != 0);
+        return r->cheap && kv == 0 && !mate;
     }
     if (r->cheap) return !(scalar && kv > 0);
     if (kv > 0 || scalar) return 0;
-    if (strcmp(path, "avx512") == 0 && !quant) return 0;
     return !mate || strcmp(wname, "Q8_0") == 0;
 }
 
@@ -222,7 +236,7 @@ static void check_model(const char *label, const char *dir, mlstack_dtype quant,
     mlstack_model *m = NULL;
     mlstack_error err;
     void **bufs = NULL;
-    int n_bufs = 0, p, kv, r, i, n_vocab;
+    int n_bufs = 0, p, kv, r, i, n_vocab, best = n_paths - 1;
     memset(&md, 0, sizeof md);
     md.path = dir;
     md.quant = quant;
@@ -233,13 +247,16 @@ static void check_model(const char *label, const char *dir, mlstack_dtype quant,
     if (convert != MLSTACK_DTYPE_F32) bufs = convert_weights(m, convert, &n_bufs);
     n_vocab = m->cfg.n_vocab;
     for (p = 0; p < n_paths; p++)
+        if (!(wname[0] != 'Q' && float_twin(paths[p].name, paths, n_paths))) best = p;
+    for (p = 0; p < n_paths; p++)
         for (kv = 0; kv < n_kv; kv++)
             for (i = 0; i < 2; i++) { /* i = 1: 2 threads and a batch mate */
                 mlstack_engine_desc ed;
                 mlstack_engine *e = NULL;
                 int t, any = 0, smol = strcmp(label, "smollm2") == 0;
                 if (i == 1 && kv > 0) continue; /* the default KV type is enough for that */
-                for (r = 0; r < n_runs; r++) any |= want(&runs[r], smol, paths[p].name, p == n_paths - 1, kv, i, wname);
+                if (wname[0] != 'Q' && float_twin(paths[p].name, paths, n_paths)) continue;
+                for (r = 0; r < n_runs; r++) any |= want(&runs[r], smol, paths[p].name, p == best, kv, i, wname);
                 if (!any) continue;
                 memset(&ed, 0, sizeof ed);
                 ed.n_threads = i ? 2 : 1;
@@ -255,7 +272,7 @@ static void check_model(const char *label, const char *dir, mlstack_dtype quant,
                     char key[96];
                     uint64_t h;
                     double t0 = mlstack_clock_seconds();
-                    if (!want(&runs[r], smol, paths[p].name, p == n_paths - 1, kv, i, wname)) continue;
+                    if (!want(&runs[r], smol, paths[p].name, p == best, kv, i, wname)) continue;
                     snprintf(key, sizeof key, "%s %s %s %s", label, wname, kv_names[kv], runs[r].name);
                     if (run_hash(e, runs[r].ids, runs[r].n, runs[r].steps, n_vocab, i, &h) != 0) {
                         CHECKF(0, "%s on %s: the run failed", key, paths[p].name);

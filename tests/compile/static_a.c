@@ -1,4 +1,6 @@
-/* MLSTACK_STATIC: each translation unit gets its own private copy; both link together. */
+/* MLSTACK_STATIC: this translation unit gets its own private copy, and links beside the shared
+   implementation (the plain flavour's object, which static_b.c calls): a symbol the private copy
+   leaked would be defined twice. */
 #define MLSTACK_STATIC
 #define MLSTACK_IMPLEMENTATION
 #include "mlstack.h"
