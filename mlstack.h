@@ -17374,7 +17374,7 @@ static const uint64_t mlstack__iqp2_points[256] = {
     0x0202000002000101, 0x0202000100000201, 0x0202000200000000, 0x0202010000010200, 0x0202020001010000,
     0x0202020100000100,
 };
-MLSTACK__FN const int8_t *mlstack__iqp_values(int wtype) {
+MLSTACK__FN MLSTACK__UNUSED const int8_t *mlstack__iqp_values(int wtype) {
     return wtype == MLSTACK__W_IQ4_XS ? mlstack__iq4nl_values : mlstack__iqp_iq2_values;
 }
 MLSTACK__FN MLSTACK__UNUSED float mlstack__iqp_dmul(int wtype) { return wtype == MLSTACK__W_IQ4_XS ? 1.0f : 0.125f; }
