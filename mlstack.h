@@ -167,6 +167,7 @@
      avx2           avx2     x86-64    AVX2, FMA, F16C, OS YMM state        maddubs    MLSTACK_NO_AVX2
      avx512         avx512   x86-64    AVX-512 F/BW/VL/DQ, OS ZMM state     maddubs    MLSTACK_NO_AVX512
      avx512+vnni    avx512   x86-64    as avx512, plus AVX512_VNNI          vpdpbusd   MLSTACK_NO_AVX512
+                                       (and AVX512_VBMI, where present, to expand IQ2_XXS panels)
      ...+bf16dot    avx512   x86-64    as avx512+vnni, plus AVX512_BF16;    vpdpbusd   MLSTACK_NO_AVX512
                                        only with the engine's bf16_activations (BF16 weights x bf16-rounded
                                        activations by vdpbf16ps: faster prefill, not exact)
