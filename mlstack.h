@@ -20818,12 +20818,20 @@ MLSTACK__IQP_ROWS(MLSTACK__IQP_FN)
 /* Whether the CPU has AVX512_VBMI (vpermi2b, vpmultishiftqb), asked once per process. */
 static int mlstack__has_vbmi(void) {
     static volatile int known; /* 0: not asked yet, 1: no, 2: yes */
+#if defined(MLSTACK_NO_THREADS)
+    int v = known;
+#else
     int v = mlstack__atomic_load(&known);
+#endif
     if (!v) {
         mlstack__cpu c;
         mlstack__cpu_detect(&c);
         v = c.avx512vbmi ? 2 : 1;
+#if defined(MLSTACK_NO_THREADS)
+        known = v;
+#else
         mlstack__atomic_store(&known, v);
+#endif
     }
     return v == 2;
 }
