@@ -17321,7 +17321,7 @@ MLSTACK__FN void mlstack__kqp_pack_group(const mlstack__weight *w, int grp, unsi
 #define MLSTACK__IQP_SB (32 + 8 * (256 + 16)) /* bytes of one 256-input block of one panel */
 #define MLSTACK__IQP2_SB (32 + 8 * (64 + 64 + 16)) /* the same of IQ2_XXS's point panels */
 static const int8_t mlstack__iqp_iq2_values[16] = {8, 25, 43, 0, -8, -25, -43, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-static const uint64_t mlstack__iqp2_points[256] = {
+static const uint64_t MLSTACK__UNUSED mlstack__iqp2_points[256] = {
     0x0000000000000000, 0x0000000000000002, 0x0000000000000101, 0x0000000000000200, 0x0000000000000202,
     0x0000000000010001, 0x0000000000010100, 0x0000000000020000, 0x0000000000020002, 0x0000000000020200,
     0x0000000000020202, 0x0000000001000001, 0x0000000001000100, 0x0000000001010000, 0x0000000001010200,
