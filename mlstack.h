@@ -20843,27 +20843,30 @@ static int mlstack__has_vbmi(void) {
 static MLSTACK__T_VBMI const unsigned char *mlstack__iqp2_expand_vbmi(const unsigned char *src, int nsb, int gp,
                                                                       unsigned char *dst) {
     const __m512i m0f = _mm512_set1_epi8(0x0f), m33 = _mm512_set1_epi8(0x33), m44 = _mm512_set1_epi8(0x44);
+    const long long k = 0x0101010101010101LL; /* a byte's step in every byte of a qword */
+    /* byte 2i of 128 (the low bytes of 64 grid codes), and the shift controls: byte j of a
+       qword is output byte j & 3 of the pair's row j >> 2; lo (ca) and hi (cb) take the map
+       indices of point g / 2 and 2 + g / 2 (lo at bit 0, hi at bit 4), cs the signs g, 4 + g */
+    const __m512i ev =
+        _mm512_set_epi64(0x0E0C0A0806040200LL + 112 * k, 0x0E0C0A0806040200LL + 96 * k, 0x0E0C0A0806040200LL + 80 * k,
+                         0x0E0C0A0806040200LL + 64 * k, 0x0E0C0A0806040200LL + 48 * k, 0x0E0C0A0806040200LL + 32 * k,
+                         0x0E0C0A0806040200LL + 16 * k, 0x0E0C0A0806040200LL);
+    const __m512i ca[2] = {_mm512_set1_epi64(0x2624222006040200LL), _mm512_set1_epi64(0x2624222006040200LL + 8 * k)};
+    const __m512i cb[2] = {_mm512_set1_epi64(0x32302E2C12100E0CLL), _mm512_set1_epi64(0x32302E2C12100E0CLL + 8 * k)};
     const unsigned char *grid = (const unsigned char *)mlstack__iq_grid_iq2xxs;
-    __m512i tl[4], th[4], ca[2], cb[2], cs[4];
-    unsigned char c[64];
+    __m512i tl[4], th[4], cs[4];
     unsigned char *out = dst;
     int i, s, j, r, g;
-    for (i = 0; i < 64; i++) c[i] = (unsigned char)(2 * i);
     for (i = 0; i < 4; i++) { /* table i: points 64i .. 64i + 63 */
         __m512i a = _mm512_loadu_si512((const void *)(grid + 128 * i)),
-                b = _mm512_loadu_si512((const void *)(grid + 128 * i + 64)), ev = _mm512_loadu_si512(c);
+                b = _mm512_loadu_si512((const void *)(grid + 128 * i + 64));
         tl[i] = _mm512_permutex2var_epi8(a, ev, b);
         th[i] = _mm512_permutex2var_epi8(a, _mm512_add_epi8(ev, _mm512_set1_epi8(1)), b);
     }
-    for (g = 0; g < 4; g++) { /* byte j of a qword: output byte j & 3 of row (pair row) j >> 2 */
-        for (i = 0; i < 64; i++) c[i] = (unsigned char)((32 * (i >> 2 & 1) + 8 * (i & 3) + g - 2) & 63);
-        cs[g] = _mm512_loadu_si512(c);
-        if (g >= 2) continue;
-        for (i = 0; i < 64; i++) c[i] = (unsigned char)(32 * (i >> 2 & 1) + 8 * g + 2 * (i & 3));
-        ca[g] = _mm512_loadu_si512(c);
-        for (i = 0; i < 64; i++) c[i] = (unsigned char)(32 * (i >> 2 & 1) + 12 + 8 * g + 2 * (i & 3));
-        cb[g] = _mm512_loadu_si512(c);
-    }
+    for (g = 0; g < 4; g++) /* (8 (j & 3) + 32 (j >> 2) + g - 2) mod 64 */
+        cs[g] =
+            _mm512_and_si512(_mm512_add_epi8(_mm512_set1_epi64(0x3830282018100800LL), _mm512_set1_epi8((char)(g - 2))),
+                             _mm512_set1_epi8(63));
     for (s = 0; s < nsb; s++) {
         memcpy(out, src, (size_t)gp * 32);
         src += (size_t)gp * 32, out += (size_t)gp * 32;
