@@ -228,8 +228,8 @@ static void check_model(const char *name, mlstack_model *m, int max_r, int small
     }
 }
 
-/* Reduce mode against one rank (gather runs of one rank are the reference). */
-/* The ASan+UBSan flavour (TL_SANITIZED) looks for memory errors, not rounding: there, as
+/* Reduce mode against one rank (gather runs of one rank are the reference).
+   The ASan+UBSan flavour (TL_SANITIZED) looks for memory errors, not rounding: there, as
    test_kernels' TK_KEEP does, the n-th call runs the rank counts R with n + R a multiple of 3
    (and its last R when none of the others ran), so each R still meets a third of the models;
    the plain and clang flavours run every R on every model. */
