@@ -1719,32 +1719,35 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
    object, and the test does not optimise and instrument the implementation again (gcc: with
    -fno-inline, since its inliner would compile those bodies after all). Both are for the Makefile
    only. */
+#define MLSTACK__FN static /* a user's build */
+#define MLSTACK__VAR static
 #if defined(MLSTACK__EXPORT_INTERNALS)
+#undef MLSTACK__FN
+#undef MLSTACK__VAR
 #define MLSTACK__FN
 #define MLSTACK__VAR
 #elif defined(MLSTACK__IMPORT_INTERNALS) && defined(__GNUC__)
 /* C99 forbids an inline definition to name static functions; these bodies are never compiled,
    and the same code has passed every warning in the shared object, so silence them here. */
 #pragma GCC system_header
+#undef MLSTACK__FN
+#undef MLSTACK__VAR
 #define MLSTACK__FN extern __inline__ __attribute__((gnu_inline))
 #define MLSTACK__VAR extern
 #undef MLSTACK_API
 #define MLSTACK_API extern __inline__ __attribute__((gnu_inline))
-#else
-#if defined(MLSTACK_IMPLEMENTATION_PART)
+#elif defined(MLSTACK_IMPLEMENTATION_PART)
 /* A part build (see PARTS below): the sections of this part define these with external (hidden)
    linkage; the other sections' definitions become GNU inline definitions, so their calls link
    to the part that defines them. C99 forbids an inline definition to name static functions;
    such bodies are compiled by the part that owns them, where every warning applies. */
 #pragma GCC system_header
+#undef MLSTACK__FN
+#undef MLSTACK__VAR
 #define MLSTACK__FN MLSTACK__PART_SEL(MLSTACK__PART, extern MLSTACK__HIDDEN, MLSTACK__ELSEWHERE)
 #define MLSTACK__VAR MLSTACK__PART_SEL(MLSTACK__PART, MLSTACK__HIDDEN, extern MLSTACK__HIDDEN)
 #undef MLSTACK_API
 #define MLSTACK_API MLSTACK__PART_SEL(MLSTACK__PART, MLSTACK__API_DECL, MLSTACK__ELSEWHERE)
-#else
-#define MLSTACK__FN static
-#define MLSTACK__VAR static
-#endif
 #endif
 
 /* PARTS. A user may compile the implementation as MLSTACK__N_PARTS translation units
@@ -1784,7 +1787,11 @@ MLSTACK_API size_t mlstack_engine_profile_summary(const mlstack_engine *engine, 
    9. The SIMD kernels stay at the command line's level: at -O1 (or -Og) GCC unrolls a
       "#pragma GCC unroll" loop only late, after the pass that keeps small arrays in registers,
       so a tile's accumulator array (acc[b][v]) lives on the stack and every FMA goes through
-      memory (AVX2 F32 panels: 28% more instructions at one row). */
+      memory (AVX2 F32 panels: 28% more instructions at one row).
+   10. A conditional nested in another has no #else or #elif: a nested choice is a macro defined
+      outside the enclosing #if, or joins its condition. clang-format lays the file out once per
+      combination of branches, so one nested #else doubled `make format-check` (test_header's
+      check_conditionals keeps it at 3 passes). */
 #define MLSTACK__N_PARTS 2
 #define MLSTACK__PART_SEL(k, here, elsewhere) MLSTACK__PART_SEL_(k, here, elsewhere)
 #define MLSTACK__PART_SEL_(k, here, elsewhere) MLSTACK__PART_##k(here, elsewhere)
@@ -2010,6 +2017,13 @@ MLSTACK__FN wchar_t *mlstack__wpath(const char *path) {
 }
 #endif
 
+/* _wfopen, as MSVC's CRT wants it called (it deprecates the plain one) */
+#if defined(_MSC_VER)
+#define MLSTACK__WFOPEN(f, w, mode) ((void)(_wfopen_s(&(f), w, mode) != 0 ? ((f) = NULL) : (f)))
+#elif defined(_WIN32)
+#define MLSTACK__WFOPEN(f, w, mode) ((void)((f) = _wfopen(w, mode)))
+#endif
+
 MLSTACK__FN FILE *mlstack__fopen(const char *path, const char *mode) {
 #if defined(_WIN32)
     wchar_t *w = mlstack__wpath(path), wmode[8];
@@ -2021,11 +2035,7 @@ MLSTACK__FN FILE *mlstack__fopen(const char *path, const char *mode) {
         errno = EINVAL;
         return NULL;
     }
-#if defined(_MSC_VER)
-    if (_wfopen_s(&f, w, wmode) != 0) f = NULL;
-#else
-    f = _wfopen(w, wmode);
-#endif
+    MLSTACK__WFOPEN(f, w, wmode);
     MLSTACK_FREE(w);
     return f;
 #else
@@ -2114,6 +2124,11 @@ MLSTACK__FN int mlstack__remove(const char *path) {
    (/dev/urandom where there is one), so another user cannot plant a link at it beforehand.
    Returns the stream and sets *tmp (MLSTACK_MALLOC'd), or NULL with errno set. The writer
    closes the stream, then renames *tmp over path (mlstack__rename) or removes it. */
+#if !defined(O_CLOEXEC) /* the descriptor then leaks into children a thread starts meanwhile */
+#define MLSTACK__O_CLOEXEC 0
+#else
+#define MLSTACK__O_CLOEXEC O_CLOEXEC
+#endif
 MLSTACK__FN FILE *mlstack__tmp_create(const char *path, char **tmp) {
     const char *digits = "abcdefghijklmnopqrstuvwxyz0123456789";
     size_t pl = strlen(path);
@@ -2162,11 +2177,7 @@ MLSTACK__FN FILE *mlstack__tmp_create(const char *path, char **tmp) {
         MLSTACK_FREE(w);
         if (fd >= 0 && !(f = _fdopen(fd, "wb"))) _close(fd);
 #else
-#if defined(O_CLOEXEC)
-        fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-#else
-        fd = open(name, O_WRONLY | O_CREAT | O_EXCL, 0666);
-#endif
+        fd = open(name, O_WRONLY | O_CREAT | O_EXCL | MLSTACK__O_CLOEXEC, 0666);
         if (fd >= 0 && !(f = fdopen(fd, "wb"))) close(fd);
 #endif
         if (f) {
@@ -2573,6 +2584,17 @@ static int mlstack__amx_permit(void) { /* the system call itself: syscall() need
 static int mlstack__amx_permit(void) { return 0; }
 #endif
 
+/* Whether an AArch64 CPU has the dot-product instructions (SDOT) */
+#if defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)
+#define MLSTACK__NEON_DOT_CPU() 1 /* the compiler was told every target CPU has it */
+#elif defined(__aarch64__) && defined(__linux__)
+/* The kernel's hwcaps: what the CPU has and the kernel enables (Android's bionic too);
+   HWCAP_ASIMDDP is bit 20. */
+#define MLSTACK__NEON_DOT_CPU() ((getauxval(AT_HWCAP) & (1ul << 20)) != 0)
+#elif defined(__aarch64__) && defined(_WIN32) && defined(PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE)
+#define MLSTACK__NEON_DOT_CPU() (IsProcessorFeaturePresent(PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE) != 0)
+#endif
+
 static void mlstack__cpu_detect(mlstack__cpu *c) {
     memset(c, 0, sizeof *c);
 #if defined(MLSTACK__X86)
@@ -2610,16 +2632,8 @@ static void mlstack__cpu_detect(mlstack__cpu *c) {
     }
 #elif defined(__aarch64__)
     c->neon = 1; /* baseline on AArch64 */
-#if defined(__ARM_FEATURE_DOTPROD)
-    c->neon_dot = 1; /* the compiler was told every target CPU has it */
-#elif defined(__linux__)
-    /* The kernel's hwcaps: what the CPU has and the kernel enables (Android's bionic too). */
-#if !defined(HWCAP_ASIMDDP)
-#define HWCAP_ASIMDDP (1 << 20)
-#endif
-    c->neon_dot = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
-#elif defined(_WIN32) && defined(PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE)
-    c->neon_dot = IsProcessorFeaturePresent(PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE) != 0;
+#if defined(MLSTACK__NEON_DOT_CPU)
+    c->neon_dot = MLSTACK__NEON_DOT_CPU();
 #endif
 #endif
 }
@@ -2678,8 +2692,10 @@ typedef pthread_t mlstack__thread;
    old gets the value found). GCC and clang builtins; MSVC's interlocked functions, with plain
    volatile loads and stores on x86-64, whose memory order already gives acquire and release
    (the compiler barrier keeps the compiler from moving other accesses across them). */
-#if !defined(MLSTACK_NO_THREADS)
-#if defined(__GNUC__)
+#if defined(MLSTACK_NO_THREADS) /* one thread: plain loads and stores, and no read-modify-writes */
+#define mlstack__atomic_load(p) (*(p))
+#define mlstack__atomic_store(p, v) ((void)(*(p) = (v)))
+#elif defined(__GNUC__)
 #define mlstack__atomic_load(p) __atomic_load_n(p, __ATOMIC_ACQUIRE)
 #define mlstack__atomic_store(p, v) __atomic_store_n(p, v, __ATOMIC_RELEASE)
 #define mlstack__atomic_add(p, v) __atomic_add_fetch(p, v, __ATOMIC_ACQ_REL)
@@ -2689,21 +2705,6 @@ typedef pthread_t mlstack__thread;
     __atomic_compare_exchange_n(p, &(old), v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
 #elif defined(_MSC_VER)
 #include <intrin.h>
-#if defined(_M_X64)
-static int mlstack__atomic_load(const volatile int *p) {
-    int v = *p;
-    _ReadWriteBarrier();
-    return v;
-}
-static uint64_t mlstack__atomic_load64(const volatile uint64_t *p) {
-    uint64_t v = *p;
-    _ReadWriteBarrier();
-    return v;
-}
-#else
-#define mlstack__atomic_load(p) ((int)_InterlockedCompareExchange((volatile long *)(p), 0, 0))
-#define mlstack__atomic_load64(p) ((uint64_t)_InterlockedCompareExchange64((volatile __int64 *)(p), 0, 0))
-#endif
 #define mlstack__atomic_store(p, v) ((void)_InterlockedExchange((volatile long *)(p), (long)(v)))
 #define mlstack__atomic_add(p, v) ((int)_InterlockedExchangeAdd((volatile long *)(p), (long)(v)) + (int)(v))
 #define mlstack__atomic_inc64(p) ((uint64_t)_InterlockedIncrement64((volatile __int64 *)(p)))
@@ -2714,9 +2715,23 @@ static int mlstack__atomic_cas64_msvc(volatile uint64_t *p, uint64_t *old, uint6
     return 0;
 }
 #define mlstack__atomic_cas64(p, old, v) mlstack__atomic_cas64_msvc(p, &(old), v)
-#else
-#error "mlstack.h: no atomics for this compiler; build with MLSTACK_NO_THREADS"
 #endif
+#if !defined(MLSTACK_NO_THREADS) && !defined(__GNUC__) && defined(_MSC_VER) && defined(_M_X64)
+static int mlstack__atomic_load(const volatile int *p) { /* x86-64's loads already acquire */
+    int v = *p;
+    _ReadWriteBarrier();
+    return v;
+}
+static uint64_t mlstack__atomic_load64(const volatile uint64_t *p) {
+    uint64_t v = *p;
+    _ReadWriteBarrier();
+    return v;
+}
+#elif !defined(MLSTACK_NO_THREADS) && !defined(__GNUC__) && defined(_MSC_VER)
+#define mlstack__atomic_load(p) ((int)_InterlockedCompareExchange((volatile long *)(p), 0, 0))
+#define mlstack__atomic_load64(p) ((uint64_t)_InterlockedCompareExchange64((volatile __int64 *)(p), 0, 0))
+#elif !defined(MLSTACK_NO_THREADS) && !defined(__GNUC__)
+#error "mlstack.h: no atomics for this compiler; build with MLSTACK_NO_THREADS"
 #endif
 
 /* Runs fn once among all threads (the GPT-2 byte table). */
@@ -2818,16 +2833,20 @@ typedef struct mlstack__pool {
 #endif
 } mlstack__pool;
 
-#if defined(MLSTACK__POOL_THREADS)
-static void mlstack__cpu_relax(void) {
+/* a spinning thread's hint to the core (none where there is no such instruction) */
 #if defined(_WIN32)
-    YieldProcessor();
+#define MLSTACK__CPU_RELAX() YieldProcessor()
 #elif (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-    __asm__ __volatile__("pause");
+#define MLSTACK__CPU_RELAX() __asm__ __volatile__("pause")
 #elif (defined(__aarch64__) || (defined(__arm__) && defined(__ARM_ARCH) && __ARM_ARCH >= 7)) && defined(__GNUC__)
-    __asm__ __volatile__("yield");
+#define MLSTACK__CPU_RELAX() __asm__ __volatile__("yield")
 #endif
-}
+#if !defined(MLSTACK__CPU_RELAX)
+#define MLSTACK__CPU_RELAX() ((void)0)
+#endif
+
+#if defined(MLSTACK__POOL_THREADS)
+static void mlstack__cpu_relax(void) { MLSTACK__CPU_RELAX(); }
 
 typedef struct mlstack__worker_arg {
     mlstack__pool *pool;
@@ -9418,6 +9437,25 @@ MLSTACK_API void mlstack_detok_free(mlstack_detok *d) {
      str methods: see mlstack__tpl_str_methods; Python's others (format, center, ...) error.
    A call takes at most MLSTACK__TARGS_MAX (12) positional and 12 keyword arguments; more is an
    error, not a different output. */
+/* Where this thread's stack is now: the frame's address, the real stack even where ASan moves
+   locals to the heap; else the address of a local of the caller's */
+#if defined(__GNUC__) || defined(__clang__)
+#define MLSTACK__STACK_HERE(local) ((void)(local), (uintptr_t)__builtin_frame_address(0))
+#else
+#define MLSTACK__STACK_HERE(local) ((uintptr_t)&(local))
+#endif
+/* localtime_r where POSIX declares it; else localtime's result copied at once (Windows, or POSIX
+   hidden by a strict ISO build with libc headers included first) */
+static MLSTACK__UNUSED struct tm *mlstack__localtime(const time_t *t, struct tm *out) {
+    struct tm *tp;
+#if defined(_POSIX_C_SOURCE) && !defined(_WIN32)
+    tp = localtime_r(t, out);
+#else
+    tp = localtime(t);
+    if (tp) *out = *tp, tp = out;
+#endif
+    return tp;
+}
 #if !defined(MLSTACK_NO_TEMPLATE) /* the section, left out by the opt-out; what other sections call stays
    outside this #if or has a stub in the #else (PARTS in >>platform, rule 5) */
 
@@ -9697,12 +9735,8 @@ static MLSTACK__PRINTF(4, 5) int mlstack__tpl_fail(mlstack__tctx *c, size_t pos,
 /* Fails when the C stack between the render's entry and `here` (a local of the caller) exceeds
    max_stack: recursion is bounded by bytes, whatever each frame costs in this build. */
 static uintptr_t mlstack__tpl_stack_here(void) {
-#if defined(__GNUC__) || defined(__clang__)
-    return (uintptr_t)__builtin_frame_address(0); /* the real stack even where ASan moves locals to the heap */
-#else
     volatile char here = 0;
-    return (uintptr_t)&here;
-#endif
+    return MLSTACK__STACK_HERE(here);
 }
 static int mlstack__tpl_stack_check(mlstack__tctx *c, size_t pos) {
     uintptr_t a = mlstack__tpl_stack_here(), b = c->stack_base;
@@ -13427,12 +13461,7 @@ static int mlstack__tpl_global_strftime_now(MLSTACK__TPL_BUILTIN_ARGS) {
             k++;
     memcpy(fmt, x.u.s.p, x.u.s.n);
     fmt[x.u.s.n] = 0;
-#if defined(_POSIX_C_SOURCE) && !defined(_WIN32)
-    tp = localtime_r(&t, &tmv);
-#else /* POSIX hidden (strict ISO build with libc headers included first) or Windows */
-    tp = localtime(&t);
-    if (tp) tmv = *tp;
-#endif
+    tp = mlstack__localtime(&t, &tmv);
     if (!tp) return mlstack__tpl_fail(c, pos, MLSTACK_ERR_INVALID_ARG, "strftime_now(): no local time");
     k = x.u.s.n ? strftime(res, sizeof res, fmt, &tmv) : 0;
     *out = mlstack__tv_str(mlstack__tpl_strdup(c, res, k), k);
@@ -18035,13 +18064,13 @@ static void mlstack__fetch_add(mlstack__fetch *f, const void *p, size_t n) {
    AVX-512 has 16, two registers where a rule sums 16 partials. Weights without panels (tests)
    take the scalar reference, which gives the same bits. A function that >>avx512
    names is MLSTACK__FN (PARTS in >>platform, rule 2). */
-#if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX2)
-#define MLSTACK__HAVE_AVX2 1
-#if defined(__GNUC__) || defined(__clang__)
+#if defined(__GNUC__) || defined(__clang__) /* the section's target attribute */
 #define MLSTACK__T_AVX2 __attribute__((target("avx2,fma,f16c")))
 #else /* MSVC compiles any intrinsic in any function */
 #define MLSTACK__T_AVX2
 #endif
+#if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX2)
+#define MLSTACK__HAVE_AVX2 1
 
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX2 float mlstack__hsum256(__m256 v) {
     __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
@@ -20100,9 +20129,7 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
    the first engine on this path starts; the attention chunk ops and activation quantization
    are vectorized here too. Part 5 (PARTS in >>platform): the AVX2 functions its tables name
    are MLSTACK__FN in >>avx2 (part 4), so they are not compiled twice. */
-#if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX512) && !defined(MLSTACK_NO_AVX2) /* it calls AVX2 kernels */
-#define MLSTACK__HAVE_AVX512 1
-#if defined(__GNUC__) || defined(__clang__)
+#if defined(__GNUC__) || defined(__clang__) /* the section's target attributes */
 #define MLSTACK__T_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #define MLSTACK__T_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
 #define MLSTACK__T_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi,avx2,fma,f16c")))
@@ -20111,6 +20138,8 @@ static const mlstack__kernels mlstack__kernels_avx2 = {"avx2",
 #define MLSTACK__T_VNNI
 #define MLSTACK__T_VBMI
 #endif
+#if defined(MLSTACK__X86) && !defined(MLSTACK_NO_AVX512) && !defined(MLSTACK_NO_AVX2) /* it calls AVX2 kernels */
+#define MLSTACK__HAVE_AVX512 1
 
 /* Horizontal sum in a fixed tree (gcc 12's _mm512_reduce_add_ps trips -Wuninitialized in C++). */
 static MLSTACK__ALWAYS_INLINE MLSTACK__T_AVX512 float mlstack__hsum512(__m512 v) {
@@ -20818,20 +20847,12 @@ MLSTACK__IQP_ROWS(MLSTACK__IQP_FN)
 /* Whether the CPU has AVX512_VBMI (vpermi2b, vpmultishiftqb), asked once per process. */
 static int mlstack__has_vbmi(void) {
     static volatile int known; /* 0: not asked yet, 1: no, 2: yes */
-#if defined(MLSTACK_NO_THREADS)
-    int v = known;
-#else
     int v = mlstack__atomic_load(&known);
-#endif
     if (!v) {
         mlstack__cpu c;
         mlstack__cpu_detect(&c);
         v = c.avx512vbmi ? 2 : 1;
-#if defined(MLSTACK_NO_THREADS)
-        known = v;
-#else
         mlstack__atomic_store(&known, v);
-#endif
     }
     return v == 2;
 }
@@ -21533,16 +21554,16 @@ MLSTACK__FN const mlstack__kernels *mlstack__kernels_avx512_get(int vnni, int bf
    Each call configures the tiles it uses and releases them at its end. Built for Linux x86-64
    with GCC or clang, where the process asks the kernel for the tile state (mlstack__amx_permit);
    MLSTACK_NO_AMX leaves it out. */
-#if defined(MLSTACK__HAVE_AVX512) && defined(MLSTACK__HAVE_AMX_OS)
-#define MLSTACK__HAVE_AMX 1
-#define MLSTACK__T_AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx2,fma,f16c")))
-#define MLSTACK__AMX_MIN_ROWS 16
-#define MLSTACK__ALIGNED64(decl) decl __attribute__((aligned(64)))
 #if defined(MLSTACK__SANITIZED)
 #define MLSTACK__UNROLL16
 #else
 #define MLSTACK__UNROLL16 _Pragma("GCC unroll 16")
 #endif
+#if defined(MLSTACK__HAVE_AVX512) && defined(MLSTACK__HAVE_AMX_OS)
+#define MLSTACK__HAVE_AMX 1
+#define MLSTACK__T_AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx2,fma,f16c")))
+#define MLSTACK__AMX_MIN_ROWS 16
+#define MLSTACK__ALIGNED64(decl) decl __attribute__((aligned(64)))
 
 typedef struct mlstack__tilecfg { /* LDTILECFG's 64-byte operand, palette 1 */
     uint8_t palette, start_row, reserved[14];
@@ -21824,6 +21845,13 @@ MLSTACK__FN const mlstack__kernels *mlstack__kernels_amx_get(int bf16) {
    >>kernels, the AVX-512 P16 kernels' bits; weights without panels (tests) take the scalar
    reference, which gives the same bits. Integer sums are exact, so the SDOT and the plain path
    give the same block sums and therefore the same bits. */
+#if defined(__GNUC__) /* the NEON kernels' barrier */
+/* No instruction; loads are not moved across it. GCC's pre-RA scheduler otherwise hoists a whole
+   block's weight loads ahead of the multiplies and spills the accumulators to make room. */
+#define MLSTACK__NEON_BARRIER() __asm__ __volatile__("" ::: "memory")
+#else
+#define MLSTACK__NEON_BARRIER() ((void)0)
+#endif
 #if defined(__aarch64__) && !defined(MLSTACK_NO_NEON)
 #define MLSTACK__HAVE_NEON 1
 
@@ -21846,13 +21874,6 @@ static float32x4_t mlstack__ld4_bf16(const unsigned char *r, int i) {
    time, scaled into the sum in block order. Tiles of RB activation rows x RO panels (at most 16
    float accumulators) only decide which elements are computed together. The operations per
    element are those of the AVX-512 P16 kernels, so the two paths give the same bits. */
-#if defined(__GNUC__)
-/* No instruction; loads are not moved across it. GCC's pre-RA scheduler otherwise hoists a whole
-   block's weight loads ahead of the multiplies and spills the accumulators to make room. */
-#define MLSTACK__NEON_BARRIER() __asm__ __volatile__("" ::: "memory")
-#else
-#define MLSTACK__NEON_BARRIER() ((void)0)
-#endif
 
 /* 16 floats at p of which only the first n exist (n < 16: the rest read as zeros, p[n..16)
    is never touched). */
@@ -22967,13 +22988,15 @@ static const mlstack__kernels mlstack__kernels_neon = {"neon",
    only from Armv8.2 on, so a CPU that reports it runs Armv8.2 code. Clang before 16 declares
    the intrinsic only when the whole translation unit is built for dotprod
    (-march=armv8.2-a+dotprod), and then no attribute is needed. */
-#if defined(__ARM_FEATURE_DOTPROD)
+#endif /* (the section resumes below, its preprocessor choices kept out of its #if: PARTS rule 10) */
+#if defined(MLSTACK__HAVE_NEON) && defined(__ARM_FEATURE_DOTPROD)
 #define MLSTACK__HAVE_NEON_DOT 1
 #define MLSTACK__T_DOTPROD
-#elif defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
+#elif defined(MLSTACK__HAVE_NEON) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
 #define MLSTACK__HAVE_NEON_DOT 1
 #define MLSTACK__T_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
 #endif
+#if defined(MLSTACK__HAVE_NEON)
 
 #if defined(MLSTACK__HAVE_NEON_DOT)
 /* clang-format off */
