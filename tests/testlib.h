@@ -37,6 +37,19 @@ __attribute__((constructor)) static void tl_spin_less(void) {
 #ifndef TL_SANITIZED
 #define TL_SANITIZED 0
 #endif
+/* TL_TSAN: 1 in a ThreadSanitizer build (make test's tsan flavour), else 0. It looks for races,
+   which only runs on two or more threads can show: a test may leave its one-thread runs to the
+   other flavours there (with a SKIP saying so). */
+#if defined(__SANITIZE_THREAD__)
+#define TL_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TL_TSAN 1
+#endif
+#endif
+#ifndef TL_TSAN
+#define TL_TSAN 0
+#endif
 
 /* The hybrid (recurrent-layer) family fixtures under tests/fixtures/families: test_hybrid checks
    each, test_ranks expects each to refuse two ranks. A new hybrid fixture goes here once. */
