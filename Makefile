@@ -370,8 +370,12 @@ FUZZ_TARGETS = $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
 FUZZ_BINS    = $(addprefix $(B)/asan/replay_,$(FUZZ_TARGETS))
 # fuzz_http reads requests with the server's own reader
 $(B)/asan/replay_fuzz_http: cli/http.h
-fuzz-replay: $(FUZZ_BINS)
-	@for t in $(FUZZ_TARGETS); do $(B)/asan/replay_$$t tests/fuzz/corpus/$${t#fuzz_} || exit 1; done
+# (one target per corpus, so that `make -j` replays them side by side)
+FUZZ_REPLAYS = $(addprefix fuzz-replay-,$(FUZZ_TARGETS))
+.PHONY: $(FUZZ_REPLAYS)
+fuzz-replay: $(FUZZ_REPLAYS)
+$(FUZZ_REPLAYS): fuzz-replay-%: $(B)/asan/replay_%
+	@$< tests/fuzz/corpus/$(patsubst fuzz_%,%,$*)
 
 # `make test` builds TEST_BUILDS in parallel (one job per CPU), replays the fuzz corpora, then
 # runs TEST_RUNS (printed in this order); a block that adds tests appends to both (TEST_RUNS += ...).
@@ -389,7 +393,7 @@ TEST_FIRST = tests/test_real_repro max/test_real_repro tests/test_ranks scripts/
              asan/test_kernels asan-cli/test_server scripts/test_server scripts/test_cli
 test:
 	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BUILDS)
-	@$(MAKE) --no-print-directory fuzz-replay
+	@$(MAKE) --no-print-directory -j$(JOBS) fuzz-replay
 	@echo "== tests (plain, ASan+UBSan, AArch64 NEON under qemu-user, ThreadSanitizer, Windows under Wine, armv7 and riscv64 under qemu-user, clang) =="
 	@TEST_FIRST="$(TEST_FIRST)" bash tests/run.sh $(TEST_RUNS)
 
