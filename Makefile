@@ -244,24 +244,30 @@ $(B)/aarch64/mlstack.o: | aarch64-tools
 aarch64-tools:
 	@command -v $(AARCH64_CC) >/dev/null 2>&1 || { echo "neon-test: $(AARCH64_CC) not found; install it with: apt-get install -y gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user" >&2; exit 1; }
 
-# $(call qemu_run,CPU,ENV): a script that runs the binary $< under qemu-user
+# $(call qemu_run,CPU,ENV): a script that runs the binary $< under qemu-user, with
+# MLSTACK_TEST_QEMU=1 (as port_run below): where an instruction costs 10 to 50 times a native one,
+# a test leaves out what it would only repeat of the native flavours' checks (tl_emulated in
+# tests/testlib.h; each test names what in a SKIP line)
 define qemu_run
 	@command -v $(QEMU_AARCH64) >/dev/null 2>&1 || { echo "neon-test: $(QEMU_AARCH64) not found; install it with: apt-get install -y qemu-user" >&2; exit 1; }
 	@mkdir -p $(@D)
-	@printf '#!/bin/sh\nexec env %s "%s" -cpu %s "%s" "$$@"\n' '$(2)' '$(QEMU_AARCH64)' '$(1)' '$(abspath $<)' >$@
+	@printf '#!/bin/sh\nexec env %s MLSTACK_TEST_QEMU=1 "%s" -cpu %s "%s" "$$@"\n' '$(2)' '$(QEMU_AARCH64)' '$(1)' '$(abspath $<)' >$@
 	@chmod +x $@
 endef
 .SECONDARY: $(B)/aarch64/test_kernels $(B)/aarch64/test_models $(B)/aarch64/test_quant $(B)/aarch64/test_real_repro \
             $(B)/aarch64/test_gguf $(B)/aarch64/test_kvquant
-# A test may run a subset under qemu (QEMU_ENV_NAME) where the native flavours run the rest:
-# test_kvquant's engine checks for the first cache type pairs (quick mode: the NEON attention
-# ops on both quantized types and one mixed pair, the other mixed pairs on x86-64 only:
-# max/test_kernels compares every NEON cache op with the reference's bits), its chunked prefills
-# on one thread only (MLSTACK_TEST_QEMU: two threads split the same ops, whose output-range
-# splits test_kernels checks; a third of the run under qemu); test_gguf without the whole-model quantizations that
-# compare the quantizer with itself and llama.cpp's type rules (quick mode; its byte checks
-# against llama.cpp's quantizer, which a contracting build could change, still run)
-QEMU_ENV_test_kvquant = MLSTACK_TEST_QUICK=1 MLSTACK_TEST_QEMU=1
+# A test runs a subset under qemu where the native flavours run the rest. Through
+# MLSTACK_TEST_QEMU (every run here): test_kernels a third of its shape grids (every NEON and
+# scalar kernel line and branch of the whole grids still taken), test_real_repro the fixtures'
+# other KV types and the 2-thread batch mate for the stored weight type only, SmolLM2's Q8_0 on
+# the best path only, test_kvquant's chunked prefills on one thread only (two threads split the
+# same ops, whose output-range splits test_kernels checks). Through quick mode (QEMU_ENV_NAME):
+# test_kvquant's engine checks for the first cache type pairs (the NEON attention ops on both
+# quantized types and one mixed pair, the other mixed pairs on x86-64 only: max/test_kernels
+# compares every NEON cache op with the reference's bits); test_gguf without the whole-model
+# quantizations that compare the quantizer with itself and llama.cpp's type rules (its byte
+# checks against llama.cpp's quantizer, which a contracting build could change, still run)
+QEMU_ENV_test_kvquant = MLSTACK_TEST_QUICK=1
 QEMU_ENV_test_gguf    = MLSTACK_TEST_QUICK=1
 $(B)/aarch64/max/%: $(B)/aarch64/%
 	$(call qemu_run,max,-u MLSTACK_ISA $(QEMU_ENV_$*))
@@ -505,15 +511,15 @@ $(B)/run/win64/%: $(B)/win64/%.exe | $(B)/win64/prefix/ok
 	@mkdir -p $(@D)
 	@printf '#!/bin/bash\nset -o pipefail\nenv WINEPREFIX=%s WINEDEBUG=-all "%s" "%s" "$$@" 2>&1 | tr -d "\\r"\n' '$(WINEPREFIX_DIR)' '$(WINE)' '$(abspath $<)' >$@
 	@chmod +x $@
-# armv7 and riscv64 run the scalar reference only, which the native builds check whole:
-# test_kernels checks a third of its shape grids there (quick mode; every dimension's values met)
-PORT_ENV_test_kernels = MLSTACK_TEST_QUICK=1
+# armv7 and riscv64 run the scalar reference only, which the native builds check whole, under qemu
+# (MLSTACK_TEST_QEMU=1, as qemu_run above): test_kernels checks a third of its shape grids there
+# (every dimension's values met)
 $(B)/run/armv7/%: $(B)/armv7/%
 	$(call need_tool,$(QEMU_ARM),qemu-user)
-	$(call port_run,"$(QEMU_ARM)",-u MLSTACK_ISA $(PORT_ENV_$*))
+	$(call port_run,"$(QEMU_ARM)",-u MLSTACK_ISA MLSTACK_TEST_QEMU=1)
 $(B)/run/riscv64/%: $(B)/riscv64/%
 	$(call need_tool,$(QEMU_RISCV64),qemu-user)
-	$(call port_run,"$(QEMU_RISCV64)",-u MLSTACK_ISA $(PORT_ENV_$*))
+	$(call port_run,"$(QEMU_RISCV64)",-u MLSTACK_ISA MLSTACK_TEST_QEMU=1)
 
 # Big-endian targets stop at compile time with a clear message (clang knows s390x without a
 # sysroot); their declarations alone still compile.

@@ -359,7 +359,7 @@ int main(void) {
     /* quick mode (make check, MLSTACK_TEST_QUICK): the engine checks for the first three pairs on
        Llama (both quantized types, one mixed) and the first on LFM2; make test runs them all */
     int i, quick = getenv("MLSTACK_TEST_QUICK") != NULL, n_llama = quick ? 3 : 5, n_lfm2 = quick ? 1 : 2;
-    two_threads = getenv("MLSTACK_TEST_QEMU") == NULL;
+    two_threads = !tl_emulated();
     n_rows = read_bin("rows.f32", rows, sizeof rows) / (int)(D * sizeof(float));
     CHECK(n_rows >= 20 && read_bin("q8_0.bin", q8, sizeof q8) == n_rows * 68 &&
           read_bin("q4_0.bin", q4, sizeof q4) == n_rows * 36 &&

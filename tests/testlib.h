@@ -51,6 +51,18 @@ __attribute__((constructor)) static void tl_spin_less(void) {
 #define TL_TSAN 0
 #endif
 
+/* tl_emulated(): 1 when the test runs under an instruction emulator: make test runs the AArch64,
+   armv7 and riscv64 builds under qemu-user with MLSTACK_TEST_QEMU=1 (the Makefile's qemu_run and
+   port_run), where an instruction costs 10 to 50 times a native one. There a test may leave out
+   what the native flavours already check whole and the emulated run would only repeat: the same
+   code path again with sizes that take no other branch (a grid thinned as TL_SANITIZED thins it),
+   and determinism reruns (threads, batch mates) of code whose every kernel the emulated run still
+   compares with its reference. Each test says what it leaves out, in one SKIP line. */
+static __attribute__((unused)) int tl_emulated(void) {
+    const char *s = getenv("MLSTACK_TEST_QEMU");
+    return s && *s && strcmp(s, "0") != 0;
+}
+
 /* The hybrid (recurrent-layer) family fixtures under tests/fixtures/families: test_hybrid checks
    each, test_ranks expects each to refuse two ranks. A new hybrid fixture goes here once. */
 #define TL_HYBRID_FIXTURES                                                                                             \
