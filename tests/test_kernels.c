@@ -795,10 +795,11 @@ static void check_attn_from_quant_cache(const mlstack__kernels *k) {
 
 static void check_attn_chunk(const mlstack__kernels *k) {
     int i;
-    /* attention chunk ops: scores, softmax and pv, for head dims with tails and short chunks; one
-       check per shape (the first differing element is reported) */
+    /* attention chunk ops: scores, softmax and pv, for head dims with tails and short chunks (every
+       length mod 4, so a 4-lane tail of 1, 2 and 3); one check per shape (the first differing
+       element is reported) */
     {
-        static const int Gs[] = {1, 2, 3, 4, 5, 8}, Dhs[] = {16, 64, 80, 7, 128, 56}, ns[] = {1, 16, 17, 32};
+        static const int Gs[] = {1, 2, 3, 4, 5, 8}, Dhs[] = {16, 64, 80, 7, 128, 56}, ns[] = {1, 16, 19, 30};
         static float q[8 * 128], kt[128 * 32], v[32 * 128], s0[8 * 32], s1[8 * 32], a0[8 * 128], a1[8 * 128];
         int gi, di, nn, j, ref = TK_IS_REF(k), do_sc = TK_COMPARE(k, attn_scores), do_sm = TK_COMPARE(k, softmax),
                            do_pv = TK_COMPARE(k, attn_pv), alone = tk_first((tk_fn)k->attn_scores, TK_ALONE);
