@@ -453,8 +453,12 @@ def check_quantize_gguf(exe, tmp):
         import gguf
         import numpy as np
 
-        def tensors(path):
-            return {t.name: t for t in gguf.GGUFReader(path).tensors}
+        readers = {}
+
+        def tensors(path):  # each file read once: gguf-py parses the 49k-token vocabulary in ~3 s
+            if path not in readers:
+                readers[path] = {t.name: t for t in gguf.GGUFReader(path).tensors}
+            return readers[path]
 
         def same_values(a, b):  # dequantized by gguf-py, the reference's own decoder
             ta, tb = tensors(a), tensors(b)

@@ -2,7 +2,10 @@
    against transformers' record (tests/fixtures/smollm2/record.json, by tools/smollm2_record.py):
    at every prompt position our logits for transformers' top-10 ids agree within LOGIT_TOL, and
    the 64-token greedy continuation is identical. Runs with the best kernels and, for the
-   logits, with the scalar reference too. With BF16 keys and values, the same against transformers
+   logits of the first prompt, with the scalar reference too (its fma chains call the C library's
+   fmaf, 0.4 s of CPU a token: the other prompts' 56 tokens took 21 s of the test's 65; the
+   scalar path gives every SIMD path's bits, which test_real_repro checks on SmolLM2 and
+   test_kernels kernel by kernel). With BF16 keys and values, the same against transformers
    with bf16-rounded keys and values (kv_bf16.json). Quantized Q8_0 must still agree on the greedy
    tokens of the first prompt for a while (it is not exact, so only a prefix is required, see
    Q8_GREEDY). Speculative decoding (prompt lookup, a Q4_1 draft) must give the same greedy
@@ -693,7 +696,7 @@ int main(void) {
         /* the chat prompt: our template and tokenizer against what transformers rendered */
         printf("  chat prompts: %d templates and ids identical to transformers\n", check_chat(m, prompts, "SmolLM2"));
         run_prompts(m, prompts, NULL, MLSTACK_KV_F32, LOGIT_TOL, 0, 64, 3, "f32 KV");
-        run_prompts(m, prompts, "scalar", MLSTACK_KV_F32, LOGIT_TOL, 0, -1, 3, "f32 KV");
+        run_prompts(m, prompts, "scalar", MLSTACK_KV_F32, LOGIT_TOL, 0, -1, 1, "f32 KV");
         run_kv_bf16(m);
         run_spec(m, NULL, prompts);
         {

@@ -63,6 +63,11 @@ static __attribute__((unused)) int tl_emulated(void) {
     return s && *s && strcmp(s, "0") != 0;
 }
 
+/* TL_KEEP(sum): whether this build runs the case of a grid whose indices add up to sum. A
+   sanitizer build runs the representative third whose sum is a multiple of 3 (every value of
+   each index still meets the others' paths: test_kernels' TK_KEEP); every other build all. */
+#define TL_KEEP(sum) (!TL_SANITIZED || (sum) % 3 == 0)
+
 /* The hybrid (recurrent-layer) family fixtures under tests/fixtures/families: test_hybrid checks
    each, test_ranks expects each to refuse two ranks. A new hybrid fixture goes here once. */
 #define TL_HYBRID_FIXTURES                                                                                             \
