@@ -394,9 +394,10 @@ TEST_RUNS   += $(TEST_BINS) $(VARIANT_BINS) $(ASAN_BINS) $(NEON_RUNS)
 # the "slowest by CPU" list of an idle run, and test_chat_editor, which mostly waits), so that the
 # last minutes are not one long test alone; the plain test_real_repro first, as it writes the
 # hashes that the other builds' read. Refresh the list when that list changes.
-TEST_FIRST = tests/test_real_repro max/test_real_repro tests/test_ranks scripts/test_chat_editor \
-             max/test_kvquant asan/test_hybrid asan/test_families max/test_kernels tests/test_real_smollm2 \
-             asan/test_kernels asan-cli/test_server scripts/test_server scripts/test_cli
+TEST_FIRST = tests/test_real_repro max/test_real_repro tests/test_ranks scripts/test_server \
+             tests/test_real_smollm2 scripts/test_chat_editor max/test_kvquant asan-cli/test_server \
+             scripts/test_cli asan/test_grammar asan/test_kernels asan/test_hybrid asan/test_families \
+             max/test_kernels
 test:
 	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BUILDS)
 	@$(MAKE) --no-print-directory -j$(JOBS) fuzz-replay
