@@ -16353,11 +16353,7 @@ typedef struct mlstack__kernels {
    the target has FMA; glibc's and Apple's fmaf where it does not; elsewhere our own (MinGW's
    fmaf, for one, is not correctly rounded): the product is exact in double, the sum is rounded
    to odd (a TwoSum's error decides the last bit), and rounding that to float is then correct. */
-#if defined(__FMA__) || defined(__aarch64__) || defined(__ARM_FEATURE_FMA) || \
-    (defined(__riscv) && defined(__riscv_flen)) || defined(__GLIBC__) || defined(__APPLE__)
-#define MLSTACK__FMAF(a, b, c) fmaf((a), (b), (c))
-#else
-static float mlstack__fmaf_soft(float a, float b, float c) {
+static MLSTACK__UNUSED float mlstack__fmaf_soft(float a, float b, float c) { /* (test_kernels checks it) */
     double p = (double)a * (double)b, cd = c, s = p + cd, bb = s - p, err = (p - (s - bb)) + (cd - bb);
     uint64_t u;
     if (err != 0 && s == s && s - s == 0) { /* inexact and finite: round to odd */
@@ -16367,6 +16363,11 @@ static float mlstack__fmaf_soft(float a, float b, float c) {
     }
     return (float)s;
 }
+#if defined(__FMA__) || defined(__aarch64__) || defined(__ARM_FEATURE_FMA) || \
+    (defined(__riscv) && defined(__riscv_flen)) || defined(__GLIBC__) || defined(__APPLE__)
+#define MLSTACK__FMAF(a, b, c) fmaf((a), (b), (c))
+#define MLSTACK__FMAF_LIB 1 /* fmaf is correctly rounded here */
+#else
 #define MLSTACK__FMAF(a, b, c) mlstack__fmaf_soft((a), (b), (c))
 #endif
 

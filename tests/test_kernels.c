@@ -1243,6 +1243,51 @@ static void check_repack(void) {
     }
 }
 
+/* mlstack__fmaf_soft, the scalar reference's fmaf where the C library's is not correctly rounded
+   (MinGW without -mfma): bit for bit against a correctly rounded fmaf over products and addends
+   that cancel, overflow, underflow to subnormals and zero, and the special values. */
+static float fma_operand(int lo, int hi) { /* a random float of binary exponent in [lo, hi] */
+    float m = 1.0f + (frand() + 1.0f) * 0.5f;
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return ldexpf(rng & 1 ? -m : m, lo + (int)((rng >> 8) % (uint64_t)(hi - lo + 1)));
+}
+static void check_fmaf_soft(void) {
+#if defined(MLSTACK__FMAF_LIB)
+    static const float sp[] = {0.0f,     -0.0f,   INFINITY, -INFINITY, NAN, FLT_MAX,
+                               -FLT_MAX, FLT_MIN, 1e-45f,   -1e-45f,   1.0f};
+    int i, j, k, bad = 0, n = 0;
+    for (i = 0; i < 11; i++)
+        for (j = 0; j < 11; j++)
+            for (k = 0; k < 11; k++, n++) {
+                float r = fmaf(sp[i], sp[j], sp[k]), t = mlstack__fmaf_soft(sp[i], sp[j], sp[k]);
+                if (r != r ? t == t : memcmp(&r, &t, 4) != 0) bad++;
+            }
+    for (i = 0; i < 400000; i++, n++) {
+        int kind = i % 4;
+        float a = fma_operand(kind == 3 ? -75 : -40, kind == 2 ? 64 : 40), b = fma_operand(-40, kind == 2 ? 64 : 40), c,
+              r, t;
+        c = kind == 0   ? fma_operand(-80, 80)
+            : kind == 1 ? -a * b * (1.0f + frand() * 1e-6f) /* cancels to a few bits */
+                        : fma_operand(-149, 127);
+        r = fmaf(a, b, c);
+        t = mlstack__fmaf_soft(a, b, c);
+        if (memcmp(&r, &t, 4) != 0 && !(r != r && t != t)) {
+            if (bad++ < 3) printf("fmaf_soft(%a, %a, %a) = %a, fmaf %a\n", a, b, c, t, r);
+        }
+    }
+    for (i = 1; i < 4096; i += 2, n++) { /* a * b a float midpoint, c below double's reach: one rounding
+                                             decides, where two (double, then float) would tie to even */
+        float a = ldexpf((float)(4096 + i), -12),
+              b = ldexpf((float)(4097 + (int)(frand() * 2040.0f + 2040.0f) * 2), -12), c = i & 2 ? 0x1p-62f : -0x1p-62f,
+              r = fmaf(a, b, c), t = mlstack__fmaf_soft(a, b, c);
+        if (memcmp(&r, &t, 4) != 0 && bad++ < 3) printf("fmaf_soft(%a, %a, %a) = %a, fmaf %a\n", a, b, c, t, r);
+    }
+    CHECKF(bad == 0, "fmaf_soft differs from fmaf in %d of %d cases", bad, n);
+#else
+    SKIP("fmaf_soft: this C library's fmaf is no reference (not correctly rounded)");
+#endif
+}
+
 /* The canonical exp and sin/cos (the same bits on every path and libm) stay close to libm's. */
 static void check_canon_math(void) {
     double worst_e = 0, worst_s = 0;
@@ -1319,6 +1364,7 @@ int main(void) {
     tk_ref = mlstack__kernels_named("scalar");
     check_quantize_weight();
     check_canon_math();
+    check_fmaf_soft();
     check_rope_table();
     for (i = 0; i < 5; i++) {
         const mlstack__kernels *k = mlstack__kernels_select(mlstack__isa_parse(caps[i]), 0);
