@@ -2846,7 +2846,6 @@ typedef struct mlstack__pool {
 #endif
 
 #if defined(MLSTACK__POOL_THREADS)
-static void mlstack__cpu_relax(void) { MLSTACK__CPU_RELAX(); }
 
 typedef struct mlstack__worker_arg {
     mlstack__pool *pool;
@@ -2881,7 +2880,7 @@ MLSTACK__THREAD_FN(mlstack__worker, arg_) {
         int i;
         for (i = 0; i < p->spin && mlstack__atomic_load64(&p->generation) == seen && !mlstack__atomic_load(&p->quit);
              i++)
-            mlstack__cpu_relax();
+            MLSTACK__CPU_RELAX();
         if (mlstack__atomic_load64(&p->generation) == seen) {
             mlstack__lock(&p->mu);
             while (mlstack__atomic_load64(&p->generation) == seen && !mlstack__atomic_load(&p->quit))
@@ -2973,7 +2972,7 @@ MLSTACK__FN void mlstack__pool_run(mlstack__pool *p, mlstack__task_fn fn, void *
         mlstack__cond_broadcast(&p->wake);
         mlstack__unlock(&p->mu);
         mlstack__pool_work(p, 0);
-        for (i = 0; i < p->spin && mlstack__atomic_load(&p->pending) > 0; i++) mlstack__cpu_relax();
+        for (i = 0; i < p->spin && mlstack__atomic_load(&p->pending) > 0; i++) MLSTACK__CPU_RELAX();
         if (mlstack__atomic_load(&p->pending) > 0) {
             mlstack__lock(&p->mu);
             while (mlstack__atomic_load(&p->pending) > 0) mlstack__cond_wait(&p->done, &p->mu);

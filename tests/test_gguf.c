@@ -1381,7 +1381,7 @@ static void test_imatrix_iq(void) {
     for (i = 0; f && i < sizeof mixes / sizeof mixes[0]; i++) {
         mlstack_model *a = NULL;
         mlstack_result r;
-        int whole = !TL_SANITIZED || i % 3 == 0;
+        int whole = TL_KEEP(TL_SANITIZED, i);
         if (!whole && !mixes[i].refused) continue;
         md.quant_mix = mixes[i].mix;
         md.imatrix = NULL;

@@ -33,7 +33,7 @@ static const char *FIX = "tests/fixtures/families";
    run on the base fixtures only (one of each kind; a variant of one, mamba2_groups of mamba2, is
    named in a skip); prefill == decode, rewind and the random model run on every fixture. */
 static int th_thin = TL_SANITIZED;
-#define TH_KEEP(sum) (!th_thin || (sum) % 3 == 0)
+#define TH_KEEP(sum) TL_KEEP(th_thin, sum)
 
 static int read_ids(const char *name, int32_t *ids, int cap) {
     char path[512];

@@ -263,7 +263,8 @@ static void check_engine(const char *name, mlstack_model *m, mlstack_kv_type kt,
     all = e1 ? fx_eval_all(e1, ids, n, V, n) : NULL;
     CHECKF(all != NULL, "%s k %d v %d: prefill", name, kt, vt);
     for (i = 0; all && i < 4; i++) {
-        int ck = i < 3 ? chunks[i] : n, one = TL_KEEP(call + i), two = e2 && TL_KEEP(call + i + 1);
+        int ck = i < 3 ? chunks[i] : n, one = TL_KEEP(TL_SANITIZED, call + i),
+            two = e2 && TL_KEEP(TL_SANITIZED, call + i + 1);
         float *a = one ? fx_eval_all(e1, ids, n, V, ck) : NULL, *b = two ? fx_eval_all(e2, ids, n, V, ck) : NULL;
         if (one)
             CHECKF(a && !memcmp(a, all, sizeof(float) * (size_t)n * V), "%s k %d v %d: chunks of %d != one prefill",

@@ -63,10 +63,11 @@ static __attribute__((unused)) int tl_emulated(void) {
     return s && *s && strcmp(s, "0") != 0;
 }
 
-/* TL_KEEP(sum): whether this build runs the case of a grid whose indices add up to sum. A
-   sanitizer build runs the representative third whose sum is a multiple of 3 (every value of
-   each index still meets the others' paths: test_kernels' TK_KEEP); every other build all. */
-#define TL_KEEP(sum) (!TL_SANITIZED || (sum) % 3 == 0)
+/* TL_KEEP(thin, sum): whether a run that thins its grids (thin: a sanitizer build, quick mode, a
+   run under qemu, as the test decides) runs the case whose indices add up to sum: the
+   representative third whose sum is a multiple of 3, so that every value of each index still
+   meets the others' paths. A run that does not thin runs every case. */
+#define TL_KEEP(thin, sum) (!(thin) || (sum) % 3 == 0)
 
 /* The hybrid (recurrent-layer) family fixtures under tests/fixtures/families: test_hybrid checks
    each, test_ranks expects each to refuse two ranks. A new hybrid fixture goes here once. */
